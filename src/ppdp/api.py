@@ -1,0 +1,61 @@
+"""The three verbs of the Python API: publish, load_release, verify."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .errors import PpdpError
+from .releases.base import FORMAT, Release, VerifyReport, load_release
+
+
+def publish(table, mechanism, seed: int | None = None) -> Release:
+    """Publish ``table`` under ``mechanism``.
+
+    Without ``seed`` the randomness comes from OS entropy (``seed: "os-entropy"`` in the
+    manifest). With a seed the run is reproducible, and the manifest marks the release as
+    *not fit for publication* (anyone knowing the seed can undo the randomisation).
+    """
+    from .mechanisms.base import Mechanism
+    from .table import Table
+
+    if not isinstance(table, Table):
+        raise PpdpError(f"publish() needs a ppdp.Table, got {type(table).__name__}")
+    if not isinstance(mechanism, Mechanism):
+        raise PpdpError(f"publish() needs a ppdp mechanism, got {type(mechanism).__name__}")
+    if table.n_rows == 0:
+        raise PpdpError("the input table is empty")
+    if seed is None:
+        ss = np.random.SeedSequence()
+        seed_field: int | str = "os-entropy"
+    else:
+        if not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise PpdpError(f"seed must be a non-negative integer, got {seed!r}")
+        ss = np.random.SeedSequence(int(seed))
+        seed_field = int(seed)
+    rng = np.random.default_rng(ss)
+    release = mechanism._publish(table, rng)
+    m = release.manifest
+    m["format"] = FORMAT
+    m["family"] = release.family
+    m["mechanism"] = mechanism.name
+    m["params"] = mechanism.get_params()
+    m["seed"] = seed_field
+    m["fit_for_publication"] = seed is None
+    m["library_version"] = __version__
+    m.setdefault("dropped", 0)
+    m.setdefault("n_input", table.n_rows)
+    return release
+
+
+def verify(release_or_dir, table=None) -> VerifyReport:
+    """Re-check a release's certificate from its files (and, given the source table, that
+    every input row is accounted for). Returns a report with ``.ok`` and ``.problems``."""
+    if isinstance(release_or_dir, (str, os.PathLike, Path)):
+        release = load_release(release_or_dir)
+    else:
+        release = release_or_dir
+    return release.verify(table)

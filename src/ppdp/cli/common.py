@@ -1,0 +1,69 @@
+"""Options shared by subcommands: the input table, roles, seed and output directory."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from ..errors import PpdpError
+
+
+def input_options(f):
+    """INPUT (CSV/Parquet path) or --dataset, plus --quasi / --sensitive / --missing / -n."""
+
+    @click.argument("input_path", metavar="[INPUT]", required=False, type=click.Path(dir_okay=False))
+    @click.option("--dataset", type=click.Choice(["adult", "occ", "edu"]), help="Use a bundled table instead of INPUT.")
+    @click.option("--quasi", multiple=True, help="Quasi-identifier column (repeatable; default: the dataset's).")
+    @click.option("--sensitive", multiple=True, help="Sensitive column (repeatable; default: the dataset's).")
+    @click.option("--missing", type=click.Choice(["error", "category"]), default="error", show_default=True,
+                  help="Missing values ('?' or empty): an error, or an explicit category.")
+    @click.option("-n", "--rows", "n_rows", type=int, default=None, help="Use a seeded sample of this many rows (OCC-n / EDU-n).")
+    @functools.wraps(f)
+    def wrapper(*args, input_path=None, dataset=None, quasi=(), sensitive=(), missing="error", n_rows=None, **kw):
+        kw["table"] = load_table(input_path, dataset, quasi, sensitive, missing, n_rows)
+        return f(*args, **kw)
+
+    return wrapper
+
+
+def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=None, seed=0):
+    from .. import datasets
+    from ..table import Table
+
+    if (input_path is None) == (dataset is None):
+        raise PpdpError("give exactly one input: a CSV/Parquet path or --dataset adult|occ|edu")
+    if dataset is not None:
+        t = datasets.load(dataset, n=n_rows, seed=seed)
+        if quasi or sensitive:
+            t = t.with_roles(list(quasi) or None, list(sensitive) or None)
+        return t
+    if not sensitive:
+        raise PpdpError("--sensitive is required with an input file")
+    t = Table.read(input_path, quasi=list(quasi), sensitive=list(sensitive), missing=missing)
+    if n_rows is not None:
+        t, _ = t.sample(n_rows, seed)
+    return t
+
+
+def seed_option(f):
+    return click.option("--seed", type=int, default=None,
+                        help="Make the run reproducible (the release is then marked not fit for publication).")(f)
+
+
+def out_option(f):
+    return click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False),
+                        help="Release directory to write (must not exist).")(f)
+
+
+def finish_publish(release, out) -> None:
+    """Save atomically, verify, and print a one-screen summary."""
+    from ..api import verify
+
+    path = release.save(out)
+    rep = verify(release)
+    m = release.manifest
+    click.echo(f"published {m['mechanism']} release to {path}")
+    click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
+    click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
+    click.echo(str(rep))

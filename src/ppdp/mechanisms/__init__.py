@@ -1,0 +1,1 @@
+"""Privacy mechanisms, one sub-package per release family."""

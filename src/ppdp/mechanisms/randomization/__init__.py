@@ -1,0 +1,4 @@
+"""Randomization mechanisms: uniform perturbation (global randomization), SDR and A'.
+
+Each module registers its estimator and verifier with ppdp.releases.randomized.
+"""

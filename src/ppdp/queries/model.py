@@ -1,0 +1,169 @@
+"""Count queries (SPEC §3): a conjunction of per-attribute predicates.
+
+A predicate is a value set (IN), a range (BETWEEN, inclusive) or an equality. Queries are
+written against labels; :meth:`Query.resolve` turns them into boolean masks over each
+attribute's domain codes, which is what every estimator consumes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import QueryError
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``kind`` is ``"in"`` (``values``), ``"eq"`` (one value) or ``"between"`` (``low``, ``high``)."""
+
+    column: str
+    kind: str
+    values: tuple[str, ...] = ()
+    low: str | float | None = None
+    high: str | float | None = None
+
+    def to_json(self) -> dict:
+        d = {"column": self.column, "kind": self.kind}
+        if self.kind == "between":
+            d.update(low=self.low, high=self.high)
+        else:
+            d["values"] = list(self.values)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Predicate":
+        if d["kind"] == "between":
+            return cls(d["column"], "between", low=d["low"], high=d["high"])
+        return cls(d["column"], d["kind"], tuple(str(v) for v in d["values"]))
+
+    def mask(self, domain: Sequence[str], numeric: np.ndarray | None) -> np.ndarray:
+        """Boolean mask over the domain's codes."""
+        dom = list(domain)
+        if self.kind in ("in", "eq"):
+            lookup = {lab: i for i, lab in enumerate(dom)}
+            m = np.zeros(len(dom), dtype=bool)
+            for v in self.values:
+                key = _normalise(v)
+                if key not in lookup:
+                    raise QueryError(f"value {v!r} is not in the domain of {self.column!r} (e.g. {dom[:5]})")
+                m[lookup[key]] = True
+            return m
+        if self.kind == "between":
+            lo, hi = self.low, self.high
+            if numeric is not None and _is_number(lo) and _is_number(hi):
+                return (numeric >= float(lo)) & (numeric <= float(hi))
+            lookup = {lab: i for i, lab in enumerate(dom)}
+            try:
+                a, b = lookup[_normalise(lo)], lookup[_normalise(hi)]
+            except KeyError:
+                raise QueryError(
+                    f"range bounds {lo!r}..{hi!r} for {self.column!r} are neither numbers on a numeric domain nor labels"
+                ) from None
+            m = np.zeros(len(dom), dtype=bool)
+            m[min(a, b) : max(a, b) + 1] = True
+            return m
+        raise QueryError(f"unknown predicate kind {self.kind!r}")
+
+
+def _is_number(x) -> bool:
+    try:
+        float(x)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _normalise(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass(frozen=True)
+class Query:
+    """A conjunction of predicates, at most one per column."""
+
+    predicates: tuple[Predicate, ...] = field(default_factory=tuple)
+
+    def __post_init__(self):
+        cols = [p.column for p in self.predicates]
+        if len(set(cols)) != len(cols):
+            raise QueryError(f"a query has at most one predicate per column, got {cols}")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(p.column for p in self.predicates)
+
+    def resolve(self, domains: Mapping[str, Sequence[str]], numeric: Mapping[str, np.ndarray | None] | None = None) -> dict[str, np.ndarray]:
+        """Column → boolean mask over its domain; unknown columns raise :class:`QueryError`."""
+        out = {}
+        for p in self.predicates:
+            if p.column not in domains:
+                raise QueryError(f"unknown attribute {p.column!r}; the release has {sorted(domains)}")
+            out[p.column] = p.mask(domains[p.column], (numeric or {}).get(p.column))
+        return out
+
+    def to_json(self) -> dict:
+        return {"predicates": [p.to_json() for p in self.predicates]}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Query":
+        return cls(tuple(Predicate.from_json(p) for p in d["predicates"]))
+
+    @classmethod
+    def parse(cls, where: str) -> "Query":
+        from .parser import parse_where
+
+        return parse_where(where)
+
+    def __str__(self) -> str:
+        parts = []
+        for p in self.predicates:
+            if p.kind == "between":
+                parts.append(f"{p.column} BETWEEN {p.low!r} AND {p.high!r}")
+            elif p.kind == "eq":
+                parts.append(f"{p.column} = {p.values[0]!r}")
+            else:
+                parts.append(f"{p.column} IN ({', '.join(repr(v) for v in p.values)})")
+        return " AND ".join(parts) or "TRUE"
+
+
+class Workload(list):
+    """A list of queries plus the parameters that generated it (saved as JSON lines)."""
+
+    def __init__(self, queries: Iterable[Query] = (), meta: Mapping | None = None):
+        super().__init__(queries)
+        self.meta = dict(meta or {})
+
+    def save(self, path) -> None:
+        with open(path, "w") as f:
+            f.write(json.dumps({"workload": self.meta}) + "\n")
+            for q in self:
+                f.write(json.dumps(q.to_json()) + "\n")
+
+    @classmethod
+    def load(cls, path) -> "Workload":
+        queries, meta = [], {}
+        try:
+            with open(path) as f:
+                for i, line in enumerate(f, 1):
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        d = json.loads(line)
+                        if "workload" in d:
+                            meta = d["workload"]
+                        elif "where" in d:
+                            queries.append(Query.parse(d["where"]))
+                        else:
+                            queries.append(Query.from_json(d))
+                    except (json.JSONDecodeError, KeyError, TypeError) as e:
+                        raise QueryError(f"{path}: line {i} is not a query ({e})") from None
+        except OSError as e:
+            raise QueryError(f"cannot read workload {path}: {e}") from None
+        return cls(queries, meta)
