@@ -41,14 +41,13 @@ def reproduce():
 
 
 def _attach() -> None:
+    """Import every sibling module: each registers its own subcommands on ``cli``."""
     import importlib
+    import pkgutil
 
-    for mod in ("core", "bucketization", "randomization", "histogram", "reproduce", "evaluate"):
-        try:
-            importlib.import_module(f"ppdp.cli.{mod}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ppdp.cli.{mod}":
-                raise
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "common":
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 def main(argv=None) -> None:
