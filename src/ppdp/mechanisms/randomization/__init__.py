@@ -2,3 +2,4 @@
 
 Each module registers its estimator and verifier with ppdp.releases.randomized.
 """
+from .uniform import UniformPerturbation  # noqa: F401
