@@ -40,34 +40,91 @@ class CountIndex:
         self.keys = keys
         self.n = len(keys)
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
+        self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
+        self._integral = keys.ndim == 1
 
-    def _aggregate(self, inv: np.ndarray, n_c: int) -> np.ndarray:
+    # ------------------------------------------------------------ grouping
+    @staticmethod
+    def _distinct(codes: list[np.ndarray], dims: list[int]):
+        """Distinct combinations: (unique combined keys, inverse). Dense counting when the
+        product of the domain sizes is small, a sort otherwise."""
+        prod = float(np.prod(dims, dtype=float))
+        key = np.ravel_multi_index([c.astype(np.int64) for c in codes], dims) if prod < 2**62 else None
+        if key is None:  # pragma: no cover - astronomically large domains
+            stacked = np.stack(codes, axis=1)
+            uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+            return uniq, inv.ravel(), True
+        if prod <= max(4 * len(key), 1 << 20):
+            present = np.zeros(int(prod), dtype=np.int64)
+            present[key] = 1
+            uniq = np.flatnonzero(present)
+            rank = np.cumsum(present) - 1
+            return uniq, rank[key], False
+        uniq, inv = np.unique(key, return_inverse=True)
+        return uniq, inv.ravel(), False
+
+    def _weights(self, inv: np.ndarray, n_c: int, weights: np.ndarray | None = None) -> np.ndarray:
+        if weights is not None:  # re-aggregating an existing (n, K) weight matrix
+            if n_c == 1:
+                return weights.sum(axis=0, keepdims=True)
+            return np.stack([np.bincount(inv, weights=weights[:, k], minlength=n_c) for k in range(self.K)], axis=1)
         if self.keys.ndim == 1:
             flat = inv.astype(np.int64) * self.K + self.keys
             return np.bincount(flat, minlength=n_c * self.K).reshape(n_c, self.K).astype(np.float64)
         return np.stack([np.bincount(inv, weights=self.keys[:, k], minlength=n_c) for k in range(self.K)], axis=1)
+
+    def _base_group(self):
+        """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
+        if self._base is None:
+            cols = tuple(self.columns)
+            if not cols:
+                self._base = ({}, self._weights(np.zeros(self.n, dtype=np.int64), 1))
+            else:
+                dims = [self.sizes[c] for c in cols]
+                uniq, inv, stacked = self._distinct([self.columns[c] for c in cols], dims)
+                combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
+                         else dict(zip(cols, np.unravel_index(uniq, dims))))
+                self._base = (combo, self._weights(inv, len(uniq)))
+        return self._base
 
     def group(self, cols: tuple[str, ...]):
         """Distinct combinations of ``cols`` (codes per column) and their summed weights (n_c × K)."""
         g = self._groups.get(cols)
         if g is not None:
             return g
+        base_combo, base_W = self._base_group()
         if not cols:
-            inv = np.zeros(self.n, dtype=np.int64)
-            g = ({}, self._aggregate(inv, 1))
+            g = ({}, base_W.sum(axis=0, keepdims=True))
+        elif set(cols) == set(base_combo):
+            g = ({c: base_combo[c] for c in cols}, base_W)
         else:
             dims = [self.sizes[c] for c in cols]
-            if float(np.prod(dims, dtype=float)) < 2**62:
-                key = np.ravel_multi_index([self.columns[c].astype(np.int64) for c in cols], dims)
-                uniq, inv = np.unique(key, return_inverse=True)
-                combo = dict(zip(cols, np.unravel_index(uniq, dims)))
-            else:  # pragma: no cover - astronomically large domains
-                stacked = np.stack([self.columns[c] for c in cols], axis=1)
-                uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
-                combo = {c: uniq[:, i] for i, c in enumerate(cols)}
-            g = (combo, self._aggregate(inv.ravel(), len(uniq)))
+            uniq, inv, stacked = self._distinct([base_combo[c] for c in cols], dims)
+            combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
+                     else dict(zip(cols, np.unravel_index(uniq, dims))))
+            g = (combo, self._weights(inv, len(uniq), base_W))
         self._groups[cols] = g
         return g
+
+    # ------------------------------------------------------------- answers
+    def _super_columns(self, cols: tuple[str, ...], combo: Mapping[str, np.ndarray], limit: int = 4096):
+        """Pack columns into few "super-columns" whose joint domain is ≤ ``limit`` labels, so a
+        query's mask over combinations needs one gather per super-column, not per column."""
+        order = sorted(cols, key=lambda c: self.sizes[c])
+        packs: list[list[str]] = []
+        for c in reversed(order):  # largest first, first-fit
+            for p in packs:
+                if np.prod([self.sizes[x] for x in p]) * self.sizes[c] <= limit:
+                    p.append(c)
+                    break
+            else:
+                packs.append([c])
+        out = []
+        for p in packs:
+            dims = [self.sizes[c] for c in p]
+            code = np.ravel_multi_index([combo[c].astype(np.int64) for c in p], dims) if len(p) > 1 else combo[p[0]]
+            out.append((p, dims, code))
+        return out
 
     def sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
         """R (n_queries × K): masks[q] maps each constrained column to a boolean domain mask."""
@@ -77,19 +134,26 @@ class CountIndex:
             by_cols[tuple(sorted(m))].append(qi)
         for cols, qidx in by_cols.items():
             combo, W = self.group(cols)
+            qarr = np.asarray(qidx)
+            if not cols:
+                out[qarr] = W[0]
+                continue
             n_c = W.shape[0]
-            luts = {c: np.stack([masks[q][c] for q in qidx]) for c in cols}
+            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the memory traffic)
+            Wm = W.astype(np.float32) if self._integral and self.n < 2**24 else W
+            packs = self._super_columns(cols, combo)
             step = max(1, _CHUNK_CELLS // max(n_c, 1))
             for s in range(0, len(qidx), step):
-                sl = slice(s, s + step)
-                if cols:
-                    M = None
-                    for c in cols:
-                        part = luts[c][sl][:, combo[c]]
-                        M = part if M is None else (M & part)
-                    out[np.asarray(qidx[sl])] = M.astype(np.float64) @ W
-                else:
-                    out[np.asarray(qidx[sl])] = W[0]
+                chunk = qidx[s : s + step]
+                M = None
+                for p, dims, code in packs:
+                    lut = np.stack([masks[q][p[0]] for q in chunk])
+                    for c in p[1:]:  # outer AND over the packed columns → (k, Π dims)
+                        nxt = np.stack([masks[q][c] for q in chunk])
+                        lut = (lut[:, :, None] & nxt[:, None, :]).reshape(len(chunk), -1)
+                    part = np.take(lut, code, axis=1)
+                    M = part if M is None else np.logical_and(M, part, out=M)
+                out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
         return out
 
 
