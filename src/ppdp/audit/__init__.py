@@ -1,0 +1,18 @@
+"""Privacy audit (SPEC §4): the adversary's best posterior per record class vs the model's
+bound, the differential inference demonstration and the corruption attack.
+
+- :func:`audit_release` (``posterior.py``): every family; :class:`AuditResult`.
+- :func:`differential_inference` (``differential.py``): Monte-Carlo of Theorem 2 of
+  Wang et al. (2011).
+- :func:`corruption_posterior`, :func:`corruption_table` (``corruption.py``): the corruption
+  attack with and without fake values.
+- :func:`write_audit`, :func:`write_differential` (``files.py``): CSV + PNG + HTML report.
+"""
+
+from .corruption import corruption_posterior, corruption_table
+from .differential import differential_inference, theorem2
+from .files import write_audit, write_differential
+from .posterior import AuditResult, audit_release, bayes_posterior, decoy_cooccurrence
+
+__all__ = ["AuditResult", "audit_release", "bayes_posterior", "decoy_cooccurrence", "differential_inference", "theorem2",
+           "corruption_posterior", "corruption_table", "write_audit", "write_differential"]

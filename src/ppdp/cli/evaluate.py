@@ -1,0 +1,92 @@
+"""``ppdp evaluate`` (models × one workload → CSV + HTML report) and ``ppdp reproduce all``."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import traceback
+from pathlib import Path
+
+import click
+
+from . import cli, reproduce
+from .common import input_options
+
+
+@cli.command()
+@input_options
+@click.option("--model", "models", multiple=True, required=True,
+              help="A model as name:key=value,… (repeatable), e.g. fprivacy:theta=8, anatomy:l=5, sdr:rho1=0.1,rho2=0.3, "
+                   "uniform:rho1=0.1,rho2=0.3, diverted:l_prime=5, dpcube:epsilon=1,dims=age+sex, cell:epsilon=1,dims=age+sex.")
+@click.option("--workload", type=click.Choice(["anatomy", "point", "range"]), default="anatomy", show_default=True)
+@click.option("--queries", "n_queries", type=int, default=5000, show_default=True, help="Number of queries.")
+@click.option("--selectivity", type=float, default=0.01, show_default=True, help="Expected selectivity (anatomy workload).")
+@click.option("--dims", default=None, help="Range workload dimensions, comma-separated (default: the first three QI).")
+@click.option("--trials", type=int, default=3, show_default=True, help="Releases per model (each with its own seed).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Run seed (workload and per-trial publish seeds).")
+@click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
+@click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, no_verify, out):
+    """Publish every --model on the table (several seeded trials), answer ONE shared workload,
+    and write workload.jsonl, results.csv, summary.csv and report.html to --out."""
+    from ..evaluate import evaluate as run, parse_model_spec
+
+    specs = [parse_model_spec(m) for m in models]  # bad specs fail before any work
+    ctx = click.get_current_context()
+    ds = ctx.params.get("dataset")
+    info = {"dataset": ds or ctx.params.get("input_path"), "rows": table.n_rows,
+            "sampling": f"seeded sample of {ctx.params['n_rows']} rows (seed 0)" if ctx.params.get("n_rows") else "full table"}
+    ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
+             selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify, dataset_info=info)
+    allb = ev.summary[ev.summary["bin"] == "all"]
+    click.echo(f"{'model':34s} {'mean':>8s} {'median':>8s} {'p95':>8s} {'mse':>8s} {'pub s':>7s} {'qry s':>7s}")
+    for _, r in allb.iterrows():
+        if r["error"] and r["trials"] == 0:
+            click.echo(f"{r['model']:34s} FAILED: {r['error']}")
+        else:
+            click.echo(f"{r['model']:34s} {r['mean_rel_err']:8.4f} {r['median_rel_err']:8.4f} {r['p95_rel_err']:8.4f} "
+                       f"{r['mse']:8.3f} {r['publish_s']:7.2f} {r['query_s']:7.2f}" + (f"  ({r['error']})" if r["error"] else ""))
+    click.echo(f"wrote {out}/results.csv, summary.csv, workload.jsonl, report.html")
+
+
+def run_all(out_dir: Path, quick: bool = True) -> Path:
+    """Run every registered paper's reproduction; index.html links each summary (or its error)."""
+    from ..experiments import EXPERIMENTS
+    from ..report import HtmlReport
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, module in EXPERIMENTS.items():
+        target = out_dir / name
+        try:
+            mod = importlib.import_module(module)
+            target.mkdir(parents=True, exist_ok=True)
+            summary = Path(mod.run(target, quick=quick))
+            rows.append((name, "ok", summary, ""))
+            click.echo(f"{name}: ok → {summary}")
+        except Exception as e:  # a missing or failing paper is listed with its error
+            msg = f"{type(e).__name__}: {e}"
+            rows.append((name, "failed", None, msg))
+            (out_dir / f"{name}.error.txt").write_text(traceback.format_exc())
+            click.echo(f"{name}: FAILED — {msg}", err=True)
+    rep = HtmlReport("ppdp reproduce all" + (" --quick" if quick else ""))
+    rep.paragraph(f"{sum(r[1] == 'ok' for r in rows)} of {len(rows)} reproductions ran.")
+    for name, status, summary, msg in rows:
+        if summary is not None:
+            link = os.path.relpath(summary.resolve(), out_dir.resolve())
+            rep.link(link, f"{name}: summary ({link})")
+        else:
+            rep.paragraph(f"{name}: {status} — {msg} (traceback in {name}.error.txt)", css="bad")
+    rep.provenance({"quick": quick, "papers": list(EXPERIMENTS)})
+    return rep.write(out_dir / "index.html")
+
+
+@reproduce.command(name="all")
+@click.option("--quick", is_flag=True, help="A small, fast version of every paper's figures.")
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None, help="Output directory (default results/all[-quick]).")
+def reproduce_all(quick, out):
+    """Run every paper's reproduction and write index.html linking their summaries."""
+    target = Path(out or f"results/all{'-quick' if quick else ''}")
+    index = run_all(target, quick=quick)
+    click.echo(f"index: {index}")
