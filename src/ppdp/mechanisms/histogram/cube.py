@@ -1,0 +1,182 @@
+"""The data cube (base cuboid) of a Table over chosen dimensions, and box arithmetic on it.
+
+A cube has one axis per dimension; a dimension's cells are its domain labels (categorical,
+or numeric value by value) or explicit bins (``bins={"age": [17, 20, 30, …]}``), so the cell
+domain can be fixed in advance (public) instead of read off the data. Values outside the
+bins are an error, never dropped.
+
+Storage rule: a cube of m ≤ ``DENSE_MAX_CELLS`` (2^24 ≈ 16.8 M) cells is a dense int64
+array; beyond that only the non-empty cells are held (sparse: linear cell index → count).
+
+Boxes are inclusive cell-index ranges ``lo[d] ≤ i_d ≤ hi[d]``; sums over many boxes come
+from one summed-area table (prefix sums along every axis) by inclusion–exclusion over the
+2^d corners, vectorised over all boxes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ...errors import PpdpError, SchemaError
+from ...table import Binning
+
+DENSE_MAX_CELLS = 2**24
+
+
+@dataclass(frozen=True)
+class CubeSpec:
+    """Dimensions, their cell labels, numeric value of each cell (or None) and the bins used."""
+
+    dims: tuple[str, ...]
+    labels: tuple[tuple[str, ...], ...]
+    numeric: tuple[tuple[float, ...] | None, ...]
+    bins: dict  # dim → list of edges (binned) or list of labels (as in the table)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(x) for x in self.labels)
+
+    @property
+    def n_cells(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dense(self) -> bool:
+        return self.n_cells <= DENSE_MAX_CELLS
+
+
+def check_dims(dims) -> tuple[str, ...]:
+    if isinstance(dims, str):
+        dims = [dims]
+    dims = tuple(str(d) for d in dims)
+    if not dims:
+        raise PpdpError("dims must name at least one column")
+    if len(set(dims)) != len(dims):
+        raise PpdpError(f"dims has repeated columns: {list(dims)}")
+    return dims
+
+
+def check_bins(bins, dims) -> dict:
+    """Normalise ``bins`` to dim → tuple of float edges (validated)."""
+    out = {}
+    for d, edges in (bins or {}).items():
+        if d not in dims:
+            raise PpdpError(f"bins given for {d!r}, which is not one of the dims {list(dims)}")
+        try:
+            out[d] = [float(e) for e in edges]
+        except (TypeError, ValueError):
+            raise PpdpError(f"bins for {d!r} must be numbers, got {edges!r}") from None
+        Binning(tuple(out[d]))  # validates (≥ 2 finite, strictly increasing)
+    return out
+
+
+def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] | None = None):
+    """(CubeSpec, list of per-row cell index arrays) for ``table`` over ``dims``."""
+    if table.n_rows == 0:
+        raise PpdpError("the input table is empty")
+    known = set(table.column_names)
+    for d in dims:
+        if d not in known:
+            raise SchemaError(f"unknown dimension {d!r}; the table has {sorted(known)}")
+    labels, numeric, used_bins, codes = [], [], {}, []
+    for d in dims:
+        if bins and d in bins:
+            nv = table.numeric_values(d)
+            if nv is None:
+                raise SchemaError(f"bins given for {d!r}, but its values are not numeric")
+            b = Binning(tuple(bins[d]))
+            codes.append(b.codes(nv[table.codes(d)], d))
+            labels.append(tuple(b.labels))
+            numeric.append(tuple(float(e) for e in b.edges[:-1]))
+            used_bins[d] = list(b.edges)
+        else:
+            codes.append(table.codes(d).astype(np.int64))
+            labels.append(tuple(table.domain(d)))
+            nv = table.numeric_values(d)
+            numeric.append(None if nv is None else tuple(float(v) for v in nv))
+            used_bins[d] = list(table.domain(d))
+    return CubeSpec(tuple(dims), tuple(labels), tuple(numeric), used_bins), [np.asarray(c, dtype=np.int64) for c in codes]
+
+
+def linear_index(codes: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray:
+    return np.ravel_multi_index([np.asarray(c, dtype=np.int64) for c in codes], tuple(shape))
+
+
+def dense_counts(codes: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray:
+    """Dense int64 count array of the cube."""
+    m = int(np.prod(shape, dtype=np.int64))
+    return np.bincount(linear_index(codes, shape), minlength=m).astype(np.int64).reshape(tuple(shape))
+
+
+def sparse_counts(codes: Sequence[np.ndarray], shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted linear indices of non-empty cells, their counts)."""
+    idx, cnt = np.unique(linear_index(codes, shape), return_counts=True)
+    return idx, cnt.astype(np.int64)
+
+
+# ---------------------------------------------------------------------------- boxes
+def summed_area(a: np.ndarray) -> np.ndarray:
+    """Prefix sums with a zero border: S[i1..id] = Σ a[:i1, …, :id] (float64)."""
+    s = np.zeros(tuple(n + 1 for n in a.shape), dtype=np.float64)
+    s[tuple(slice(1, None) for _ in a.shape)] = a
+    for ax in range(a.ndim):
+        np.cumsum(s, axis=ax, out=s)
+    return s
+
+
+def box_sums(sat: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Sums over boxes (rows of lo, hi: inclusive cell indices, shape (B, d)) by inclusion–exclusion."""
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64) + 1
+    d = sat.ndim
+    out = np.zeros(len(lo), dtype=np.float64)
+    for corner in range(1 << d):
+        idx = []
+        sign = 1
+        for ax in range(d):
+            if corner >> ax & 1:
+                idx.append(lo[:, ax])
+                sign = -sign
+            else:
+                idx.append(hi[:, ax])
+        out += sign * sat[tuple(idx)]
+    return out
+
+
+def box_volumes(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.prod(np.asarray(hi, dtype=np.int64) - np.asarray(lo, dtype=np.int64) + 1, axis=1)
+
+
+def paint(shape: Sequence[int], lo: np.ndarray, hi: np.ndarray, values=None, dtype=np.int64) -> np.ndarray:
+    """Array of ``shape`` with each box filled by ``values[b]`` (default: its box number).
+
+    Cells covered by no box hold −1 (for box numbers) or 0.
+    """
+    out = np.full(tuple(shape), -1 if values is None else 0, dtype=dtype)
+    for b in range(len(lo)):
+        sl = tuple(slice(int(a), int(z) + 1) for a, z in zip(lo[b], hi[b]))
+        out[sl] = b if values is None else values[b]
+    return out
+
+
+def cover_counts(shape: Sequence[int], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """How many boxes cover each cell (a d-dimensional difference array, then prefix sums)."""
+    diff = np.zeros(tuple(n + 1 for n in shape), dtype=np.int64)
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64) + 1
+    d = len(shape)
+    for corner in range(1 << d):
+        idx, sign = [], 1
+        for ax in range(d):
+            if corner >> ax & 1:
+                idx.append(hi[:, ax])
+                sign = -sign
+            else:
+                idx.append(lo[:, ax])
+        np.add.at(diff, tuple(idx), sign)
+    for ax in range(d):
+        np.cumsum(diff, axis=ax, out=diff)
+    return diff[tuple(slice(0, n) for n in shape)]
