@@ -112,38 +112,24 @@ def keyed_estimates(release, masks, sub: np.ndarray, y: np.ndarray, domains: Seq
                     p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """x̂(query) = Σ_j Σ_{x ∈ sel ∩ D_j} (y_jx − n_j q_j)/p_j for a whole workload.
 
-    Keys are the (sub-table j, local value) pairs, K = Σ_j m_j; one CountIndex pass gives
-    y_jx for every query, n_j is their sum over the sub-table's keys.
+    The estimator is linear in the rows: x̂ = Σ_{x ∈ sel} Σ_{rows meeting the QI part} w[row, x]
+    with w[row, x] = ([y_row = x] − q_j [x ∈ D_j]) / p_j for the row's sub-table j. One
+    CountIndex over the (N × |SA|) weights gives Σ_rows w for every query and value.
     """
     sa = release.schema["sensitive"][0]
     m_sa = len(release.domains[sa])
     J = len(domains)
-    m_j = np.array([len(d) for d in domains], dtype=np.int64)
-    off = np.concatenate([[0], np.cumsum(m_j)[:-1]])
-    lut = np.full((J, m_sa), -1, dtype=np.int64)
+    in_dom = np.zeros((J, m_sa), dtype=bool)
     for j, d in enumerate(domains):
-        lut[j, d] = np.arange(len(d))
-    local = lut[sub, y]
-    if (local < 0).any():
+        in_dom[j, d] = True
+    if not in_dom[sub, y].all():
         raise ReleaseError("a published SA value lies outside its sub-table's domain")
-    keys = off[sub] + local
-    key_sub = np.repeat(np.arange(J), m_j)
-    key_val = np.concatenate([np.asarray(d, dtype=np.int64) for d in domains])
+    w = in_dom[sub] * (-(q / p))[sub][:, None]
+    w[np.arange(len(y)), y] += (1.0 / p)[sub]
     rest, sel = split_masks(masks, sa, m_sa)
     qi_cols = sorted({c for mk in rest for c in mk})
-    index = CountIndex({c: release.column_codes(c) for c in qi_cols}, {c: len(release.domains[c]) for c in qi_cols},
-                       keys, int(m_j.sum()))
-    out = np.empty(len(masks))
-    step = 2000
-    H = np.zeros((len(key_sub), J))
-    H[np.arange(len(key_sub)), key_sub] = 1.0
-    for s in range(0, len(masks), step):
-        R = index.sums(rest[s:s + step])                      # y_jx per query
-        selK = sel[s:s + step][:, key_val].astype(np.float64)  # x in the query's SA set
-        n_j = R @ H                                            # records of T_j meeting the QI part
-        s_j = selK @ H                                         # |sel ∩ D_j|
-        out[s:s + step] = (selK * R) @ (1.0 / p[key_sub]) - (n_j * s_j) @ (q / p)
-    return out
+    index = CountIndex({c: release.column_codes(c) for c in qi_cols}, {c: len(release.domains[c]) for c in qi_cols}, w)
+    return (index.sums(rest) * sel).sum(axis=1)
 
 
 # --------------------------------------------------------------------------- verify helpers
