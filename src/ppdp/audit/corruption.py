@@ -20,24 +20,37 @@ import pandas as pd
 from ..errors import PpdpError
 
 
-def corruption_posterior(real_counts: np.ndarray, known_counts: np.ndarray, sigma: int | np.ndarray = 0) -> np.ndarray:
-    """Posterior of each SA value for a remaining (uncorrupted) record, per bucket.
+def corruption_posterior(real_counts: np.ndarray, known_counts: np.ndarray, fake: np.ndarray | None = None) -> np.ndarray:
+    """Posterior of each listed SA value for a remaining (uncorrupted) record, per bucket.
 
-    ``real_counts``/``known_counts``: (n_buckets × m) real counts and counts among the corrupted
-    records; ``sigma``: fake values per bucket (scalar or per bucket). Rows of buckets with no
-    remaining record are zero."""
+    ``real_counts`` / ``known_counts``: (n_buckets × m) real counts and counts among the
+    corrupted records; ``fake``: (n_buckets × m) 0/1 matrix of the fake values listed in each
+    bucket (None: no fakes). Rows of buckets with no remaining record are zero."""
     real = np.atleast_2d(np.asarray(real_counts, dtype=np.int64))
     known = np.atleast_2d(np.asarray(known_counts, dtype=np.int64))
-    if real.shape != known.shape or (known > real).any() or (known < 0).any():
+    fk = np.zeros_like(real) if fake is None else np.atleast_2d(np.asarray(fake, dtype=np.int64))
+    if real.shape != known.shape or real.shape != fk.shape or (known > real).any() or (known < 0).any():
         raise PpdpError("known counts must lie between 0 and the real counts, shape for shape")
-    sig = np.broadcast_to(np.asarray(sigma, dtype=np.int64), (real.shape[0],)).astype(float)
-    rem = real - known
-    left = rem.sum(axis=1).astype(float)
-    uncertain = (real == 1) & (known == 0)
+    if ((fk > 0) & (real > 0)).any() or (fk > 1).any():
+        raise PpdpError("fake values must be distinct and absent from the bucket's real values")
+    listed = real + fk
+    sig = fk.sum(axis=1).astype(float)
+    left = (real - known).sum(axis=1).astype(float)
+    uncertain = (listed == 1) & (known == 0)
     u = uncertain.sum(axis=1).astype(float)
-    p_real = np.divide(u, u + sig, out=np.ones_like(u), where=(u + sig) > 0)
-    share = np.divide(rem, left[:, None], out=np.zeros(rem.shape, float), where=left[:, None] > 0)
-    return np.where(uncertain, share * p_real[:, None], share)
+    p_real = np.divide(u - sig, u, out=np.ones_like(u), where=u > 0)
+    share = np.divide(listed - known, left[:, None], out=np.zeros(real.shape, float), where=left[:, None] > 0)
+    return np.where(uncertain, p_real[:, None] / np.maximum(left, 1)[:, None] * (left[:, None] > 0), share)
+
+
+def hypothetical_fakes(real: np.ndarray, sigma: int, rng: np.random.Generator) -> np.ndarray:
+    """σ fake values per bucket drawn uniformly from the values absent in the bucket."""
+    absent = real == 0
+    if sigma > absent.sum(axis=1).min(initial=sigma):
+        raise PpdpError(f"σ = {sigma} fake values do not fit: some bucket has fewer absent SA values")
+    key = np.where(absent, rng.random(real.shape), np.inf)
+    rank = np.argsort(np.argsort(key, axis=1), axis=1)
+    return (absent & (rank < sigma)).astype(np.int64)
 
 
 def _records(real: np.ndarray):
@@ -58,8 +71,9 @@ def corruption_table(release, qs: Sequence[int] | None = None, sigma: int | None
     keep = sizes > 0
     sizes, real, fakes = sizes[keep], real[keep], fakes[keep]
     n_b, m = real.shape
-    sig = fakes.sum(axis=1) if sigma is None else np.full(n_b, int(sigma))
     rng = np.random.default_rng(seed)
+    fk = (fakes > 0).astype(np.int64) if sigma is None else hypothetical_fakes(real, int(sigma), rng)
+    sig = fk.sum(axis=1)
     rb, rx = _records(real)
     key = rng.random(len(rb))
     order = np.lexsort((key, rb))
@@ -76,8 +90,8 @@ def corruption_table(release, qs: Sequence[int] | None = None, sigma: int | None
             continue
         known_rec = rank < qv[rb]
         known = np.bincount(rb[known_rec] * m + rx[known_rec], minlength=n_b * m).reshape(n_b, m)
-        without = corruption_posterior(real[live], known[live], 0).max(axis=1)
-        with_f = corruption_posterior(real[live], known[live], sig[live]).max(axis=1)
+        without = corruption_posterior(real[live], known[live]).max(axis=1)
+        with_f = corruption_posterior(real[live], known[live], fk[live]).max(axis=1)
         rows.append({"q": name, "buckets": int(live.sum()), "sigma": float(sig[live].mean()),
                      "mean_max_posterior_no_fakes": float(without.mean()), "max_posterior_no_fakes": float(without.max()),
                      "mean_max_posterior_with_fakes": float(with_f.mean()), "max_posterior_with_fakes": float(with_f.max()),

@@ -225,6 +225,27 @@ def _audit_uniform(release, table) -> AuditResult:
                        classes, summary, notes)
 
 
+def _sdr_plan_counts(release, table):
+    """The sub-table × SA count matrix, recomputed by the SDR planner from the source's SA
+    counts (the plan is a function of the counts only); None if it does not match the release."""
+    from ..mechanisms.randomization.sdr import SDR
+
+    p = release.manifest.get("params", {})
+    try:
+        _, C, _ = SDR(**p).plan(table)
+    except (TypeError, ValueError):
+        return None
+    sts = release.certificate["subtables"]
+    dom = list(release.domains[release.schema["sensitive"][0]])
+    if C.shape[0] != len(sts):
+        return None
+    for st in sts:
+        row = C[int(st["id"])]
+        if int(row.sum()) != int(st["n"]) or sorted(dom[x] for x in np.flatnonzero(row)) != sorted(st["domain"]):
+            return None
+    return C
+
+
 def _audit_sdr(release, table) -> AuditResult:
     sa = release.schema["sensitive"][0]
     dom = list(release.domains[sa])
@@ -232,77 +253,69 @@ def _audit_sdr(release, table) -> AuditResult:
     sub = np.asarray(release.tables["data"].column("subtable").to_numpy(), dtype=np.int64)
     codes = release.codes("data", sa)
     rho1, rho2 = _rho(release)
+    cert = release.certificate
     if table is not None:
         global_prior = table.counts(table.sa) / table.n_rows
+        sa_prime_global = sa_prime_mask_of(global_prior, rho1)
     else:
         global_prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
-    sa_prime_global = global_prior <= rho1 + 1e-12 if rho1 is not None else np.zeros(m, bool)
-    parts, notes = [], []
-    exact = table is not None
-    owner = {}
-    for st in release.certificate["subtables"]:
-        for v in st["domain"]:
-            owner.setdefault(v, []).append(st["id"])
-    if exact and any(len(o) > 1 for o in owner.values()):
-        exact = False
-        notes.append("an SA value lies in several sub-table domains: sub-table priors are the adversary's reconstruction")
-    for st in release.certificate["subtables"]:
-        jdom = [dom.index(v) for v in st["domain"]]
-        mj = len(jdom)
+        sa_prime_global = np.isin(np.arange(m), [dom.index(v) for v in cert.get("sa_prime", [])]) if "sa_prime" in cert \
+            else sa_prime_mask_of(global_prior, rho1)
+    C = _sdr_plan_counts(release, table) if table is not None else None
+    notes = []
+    if C is not None:
+        notes.append("sub-table priors are exact: the SDR plan recomputed from the source's SA counts matches the certificate")
+    else:
+        notes.append("sub-table priors unknown (no source table, or its plan does not match): the posterior of an SA' value is "
+                     "taken at the certificate's ρ1j (the largest SA' prior the certificate allows in T_j); "
+                     "posterior_estimated_prior uses the adversary's reconstruction")
+    parts = []
+    for st in cert["subtables"]:
+        j = int(st["id"])
+        jdom = np.array([dom.index(v) for v in st["domain"]])
         p, q = float(st["p"]), float(st["q"])
         keep = p + q
-        rows = sub == int(st["id"])
-        yj = np.bincount(codes[rows], minlength=m)[jdom].astype(float)
-        if exact:
-            cnt = table.counts(table.sa)[jdom].astype(float)
-            prior = cnt / max(cnt.sum(), 1)
+        yj = np.bincount(codes[sub == j], minlength=m)[jdom].astype(float)
+        est_prior = _reconstructed_prior(yj, keep, q)
+        sap = sa_prime_global[jdom]
+        if C is not None:
+            prior = C[j, jdom] / max(C[j].sum(), 1)
+            post = bayes_posterior(prior, keep, q)
         else:
-            prior = _reconstructed_prior(yj, keep, q)
-        post = bayes_posterior(prior, keep, q) if mj > 1 else np.ones((1, 1))
-        parts.append(_randomized_classes(post, yj, prior, sa_prime_global[jdom], rho2, np.asarray(jdom), dom,
-                                         label_prefix=f"T{st['id']} "))
-        pos = {c: i for i, c in enumerate(jdom)}
-        parts[-1]["prior"] = prior[[pos[c] for c in parts[-1]["code"]]]
-    classes = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["class", "code", "value", "count", "posterior", "bound", "violation"])
-    if not exact:
-        # estimated priors: a violation is only reported on the certified worst case below
-        classes["violation"] = False
-        notes.append("violations are judged at the certificate's ρ1j (the certified largest SA' prior of each sub-table)")
-        for st in release.certificate["subtables"]:
-            g = float(st["gamma"])
-            r1j = float(st["rho1"])
-            worst = g * r1j / (g * r1j + 1 - r1j) if r1j > 0 else 0.0
-            if rho2 is not None and worst > rho2 + 1e-9:
-                classes.loc[classes["class"].str.startswith(f"T{st['id']} "), "violation"] = True
-                notes.append(f"sub-table {st['id']}: posterior at ρ1j = {r1j:.4g} is {worst:.4g} > ρ2 = {rho2}")
+            prior = est_prior
+            post = bayes_posterior(prior, keep, q)
+            g, r1 = float(st["gamma"]), float(st["rho1"])
+            worst = g * r1 / (g * r1 + 1 - r1) if r1 > 0 else 0.0  # posterior of x on seeing x retained, prior ρ1j
+            post_cert = np.where(sap[None, :], worst * np.eye(len(jdom)), post)
+            est_post = post
+            post = post_cert
+        part = _randomized_classes(post, yj, prior, sap, rho2, jdom, dom, label_prefix=f"T{j} ")
+        part["prior"] = np.tile(prior, len(jdom))
+        if C is None:
+            part["posterior_estimated_prior"] = est_post.ravel()
+        parts.append(part)
+    classes = pd.concat(parts, ignore_index=True)
     bound = np.where(sa_prime_global, rho2 if rho2 is not None else np.nan, np.nan)
     summary = _summarise(classes, dom, global_prior, bound, weights_col="count")
-    notes.append(f"SDR with {len(release.certificate['subtables'])} sub-tables; record class = (sub-table, published value)")
+    notes.append(f"SDR with {len(cert['subtables'])} sub-tables; record class = (sub-table, published value)")
     return AuditResult("randomized", release.manifest.get("mechanism", "sdr"), f"ρ2 = {rho2} for SA' values", classes, summary, notes)
 
 
+def sa_prime_mask_of(prior: np.ndarray, rho1) -> np.ndarray:
+    return prior <= rho1 + 1e-12 if rho1 is not None else np.zeros(len(prior), bool)
+
+
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
-    """C[x, s]: number of decoy groups holding both x and s, for Anatomy-style group creation
-    (repeatedly take one tuple from each of the ℓ' values with the largest remaining count;
-    ties by smaller code) on SA counts ``counts`` (Fu et al. 2014, §4)."""
-    c = np.asarray(counts, dtype=np.int64).copy()
-    m = len(c)
-    C = np.zeros((m, m), dtype=np.int64)
-    order_key = np.arange(m)
-    while c.sum() > 0:
-        nz = int((c > 0).sum())
-        if nz < l_prime:
-            raise ReleaseError(f"the SA counts are not ℓ'-eligible for ℓ' = {l_prime} (only {nz} values left)")
-        top = np.lexsort((order_key, -c))[:l_prime]
-        # take as many identical groups at once as keeps the same top set
-        rest = np.sort(c)[::-1]
-        k = int(c[top].min())
-        if nz > l_prime:
-            nxt = rest[l_prime]
-            k = max(1, min(k, int(c[top].min() - nxt + 1)))
-        C[np.ix_(top, top)] += k
-        c[top] -= k
-    return C
+    """C[x, s]: number of decoy groups holding both x and s, for the mechanism's own group
+    creation on SA counts ``counts`` (Anatomy's rule, ``decoy_schedule`` of A')."""
+    from scipy import sparse
+
+    from ..mechanisms.randomization.diverted import decoy_schedule
+
+    c = np.asarray(counts, dtype=np.int64)
+    vals, grps = decoy_schedule(c, int(l_prime))
+    M = sparse.csr_matrix((np.ones(len(vals)), (grps, vals)), shape=(int(grps.max(initial=-1)) + 1, len(c)))
+    return np.asarray((M.T @ M).todense()).astype(np.int64)
 
 
 def _audit_diverted(release, table) -> AuditResult:
