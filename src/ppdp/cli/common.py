@@ -38,8 +38,8 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
         if quasi or sensitive:
             t = t.with_roles(list(quasi) or None, list(sensitive) or None)
         return t
-    if not sensitive:
-        raise PpdpError("--sensitive is required with an input file")
+    if not sensitive and not quasi:  # a histogram release has dimensions (quasi) but no SA
+        raise PpdpError("--sensitive (or --quasi) is required with an input file")
     t = Table.read(input_path, quasi=list(quasi), sensitive=list(sensitive), missing=missing)
     if n_rows is not None:
         t, _ = t.sample(n_rows, seed)

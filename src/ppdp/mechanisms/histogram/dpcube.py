@@ -28,8 +28,8 @@ from ..noise import SAMPLER, Budget, discrete_laplace, discrete_laplace_variance
 from .cube import DENSE_MAX_CELLS, box_sums, check_bins, check_dims, cube_codes, dense_counts, sparse_counts, summed_area
 from .kdtree import vopt_kdtree
 
-DEFAULT_ALPHA1_FRACTION = 0.5
-DEFAULT_XI0_FACTOR = 2.0
+DEFAULT_ALPHA1_FRACTION = 0.3
+DEFAULT_XI0_FACTOR = 0.5
 
 
 class _HistogramMechanism(Mechanism):
