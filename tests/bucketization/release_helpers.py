@@ -1,0 +1,77 @@
+"""Helpers for the bucketized-release tests: random small tables, random valid bucket
+settings (independent of the planners), and a brute-force Anatomy estimator."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ppdp.table import Table
+
+
+def random_table(rng: np.random.Generator, n: int, m: int, qi_sizes=(3, 4)) -> Table:
+    cols = {f"q{k}": rng.integers(0, s, n) for k, s in enumerate(qi_sizes)}
+    sa = rng.integers(0, m, n)
+    sa[:2] = [0, 1]  # at least two SA values
+    cols["s"] = sa
+    doms = {f"q{k}": [f"a{k}_{v}" for v in range(s)] for k, s in enumerate(qi_sizes)}
+    doms["s"] = [f"x{v}" for v in range(m)]
+    return Table(cols, doms, quasi=list(doms)[:-1], sensitive=["s"])
+
+
+def random_counts(rng: np.random.Generator, sa_codes: np.ndarray, m: int, n_buckets: int) -> np.ndarray:
+    """A random setting: each record to a random bucket, no bucket empty."""
+    n = len(sa_codes)
+    n_buckets = max(1, min(n_buckets, n))
+    b = rng.integers(0, n_buckets, n)
+    b[rng.permutation(n)[:n_buckets]] = np.arange(n_buckets)
+    counts = np.zeros((n_buckets, m), dtype=np.int64)
+    np.add.at(counts, (b, sa_codes), 1)
+    return counts
+
+
+def max_shares(counts: np.ndarray) -> np.ndarray:
+    """The smallest thresholds the setting satisfies (so it is valid by construction)."""
+    return (counts / counts.sum(axis=1, keepdims=True)).max(axis=0).clip(1e-3, 1.0)
+
+
+def brute_estimates(release, queries) -> np.ndarray:
+    """Σ_g n_g(P)·ĉ_g(S)/|g| with loops over queries, buckets and rows (fake-corrected counts
+    computed value by value, without the fake flag)."""
+    qit = release.tables["qit"].to_pandas()
+    st = release.tables["st"].to_pandas()
+    sa = release.schema["sensitive"][0]
+    dom = list(release.domains[sa])
+    sigma = int(release.certificate["fake_values"])
+    assoc = release.certificate.get("negative_associations") or []
+    out = []
+    for q in queries:
+        preds = {p.column: set(p.values) for p in q.predicates}
+        total = 0.0
+        for g, rows in qit.groupby("bid"):
+            size = len(rows)
+            meet = sum(all(str(r[c]) in v for c, v in preds.items() if c != sa) for _, r in rows.iterrows())
+            obs = {x: 0 for x in dom}
+            for _, r in st[st.bid == g].iterrows():
+                obs[str(r[sa])] += int(r["count"])
+            forbidden = {x for col, z, x in assoc if (rows[col].astype(str) == z).any()}
+            unseen = [x for x in dom if obs[x] == 0 and x not in forbidden]
+            chat = dict(obs)
+            if sigma and unseen:
+                for x in unseen:
+                    chat[x] -= sigma / len(unseen)
+            elif sigma:
+                ones = [x for x in dom if obs[x] == 1]
+                for x in ones:
+                    chat[x] -= sigma / len(ones)
+            c_s = sum(chat[x] for x in dom if sa not in preds or x in preds[sa])
+            total += meet * c_s / size
+        out.append(total)
+    return np.array(out)
+
+
+def eligible_subsets(counts_row: np.ndarray, sigma: int):
+    """Every possible σ-subset of absent values of one bucket (for exact expectations)."""
+    absent = np.flatnonzero(counts_row == 0)
+    return list(itertools.combinations(absent.tolist(), sigma))
