@@ -213,6 +213,10 @@ class HistogramRelease(Release):
         hi = np.tile(np.asarray(shape, np.int64) - 1, (Q, 1))
         empty = np.zeros(Q, bool)
         multi: dict[int, dict[int, list[tuple[int, int]]]] = {}
+        # numeric BETWEENs are collected and located with one searchsorted per dimension
+        num_q: list[list[int]] = [[] for _ in dims]
+        num_lo: list[list[float]] = [[] for _ in dims]
+        num_hi: list[list[float]] = [[] for _ in dims]
         for qi, q in enumerate(wl):
             for p in q.predicates:
                 j = pos.get(p.column)
@@ -221,13 +225,13 @@ class HistogramRelease(Release):
                 r = None
                 if p.kind == "between":
                     if sorted_num[j] and _is_number(p.low) and _is_number(p.high):
-                        a = int(np.searchsorted(nums[j], float(p.low), "left"))
-                        b = int(np.searchsorted(nums[j], float(p.high), "right")) - 1
-                        r = (a, b)
-                    else:
-                        a, b = lookups[j].get(_normalise(p.low)), lookups[j].get(_normalise(p.high))
-                        if a is not None and b is not None:
-                            r = (min(a, b), max(a, b))
+                        num_q[j].append(qi)
+                        num_lo[j].append(float(p.low))
+                        num_hi[j].append(float(p.high))
+                        continue
+                    a, b = lookups[j].get(_normalise(p.low)), lookups[j].get(_normalise(p.high))
+                    if a is not None and b is not None:
+                        r = (min(a, b), max(a, b))
                 elif p.kind == "eq" and len(p.values) == 1:
                     a = lookups[j].get(_normalise(p.values[0]))
                     if a is not None:
@@ -243,6 +247,13 @@ class HistogramRelease(Release):
                         continue
                 lo[qi, j] = max(lo[qi, j], r[0])
                 hi[qi, j] = min(hi[qi, j], r[1])
+        for j in range(D):
+            if num_q[j]:
+                qs = np.asarray(num_q[j], np.int64)
+                a = np.searchsorted(nums[j], np.asarray(num_lo[j]), "left")
+                b = np.searchsorted(nums[j], np.asarray(num_hi[j]), "right") - 1
+                lo[qs, j] = np.maximum(lo[qs, j], a)
+                hi[qs, j] = np.minimum(hi[qs, j], b)
         empty |= np.any(lo > hi, axis=1)
         keep = ~empty
         if multi:

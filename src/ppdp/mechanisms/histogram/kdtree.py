@@ -3,9 +3,7 @@
 A box is a leaf when the variance of its cell values is ≤ ξ0 (or it is a single cell).
 Otherwise it is split on the dimension with the largest range (most cells; ties → the
 earlier dimension) at the cut that minimises the summed squared error (Σ (y − mean)²) of
-the two halves — i.e. the cumulative weighted variance, v-optimal histogram style. The
-sums needed for every cut come from slice sums along the split axis (prefix sums), so
-one node costs O(cells in the box).
+the two halves — i.e. the cumulative weighted variance, v-optimal histogram style.
 """
 
 from __future__ import annotations
@@ -14,39 +12,50 @@ import numpy as np
 
 
 def vopt_kdtree(y: np.ndarray, xi0: float) -> tuple[np.ndarray, np.ndarray]:
-    """Partition the cube ``y`` (any dimension) → (lo, hi) inclusive boxes, shape (P, d)."""
+    """Partition the cube ``y`` (any dimension) → (lo, hi) inclusive boxes, shape (P, d).
+
+    Level-synchronous: all boxes of one tree level are tested and split together, with box
+    sums of y and y² from summed-area tables (exact for integer counts) and every candidate
+    cut of every box evaluated in one vectorised pass.
+    """
+    from .cube import box_sums, summed_area
+
     y = np.asarray(y, dtype=np.float64)
     d = y.ndim
-    y2 = y * y
-    los, his = [], []
-    stack = [(np.zeros(d, dtype=np.int64), np.asarray(y.shape, dtype=np.int64) - 1)]
-    while stack:
-        lo, hi = stack.pop()
-        sl = tuple(slice(int(a), int(b) + 1) for a, b in zip(lo, hi))
-        sub = y[sl]
-        n = sub.size
-        s, q = float(sub.sum()), float(y2[sl].sum())
+    sat, sat2 = summed_area(y), summed_area(y * y)
+    lo = np.zeros((1, d), np.int64)
+    hi = np.asarray(y.shape, np.int64)[None, :] - 1
+    out_lo, out_hi = [], []
+    while len(lo):
+        n = np.prod(hi - lo + 1, axis=1).astype(np.float64)
+        s, q = box_sums(sat, lo, hi), box_sums(sat2, lo, hi)
         var = q / n - (s / n) ** 2
+        leaf = (n == 1) | (var <= xi0)
+        out_lo.append(lo[leaf])
+        out_hi.append(hi[leaf])
+        lo, hi, s, q, n = lo[~leaf], hi[~leaf], s[~leaf], q[~leaf], n[~leaf]
+        if not len(lo):
+            break
         ext = hi - lo + 1
-        if n == 1 or var <= xi0:
-            los.append(lo)
-            his.append(hi)
-            continue
-        ax = int(np.argmax(ext))
-        others = tuple(i for i in range(d) if i != ax)
-        S = sub.sum(axis=others) if others else sub
-        Q = y2[sl].sum(axis=others) if others else y2[sl]
-        per = n // int(ext[ax])
-        cS, cQ = np.cumsum(S)[:-1], np.cumsum(Q)[:-1]
-        nl = per * np.arange(1, int(ext[ax]))
-        nr = n - nl
-        sse = (cQ - cS**2 / nl) + ((q - cQ) - (s - cS) ** 2 / nr)
-        k = int(np.argmin(sse))
-        cut = int(lo[ax]) + k  # left half ends at cut
-        lhi = hi.copy()
-        lhi[ax] = cut
-        rlo = lo.copy()
-        rlo[ax] = cut + 1
-        stack.append((rlo, hi))
-        stack.append((lo, lhi))
-    return np.asarray(los, dtype=np.int64).reshape(-1, d), np.asarray(his, dtype=np.int64).reshape(-1, d)
+        ax = np.argmax(ext, axis=1)  # widest dimension, ties → the earlier one
+        rows = np.arange(len(lo))
+        ncut = ext[rows, ax] - 1
+        owner = np.repeat(rows, ncut)
+        start = np.cumsum(ncut) - ncut
+        k = np.arange(len(owner)) - np.repeat(start, ncut)  # cut after cell lo+k
+        c_lo, c_hi = lo[owner], hi[owner].copy()
+        c_hi[np.arange(len(owner)), ax[owner]] = lo[owner, ax[owner]] + k
+        ls, lq = box_sums(sat, c_lo, c_hi), box_sums(sat2, c_lo, c_hi)
+        nl = np.prod(c_hi - c_lo + 1, axis=1).astype(np.float64)
+        nr = n[owner] - nl
+        sse = (lq - ls**2 / nl) + ((q[owner] - lq) - (s[owner] - ls) ** 2 / nr)
+        # first minimum per box: sort candidates by (owner, sse, k)
+        order = np.lexsort((k, sse, owner))
+        first = order[start]
+        best = k[first]
+        cut = lo[rows, ax] + best
+        l_hi, r_lo = hi.copy(), lo.copy()
+        l_hi[rows, ax] = cut
+        r_lo[rows, ax] = cut + 1
+        lo, hi = np.concatenate([lo, r_lo]), np.concatenate([l_hi, hi])
+    return np.concatenate(out_lo).reshape(-1, d), np.concatenate(out_hi).reshape(-1, d)
