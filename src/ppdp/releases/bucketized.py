@@ -207,7 +207,7 @@ class BucketizedRelease(Release):
                       f"{int((obs.sum(axis=1) != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
             rep.facts["fake_flag"] = "absent (published without it)"
         # privacy: every real share ≤ f'
-        over = real > np.floor(thr[None, :] * sizes[:, None] + 1e-9)
+        over = real / np.maximum(sizes, 1)[:, None] > thr[None, :]  # Pr(x | t, g) = |g, x|/|g| ≤ f' (Def. 2)
         rep.check(not over.any(), "every bucket's SA shares ≤ f' (F'-privacy)",
                   f"{int(over.any(axis=1).sum())} bucket(s) exceed a threshold, e.g. value {dom[int(np.argwhere(over)[0][1])]!r}"
                   if over.any() else None)

@@ -152,7 +152,7 @@ class Anatomy(_Bucketized):
         if self.l > distinct:
             raise InfeasibleError(f"ℓ = {self.l} is larger than the number of SA values present ({distinct}); "
                                   "no bucket can hold ℓ distinct values")
-        setting = anatomy_setting(o, self.l)
+        setting = anatomy_setting(o, self.l, labels)
         return setting, np.full(len(o), 1.0 / self.l), {"l": self.l}
 
 
