@@ -46,8 +46,10 @@ def build_tables(table, bid: np.ndarray, counts: np.ndarray, fake: np.ndarray, r
                  publish_fake_flag: bool = True) -> dict[str, pa.Table]:
     """qit / st Arrow tables from the per-row bucket ids, the (relabelled) counts matrix
     (n_buckets × m) and the fake matrix (n_buckets × m, True = injected fake)."""
+    from ..mechanisms.bucketization.apply import grouped_random_order
+
     sa = table.sa
-    qit_order = np.lexsort((rng.random(len(bid)), bid))  # grouped by (random) bucket id, random inside
+    qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
     qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
     qit["bid"] = pa.array(bid[qit_order], pa.int64())
     rb, rc = np.nonzero(counts)
@@ -56,7 +58,7 @@ def build_tables(table, bid: np.ndarray, counts: np.ndarray, fake: np.ndarray, r
     st_code = np.concatenate([rc, fc])
     st_count = np.concatenate([counts[rb, rc], np.ones(len(fb), dtype=np.int64)]).astype(np.int64)
     st_fake = np.concatenate([np.zeros(len(rb), bool), np.ones(len(fb), bool)])
-    st_order = np.lexsort((rng.random(len(st_bid)), st_bid))  # value order inside a bucket is random
+    st_order = grouped_random_order(st_bid, rng)  # value order inside a bucket is random
     st = {"bid": pa.array(st_bid[st_order], pa.int64()),
           sa: codes_to_labels(st_code[st_order], table.domain(sa)),
           "count": pa.array(st_count[st_order], pa.int64())}

@@ -34,7 +34,7 @@ def assign_buckets(sa_codes: np.ndarray, counts: np.ndarray, rng: np.random.Gene
     if (counts < 0).any():
         raise PpdpError("the bucket setting has negative counts")
     # 1. random rank within SA value
-    order = np.lexsort((rng.random(len(sa_codes)), sa_codes))
+    order = grouped_random_order(sa_codes, rng)
     # 2. deal the rows of SA value i to buckets by the cumulative counts of column i
     plan_bucket = np.repeat(np.tile(np.arange(n_buckets, dtype=np.int64), m), counts.T.ravel())
     bid_plan = np.empty(len(sa_codes), dtype=np.int64)
@@ -46,6 +46,9 @@ def assign_buckets(sa_codes: np.ndarray, counts: np.ndarray, rng: np.random.Gene
     return perm[bid_plan], relabelled
 
 
-def shuffled_order(bid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A row order grouped by bucket id with a uniformly random order inside each bucket."""
-    return np.lexsort((rng.random(len(bid)), bid))
+def grouped_random_order(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A row order sorted by ``groups`` (non-negative ints) with a uniformly random order
+    inside each group: one argsort of the distinct keys group·N + π(row), π a random permutation."""
+    n = len(groups)
+    key = np.asarray(groups, dtype=np.int64) * max(n, 1) + rng.permutation(n)
+    return np.argsort(key)
