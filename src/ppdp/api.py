@@ -30,24 +30,27 @@ def publish(table, mechanism, seed: int | None = None) -> Release:
         raise PpdpError("the input table is empty")
     if seed is None:
         ss = np.random.SeedSequence()
-        seed_field: int | str = "os-entropy"
     else:
         if not isinstance(seed, (int, np.integer)) or seed < 0:
             raise PpdpError(f"seed must be a non-negative integer, got {seed!r}")
         ss = np.random.SeedSequence(int(seed))
-        seed_field = int(seed)
     rng = np.random.default_rng(ss)
     release = mechanism._publish(table, rng)
+    release.manifest.setdefault("n_input", table.n_rows)
+    return stamp_manifest(release, mechanism, seed)
+
+
+def stamp_manifest(release: Release, mechanism, seed: int | None) -> Release:
+    """Fill in the manifest fields every release shares (format, mechanism, seed …)."""
     m = release.manifest
     m["format"] = FORMAT
     m["family"] = release.family
     m["mechanism"] = mechanism.name
     m["params"] = mechanism.get_params()
-    m["seed"] = seed_field
+    m["seed"] = "os-entropy" if seed is None else int(seed)
     m["fit_for_publication"] = seed is None
     m["library_version"] = __version__
     m.setdefault("dropped", 0)
-    m.setdefault("n_input", table.n_rows)
     return release
 
 
