@@ -41,10 +41,11 @@ class RandomizedRelease(Release):
     def column_codes(self, column: str) -> np.ndarray:
         return self.codes("data", column)
 
-    def answer(self, workload) -> np.ndarray:
+    def answer(self, workload, **options) -> np.ndarray:
+        """Estimated counts; ``options`` go to the mechanism's estimator (e.g. ``method="closed"`` for A')."""
         wl, masks = self.resolve(workload)
         estimator, _ = _lookup(self.manifest["mechanism"])
-        return np.asarray(estimator(self, wl, masks), dtype=np.float64)
+        return np.asarray(estimator(self, wl, masks, **options), dtype=np.float64)
 
     def _verify(self, rep: VerifyReport, table) -> None:
         rep.check("data" in self.tables, "data.parquet present", "data.parquet is missing")
