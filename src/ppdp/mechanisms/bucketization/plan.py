@@ -1,0 +1,209 @@
+"""Bucket settings: the output of every F'-privacy / Anatomy planner (Wang, Wang, Fu, Wong 2011, §3.4).
+
+A plan is computed from the SA counts ``o`` alone (no table rows). It is returned as a
+:class:`BucketSetting` whose ``counts[j, i]`` is the number of records with SA code ``i``
+placed in bucket ``j``. Every setting a planner returns satisfies
+
+- column sums equal ``o`` (every record is placed exactly once),
+- ``counts[j, i] ≤ privacy_cap(f'_i, |g_j|)`` — the share of ``x_i`` in bucket ``g_j`` is at
+  most ``f'_i`` (Definition 2, F'-privacy),
+- no empty bucket.
+
+``privacy_cap(f, S)`` is ``⌊f·S⌋`` computed so that it agrees exactly with the test
+``c / S ≤ f`` in floating point: a decimal threshold such as 0.29 therefore allows 29 records
+of 100 even though ``0.29 * 100 == 28.999999999999996`` in binary floating point.
+
+Internally the planners work with *size classes* (:class:`SizeClass`: ``b`` buckets of size
+``S`` holding ``n_i`` records of each value, with ``n_i ≤ cap_i(S)·b``); a class is turned
+into per-bucket counts by round-robin assignment (§4.1), which keeps every bucket within the
+cap (Lemma 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ...errors import InfeasibleError, PpdpError
+
+
+def privacy_cap(fprime, size) -> np.ndarray:
+    """Largest count ``c`` with ``c / size ≤ f'`` (float division), i.e. ``⌊f'·size⌋``, broadcast.
+
+    Computed as ``⌊f'·S⌋`` and corrected by one in either direction where the product is off
+    by a rounding error, so ``cap / S ≤ f' < (cap + 1) / S`` holds in floating point.
+    """
+    f = np.asarray(fprime, dtype=np.float64)
+    s = np.asarray(size, dtype=np.float64)
+    c = np.floor(f * s)
+    c = np.where((c + 1.0) / np.where(s > 0, s, 1.0) <= f, c + 1.0, c)
+    c = np.where((c > 0) & (c / np.where(s > 0, s, 1.0) > f), c - 1.0, c)
+    c = np.clip(c, 0.0, s)
+    return c.astype(np.int64)
+
+
+def min_bucket_size(o: np.ndarray, fprime: np.ndarray) -> int:
+    """M = min_i ⌈1/f'_i⌉ over the SA values present (o_i > 0), with ⌈1/f'⌉ computed via the cap.
+
+    Every bucket holds at least one record of a present value x_i, and a bucket of size S can
+    hold one only if cap(f'_i, S) ≥ 1; values absent from the table constrain nothing.
+    """
+    o = np.asarray(o)
+    f = np.asarray(fprime, dtype=np.float64)[o > 0]
+    if len(f) == 0:
+        raise PpdpError("the table is empty: no bucket setting to plan")
+    if (f <= 0).any():
+        raise InfeasibleError("a value present in the table has threshold f' = 0; no bucket can hold it")
+    s = np.ceil(1.0 / f)
+    s = np.where(privacy_cap(f, s - 1) >= 1, s - 1, s)
+    s = np.where(privacy_cap(f, s) >= 1, s, s + 1)
+    return int(max(1, s.min()))
+
+
+@dataclass(frozen=True)
+class SizeClass:
+    """``b`` buckets of size ``S`` holding ``n[i]`` records of SA value ``i`` (Σ n = S·b)."""
+
+    S: int
+    b: int
+    n: np.ndarray
+
+    @property
+    def loss(self) -> int:
+        return int(self.b) * (int(self.S) - 1) ** 2
+
+
+def round_robin_counts(n: np.ndarray, b: int, offset: int = 0) -> np.ndarray:
+    """Counts matrix (b × m) of the Round-Robin Assignment (§4.1) of ``n[i]`` records per value
+    to ``b`` buckets: the t-th record of x_i (t = 0, 1, …) goes to bucket
+    ``(offset + n_1 + … + n_{i−1} + t) mod b``. Each bucket receives ⌊n_i/b⌋ or ⌈n_i/b⌉ records
+    of x_i, and bucket sizes differ by at most one (all equal when b divides Σ n). Vectorised:
+    O(b·m), the size of the output.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    b = int(b)
+    if b <= 0:
+        return np.zeros((0, len(n)), dtype=np.int64)
+    start = (offset + np.concatenate(([0], np.cumsum(n)[:-1]))) % b
+    q, r = np.divmod(n, b)
+    j = np.arange(b, dtype=np.int64)[:, None]
+    extra = ((j - start[None, :]) % b) < r[None, :]
+    return q[None, :] + extra.astype(np.int64)
+
+
+def classes_to_counts(classes: Iterable[SizeClass], m: int) -> np.ndarray:
+    """Per-bucket counts of a list of size classes (round robin inside each class), buckets of
+    the classes in the given order."""
+    parts = [round_robin_counts(c.n, c.b) for c in classes if c.b > 0]
+    if not parts:
+        return np.zeros((0, m), dtype=np.int64)
+    return np.concatenate(parts, axis=0)
+
+
+def merge_classes(classes: Iterable[SizeClass]) -> list[SizeClass]:
+    """Merge classes of equal size (caps are additive: n ≤ cap·b and n' ≤ cap·b' give
+    n + n' ≤ cap·(b + b')), ordered by size."""
+    by_size: dict[int, SizeClass] = {}
+    for c in classes:
+        if c.b <= 0:
+            continue
+        if c.S in by_size:
+            old = by_size[c.S]
+            by_size[c.S] = SizeClass(c.S, old.b + c.b, old.n + c.n)
+        else:
+            by_size[c.S] = SizeClass(int(c.S), int(c.b), np.asarray(c.n, dtype=np.int64).copy())
+    return [by_size[s] for s in sorted(by_size)]
+
+
+@dataclass(frozen=True, eq=False)
+class BucketSetting:
+    """A bucket setting with its record assignment (see the module docstring).
+
+    ``counts``: int64 (n_buckets × m); ``method``: "two-size" | "multi-size" | "optimal" |
+    "anatomy" | …; ``proven_optimal``: for "optimal", whether the MILP proved optimality;
+    ``info``: method details (sizes and counts of the classes, solver status, gap, time …).
+    """
+
+    counts: np.ndarray
+    method: str
+    proven_optimal: bool | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.counts.sum(axis=1)
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def n_records(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def loss(self) -> int:
+        """Loss = Σ_g (|g| − 1)² (eq 2)."""
+        s = self.sizes.astype(np.int64)
+        return int(((s - 1) ** 2).sum())
+
+    def mse(self, n: int | None = None) -> float:
+        """MSE = Loss / (|T| − 1) (eq 1); ``n`` defaults to the number of records placed."""
+        n = self.n_records if n is None else int(n)
+        return 0.0 if n <= 1 else self.loss / (n - 1)
+
+    def size_histogram(self) -> dict[int, int]:
+        """{bucket size: number of buckets of that size}."""
+        s, c = np.unique(self.sizes, return_counts=True)
+        return {int(a): int(k) for a, k in zip(s, c)}
+
+    def problems(self, o: np.ndarray, fprime: np.ndarray | None = None) -> list[str]:
+        """What is wrong with this setting for SA counts ``o`` and thresholds ``fprime`` (empty if nothing)."""
+        return check_setting(self.counts, o, fprime)
+
+    def __repr__(self) -> str:
+        return (f"BucketSetting(method={self.method!r}, n_buckets={self.n_buckets}, loss={self.loss}, "
+                f"sizes={self.size_histogram()}, proven_optimal={self.proven_optimal})")
+
+
+def check_setting(counts: np.ndarray, o: np.ndarray, fprime: np.ndarray | None = None) -> list[str]:
+    """Check column sums, no empty bucket and (if ``fprime`` is given) the F'-privacy bound."""
+    counts = np.asarray(counts)
+    o = np.asarray(o, dtype=np.int64)
+    out = []
+    if counts.ndim != 2 or counts.shape[1] != len(o):
+        return [f"counts has shape {counts.shape}, expected (n_buckets, {len(o)})"]
+    if (counts < 0).any():
+        out.append("negative counts")
+    if not np.array_equal(counts.sum(axis=0), o):
+        out.append("column sums differ from the SA counts")
+    sizes = counts.sum(axis=1)
+    if (sizes == 0).any():
+        out.append(f"{int((sizes == 0).sum())} empty bucket(s)")
+    if fprime is not None and counts.shape[0]:
+        cap = privacy_cap(np.asarray(fprime)[None, :], sizes[:, None])
+        bad = counts > cap
+        if bad.any():
+            j, i = np.argwhere(bad)[0]
+            out.append(f"{int(bad.sum())} (bucket, value) pair(s) over f': e.g. bucket {j} holds {counts[j, i]} of "
+                       f"{sizes[j]} records of value {i} (f' = {float(fprime[i]):.6g})")
+    return out
+
+
+def make_setting(classes: Sequence[SizeClass], m: int, method: str, proven_optimal: bool | None = None,
+                 info: dict | None = None) -> BucketSetting:
+    """Materialise size classes into a :class:`BucketSetting` (buckets ordered by class)."""
+    classes = [c for c in classes if c.b > 0]
+    info = dict(info or {})
+    info.setdefault("classes", [{"S": int(c.S), "b": int(c.b)} for c in classes])
+    return BucketSetting(classes_to_counts(classes, m), method, proven_optimal, info)
+
+
+def classes_loss(classes: Iterable[SizeClass]) -> int:
+    return int(sum(c.loss for c in classes))
+
+
+__all__ = ["BucketSetting", "SizeClass", "privacy_cap", "min_bucket_size", "round_robin_counts", "classes_to_counts",
+           "merge_classes", "check_setting", "make_setting", "classes_loss"]
