@@ -188,9 +188,10 @@ def publish_setting(table, counts: np.ndarray, fprime: np.ndarray, cert_extra: M
         "dropped": 0,
         "certificate": cert,
     }
-    if any(table.numeric_values(c) is not None for c in table.quasi):
+    published = (*table.quasi, sa)
+    if any(table.numeric_values(c) is not None for c in published):  # numeric values of labels, for BETWEEN
         manifest["schema"]["numeric"] = {c: (None if table.numeric_values(c) is None else table.numeric_values(c).tolist())
-                                         for c in table.quasi}
+                                         for c in published}
     return BucketizedRelease(manifest, tables)
 
 
