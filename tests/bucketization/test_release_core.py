@@ -251,3 +251,19 @@ def test_bad_negative_association_and_too_many_fakes():
         publish_setting(t, counts, np.ones(3), {}, rng, 0, [["nope", "a", "x0"]])
     with pytest.raises(InfeasibleError, match="cannot receive 3 distinct fake values"):
         publish_setting(t, counts, np.ones(3), {}, rng, 3)
+
+
+def test_qi_only_and_sa_only_queries_are_exact_without_fakes_and_qi_only_with_fakes():
+    t = ppdp.datasets.load("occ", n=5000, seed=2)
+    rng = np.random.default_rng(12)
+    m = len(t.domain(t.sa))
+    counts = random_counts(rng, t.codes(t.sa), m, 700)
+    qi_only = ["age BETWEEN 30 AND 40", "sex = 'Female' AND race IN ('White', 'Black')", "age BETWEEN 17 AND 90"]
+    sa_only = [f"{t.sa} IN ('2', '3', '7')", f"{t.sa} = '1'"]
+    exact = answer_exact(t, qi_only + sa_only)
+    plain = _finish(publish_setting(t, counts, max_shares(counts), {}, rng))
+    np.testing.assert_allclose(plain.answer(qi_only + sa_only), exact, atol=1e-6)
+    room = int((counts == 0).sum(axis=1).min())
+    assert room >= 2
+    faked = _finish(publish_setting(t, counts, max_shares(counts), {}, rng, fake_values=2))
+    np.testing.assert_allclose(faked.answer(qi_only), exact[: len(qi_only)], atol=1e-6)
