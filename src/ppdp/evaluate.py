@@ -324,8 +324,8 @@ def write_evaluation(ev: Evaluation, workload) -> None:
     out = ev.out_dir
     out.mkdir(parents=True, exist_ok=True)
     workload.save(out / "workload.jsonl")
-    ev.results.to_csv(out / "results.csv", index=False, float_format="%.6g")
-    ev.summary.to_csv(out / "summary.csv", index=False, float_format="%.6g")
+    ev.results.to_csv(out / "results.csv", index=False, float_format="%.10g")
+    ev.summary.to_csv(out / "summary.csv", index=False, float_format="%.10g")
     ev.runs.to_csv(out / "runs.csv", index=False, float_format="%.6g")
     (out / "meta.json").write_text(json.dumps({**ev.meta, "machine": _machine()}, indent=2, default=str) + "\n")
     write_report(ev, out / "report.html")
