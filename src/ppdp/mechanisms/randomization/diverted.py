@@ -217,9 +217,11 @@ class Diverted(Mechanism):
             keep[rng.choice(n_in, size=n_drop, replace=False)] = False
         idx = np.flatnonzero(keep)
         n = len(idx)
-        ids = rng.permutation(n)  # random tuple ids, independent of the tuple contents
         published = {}
         for sa in table.sensitive:
+            # random tuple ids, independent of the tuple contents and drawn afresh for every SA,
+            # so that the SAs' decoy groups are independent (§7.2, the tensor-product model)
+            ids = rng.permutation(n)
             own = table.codes(sa)[idx]
             grp, gvals = decoy_groups(own, ids, lp, len(table.domain(sa)))
             published[sa] = randomize_in_groups(grp, gvals, own, rng)
