@@ -64,7 +64,7 @@ def test_verify_fails_when_budgets_do_not_add_up(adult, tmp_path):
     r = ppdp.publish(adult, DPCube(1.0, ["age", "hours_per_week"]), seed=1)
 
     def edit(m):
-        m["certificate"]["epsilon_cells"] = 0.9  # claims α1 = 0.9 while α2 = 0.5 and α = 1
+        m["certificate"]["epsilon_cells"] = 0.95  # claims α1 = 0.95 while α2 = 0.1 and α = 1
     rep = _tamper(tmp_path, r, edit)
     assert not rep.ok
     assert any("epsilon" in p or "α1" in p for p in rep.problems)
@@ -105,6 +105,36 @@ def test_vopt_kdtree_tiles(shape, seed, xi0):
     for a, b in zip(lo, hi):
         sub = y[tuple(slice(i, j + 1) for i, j in zip(a, b))]
         assert sub.size == 1 or sub.var() <= xi0 + 1e-9
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.integers(0, 10_000), st.floats(0, 30),
+       st.floats(0, 20), st.floats(-50, 200))
+def test_vopt_kdtree_noise_aware_leaf_rules(shape, seed, xi0, v, min_count):
+    """Every leaf is a single cell, or its de-noised variance is ≤ ξ0, or its total ≤ min_count;
+    every split box met none of these (its children tile it)."""
+    y = np.random.default_rng(seed).integers(-20, 60, size=shape).astype(float)
+    lo, hi = vopt_kdtree(y, xi0, noise_var=v, min_count=min_count)
+    assert np.all(cover_counts(shape, lo, hi) == 1)
+    for a, b in zip(lo, hi):
+        sub = y[tuple(slice(i, j + 1) for i, j in zip(a, b))]
+        assert sub.size == 1 or sub.var(ddof=1) - v <= xi0 + 1e-9 or sub.sum() <= min_count + 1e-9
+    whole_is_leaf = len(lo) == 1
+    stops = y.size == 1 or y.var(ddof=1) - v <= xi0 + 1e-9 or y.sum() <= min_count + 1e-9
+    assert whole_is_leaf == stops
+    assert vopt_kdtree(y, None)[0].shape[0] == y.size  # no test at all: down to single cells
+
+
+def test_dpcube_tree_ignores_pure_noise():
+    """On a perfectly uniform cube the de-noised variance test must stop at the root most of
+    the time (raw-variance thresholds would split the noise down to single cells)."""
+    rng = np.random.default_rng(0)
+    v = discrete_laplace_variance(0.1)
+    roots = 0
+    for _ in range(40):
+        y = 50 + ppdp.mechanisms.noise.discrete_laplace(rng, 0.1, (30, 40)).astype(float)
+        roots += len(vopt_kdtree(y, 0.25 * v, noise_var=v)[0]) == 1
+    assert roots >= 36  # P(s² − v > v/4 | n = 1200) ≈ 2e-4 per cube (normal approx., κ4 of the noise)
 
 
 def test_vopt_split_minimises_sse():
@@ -222,9 +252,10 @@ def test_summed_area_box_sums_brute_force():
     assert np.allclose(box_sums(summed_area(a), lo, hi), want)
 
 
-def test_tree_least_squares_matches_lstsq():
+@pytest.mark.parametrize("fanout", ["quad", "binary"])
+def test_tree_least_squares_matches_lstsq(fanout):
     shape = (3, 5)
-    levels = tree_levels(shape)
+    levels = tree_levels(shape, fanout)
     rng = np.random.default_rng(1)
     noisy = [rng.normal(10, 3, size=len(lo)) for lo, _, _ in levels]
     est = tree_least_squares(noisy, [p for _, _, p in levels], 2.0)
@@ -241,6 +272,13 @@ def test_tree_least_squares_matches_lstsq():
         for b in range(len(lo)):
             assert e[b] == pytest.approx(sol[lo[b][0]:hi[b][0] + 1, lo[b][1]:hi[b][1] + 1].sum())
     assert m == sum(np.all(l_ == h_, axis=1).sum() for l_, h_, _ in levels)
+    for lv in range(1, len(levels)):  # children tile their parent
+        lo, hi, par = levels[lv]
+        plo, phi, _ = levels[lv - 1]
+        assert np.all(lo >= plo[par]) and np.all(hi <= phi[par])
+        vol = np.prod(hi - lo + 1, axis=1)
+        assert np.allclose(np.bincount(par, weights=vol, minlength=len(plo))[np.unique(par)],
+                           np.prod(phi - plo + 1, axis=1)[np.unique(par)])
 
 
 def test_query_on_a_non_dimension_is_an_error(adult):

@@ -78,12 +78,16 @@ def _run(mech_factory, positional, dataset, dims, epsilon, bins, n_rows, seed, o
 @publish.command("dpcube")
 @_histogram_options
 @click.option("--alpha1-fraction", type=float, default=None, help="α1/α for phase I (default: the documented rule).")
-@click.option("--xi0", type=float, default=None, help="kd-tree variance threshold ξ0 (default: the documented rule).")
-def dpcube_cmd(positional, dataset, dims, epsilon, bins, n_rows, seed, out, alpha1_fraction, xi0):
+@click.option("--xi0", type=float, default=None,
+              help="kd-tree threshold ξ0 on the de-noised variance of a box's cells (default: off).")
+@click.option("--count-threshold", type=float, default=None,
+              help="θ: boxes whose noisy total is ≤ θ·sd(partition noise) are not split (default: the documented rule).")
+def dpcube_cmd(positional, dataset, dims, epsilon, bins, n_rows, seed, out, alpha1_fraction, xi0, count_threshold):
     """DPCube two-phase histogram (Xiao et al.): ppdp publish dpcube --dataset adult --dims age hours_per_week -e 0.5 -o REL"""
     from ..mechanisms.histogram import DPCube
 
-    _run(lambda e, d, b: DPCube(e, d, alpha1_fraction=alpha1_fraction, xi0=xi0, bins=b),
+    _run(lambda e, d, b: DPCube(e, d, alpha1_fraction=alpha1_fraction, xi0=xi0,
+                                        count_threshold=count_threshold, bins=b),
          positional, dataset, dims, epsilon, bins, n_rows, seed, out)
 
 

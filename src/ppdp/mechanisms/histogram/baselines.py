@@ -93,29 +93,47 @@ class HierarchicalKDTree(_HistogramMechanism):
                              extra={"depth": depth, "epsilon_per_level": eps_level})
 
 
-def tree_levels(shape) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Data-independent binary kd-tree down to single cells: per level (lo, hi, parent index).
+def tree_levels(shape, fanout: str = "quad") -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Data-independent tree down to single cells: per level (lo, hi, parent index).
 
-    Each box with more than one cell is halved on its widest dimension (ties → earlier).
+    ``fanout="quad"``: every box is halved on every dimension with more than one cell at once
+    (up to 2^d children: the quadtree of 2-D data, Cormode et al. 2012); ``"binary"``: a box
+    is halved on its widest dimension only (ties → earlier), a binary kd-tree. Halves: the
+    lower one gets ⌊ext/2⌋ cells.
     """
+    if fanout not in ("quad", "binary"):
+        raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
     shape = np.asarray(shape, np.int64)
-    lo, hi, parent = np.zeros((1, len(shape)), np.int64), (shape - 1)[None, :], np.full(1, -1)
+    D = len(shape)
+    lo, hi, parent = np.zeros((1, D), np.int64), (shape - 1)[None, :], np.full(1, -1)
     levels = [(lo, hi, parent)]
     while True:
         ext = hi - lo + 1
         split = np.flatnonzero(ext.max(axis=1) > 1)
         if not len(split):
             return levels
-        ax = ext[split].argmax(axis=1)
-        rows = np.arange(len(split))
-        l_lo, l_hi = lo[split].copy(), hi[split].copy()
-        mid = l_lo[rows, ax] + ext[split][rows, ax] // 2 - 1
-        l_hi[rows, ax] = mid
-        r_lo, r_hi = lo[split].copy(), hi[split].copy()
-        r_lo[rows, ax] = mid + 1
-        lo = np.concatenate([l_lo, r_lo])
-        hi = np.concatenate([l_hi, r_hi])
-        parent = np.concatenate([split, split])
+        e = ext[split]
+        if fanout == "quad":
+            cut = e > 1
+        else:
+            cut = np.zeros_like(e, bool)
+            cut[np.arange(len(split)), e.argmax(axis=1)] = True
+        mid = lo[split] + e // 2 - 1  # last cell of the lower half
+        new_lo, new_hi, new_parent = [], [], []
+        for corner in range(1 << D):  # child = choice of lower/upper half per cut dimension
+            upper = np.array([(corner >> ax) & 1 for ax in range(D)], bool)
+            ok = np.all(cut | ~upper[None, :], axis=1)  # uncut dimensions only take "lower" (= whole)
+            c_lo, c_hi = lo[split].copy(), hi[split].copy()
+            for ax in range(D):
+                sel = cut[:, ax]
+                if upper[ax]:
+                    c_lo[sel, ax] = mid[sel, ax] + 1
+                else:
+                    c_hi[sel, ax] = mid[sel, ax]
+            new_lo.append(c_lo[ok])
+            new_hi.append(c_hi[ok])
+            new_parent.append(split[ok])
+        lo, hi, parent = np.concatenate(new_lo), np.concatenate(new_hi), np.concatenate(new_parent)
         levels.append((lo, hi, parent))
 
 
@@ -157,23 +175,29 @@ def tree_least_squares(noisy: list[np.ndarray], parents: list[np.ndarray], var: 
 class ConsistentHierarchy(_HistogramMechanism):
     """Hierarchical histogram with constrained inference (Hay et al. 2010), d-dimensional.
 
-    A data-independent binary kd-tree over the cells (each box halved on its widest
-    dimension down to single cells, H levels); every node gets a noisy count with ε/H (the
-    nodes of one level are disjoint → parallel; levels → sequential); the released cells are
-    the consistent least-squares leaf estimates (:func:`tree_least_squares`) — a
-    post-processing of the noisy tree, recorded as such in the certificate.
+    A data-independent tree over the cells down to single cells (:func:`tree_levels`; default
+    the quadtree, every dimension halved per level, H = 1 + max_d ⌈log2 size_d⌉ levels;
+    ``fanout="binary"`` a binary kd-tree with about twice the levels); every node gets a
+    noisy count with ε/H (the nodes of one level are disjoint → parallel; levels →
+    sequential), as in Hay et al.; the released cells are the consistent least-squares leaf
+    estimates (:func:`tree_least_squares`) — a post-processing of the noisy tree, recorded as
+    such in the certificate. Range queries sum the consistent cells (equivalent to summing
+    the consistent node estimates of the range's canonical decomposition).
     """
 
     name = "consistency"
     default_estimator = "cells"
 
-    def __init__(self, epsilon, dims, bins=None):
+    def __init__(self, epsilon, dims, fanout="quad", bins=None):
         self._init_common(epsilon, dims, bins)
+        if fanout not in ("quad", "binary"):
+            raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
+        self.fanout = fanout
         self._freeze()
 
     def _publish(self, table, rng):
         spec, x = _dense_cube(self, table)
-        levels = tree_levels(spec.shape)
+        levels = tree_levels(spec.shape, self.fanout)
         H = len(levels)
         eps_level = self.epsilon / H
         budget = Budget(self.epsilon)
@@ -189,5 +213,5 @@ class ConsistentHierarchy(_HistogramMechanism):
             leaf = np.all(lo == hi, axis=1)
             cells[tuple(lo[leaf].T)] = e[leaf]
         return self._release(table, spec, budget, (self.epsilon, 0.0), cells=cells,
-                             extra={"levels": H, "epsilon_per_level": eps_level,
+                             extra={"levels": H, "epsilon_per_level": eps_level, "fanout": self.fanout,
                                     "cells_postprocessed": "hierarchical constrained inference (Hay et al. 2010)"})

@@ -1,9 +1,21 @@
 """Algorithm 3 of Xiao et al. (DPCube): kd-tree v-optimal partitioning of a (noisy) cube.
 
-A box is a leaf when the variance of its cell values is ≤ ξ0 (or it is a single cell).
-Otherwise it is split on the dimension with the largest range (most cells; ties → the
-earlier dimension) at the cut that minimises the summed squared error (Σ (y − mean)²) of
-the two halves — i.e. the cumulative weighted variance, v-optimal histogram style.
+A box is split on the dimension with the largest range (most cells; ties → the earlier
+dimension) at the cut that minimises the summed squared error (Σ (y − mean)²) of the two
+halves — the cumulative weighted variance, v-optimal histogram style.
+
+A box is a leaf (not split) when any of these holds:
+
+* it is a single cell;
+* variance test (the paper's ξ0): the unbiased sample variance s² of its cells, minus the
+  known variance v of the noise on them (v = 0 for exact data), is ≤ ξ0. On noisy cells
+  the raw s² must not be thresholded (a literal reading of Algorithm 3, whose experiments
+  had little noise): at small α1 the noise variance alone exceeds any fixed ξ0 and the tree
+  splits down to (near) single cells whatever the data;
+* count test: the box's (noisy) total is ≤ ``min_count``. DPCube sets it to θ standard
+  deviations of the phase-II partition noise: splitting further would release counts that
+  are mostly noise (the noise/non-uniformity balance behind the grid sizes of Qardaji, Yang
+  & Li 2013 and the leaf rule of Inan et al. 2010).
 """
 
 from __future__ import annotations
@@ -11,9 +23,11 @@ from __future__ import annotations
 import numpy as np
 
 
-def vopt_kdtree(y: np.ndarray, xi0: float) -> tuple[np.ndarray, np.ndarray]:
+def vopt_kdtree(y: np.ndarray, xi0: float | None, noise_var: float = 0.0,
+                min_count: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Partition the cube ``y`` (any dimension) → (lo, hi) inclusive boxes, shape (P, d).
 
+    ``xi0`` None switches the variance test off, ``min_count`` None the count test.
     Level-synchronous: all boxes of one tree level are tested and split together, with box
     sums of y and y² from summed-area tables (exact for integer counts) and every candidate
     cut of every box evaluated in one vectorised pass.
@@ -29,8 +43,12 @@ def vopt_kdtree(y: np.ndarray, xi0: float) -> tuple[np.ndarray, np.ndarray]:
     while len(lo):
         n = np.prod(hi - lo + 1, axis=1).astype(np.float64)
         s, q = box_sums(sat, lo, hi), box_sums(sat2, lo, hi)
-        var = q / n - (s / n) ** 2
-        leaf = (n == 1) | (var <= xi0)
+        leaf = n == 1
+        if xi0 is not None:
+            var = np.maximum(q - s * s / n, 0.0) / np.maximum(n - 1, 1)  # unbiased sample variance
+            leaf |= var - noise_var <= xi0
+        if min_count is not None:
+            leaf |= s <= min_count
         out_lo.append(lo[leaf])
         out_hi.append(hi[leaf])
         lo, hi, s, q, n = lo[~leaf], hi[~leaf], s[~leaf], q[~leaf], n[~leaf]
@@ -51,8 +69,7 @@ def vopt_kdtree(y: np.ndarray, xi0: float) -> tuple[np.ndarray, np.ndarray]:
         sse = (lq - ls**2 / nl) + ((q[owner] - lq) - (s[owner] - ls) ** 2 / nr)
         # first minimum per box: sort candidates by (owner, sse, k)
         order = np.lexsort((k, sse, owner))
-        first = order[start]
-        best = k[first]
+        best = k[order[start]]
         cut = lo[rows, ax] + best
         l_hi, r_lo = hi.copy(), lo.copy()
         l_hi[rows, ax] = cut
