@@ -227,8 +227,8 @@ def test_fake_flag_stripped_still_verifies():
 
 def test_negative_associations_are_respected():
     rng = np.random.default_rng(9)
-    t = random_table(rng, 600, 6)
-    counts = random_counts(rng, t.codes("s"), 6, 300)
+    t = random_table(rng, 240, 6)
+    counts = random_counts(rng, t.codes("s"), 6, 120)
     assoc = [["q0", "a0_1", "x2"], ["q1", "a1_0", "x5"]]
     rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=1,
                                   negative_associations=assoc))
