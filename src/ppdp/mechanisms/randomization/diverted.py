@@ -147,12 +147,13 @@ def decoy_groups(sa_codes: np.ndarray, ids: np.ndarray, l_prime: int, n_values: 
     sa = np.asarray(sa_codes, dtype=np.int64)
     counts = np.bincount(sa, minlength=n_values or (int(sa.max()) + 1 if len(sa) else 1))
     v, g = decoy_schedule(counts, l_prime)
-    slot_order = np.lexsort((g, v))  # by value, then group
-    row_order = np.lexsort((np.asarray(ids), sa))  # by value, then id
-    group_of_row = np.empty(len(sa), dtype=np.int64)
+    n, G, m = len(sa), len(v) // l_prime, len(counts)
+    # unique int64 sort keys (faster than lexsort): (value, group) per slot, (value, id) per row
+    slot_order = np.argsort(v * G + g)
+    row_order = np.argsort(sa * n + np.asarray(ids, dtype=np.int64))
+    group_of_row = np.empty(n, dtype=np.int64)
     group_of_row[row_order] = g[slot_order]
-    by_group = np.argsort(g, kind="stable")
-    group_values = v[by_group].reshape(-1, l_prime)
+    group_values = v[np.argsort(g * m + v)].reshape(-1, l_prime)  # a group's values are distinct
     return group_of_row, group_values
 
 
