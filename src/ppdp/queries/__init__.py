@@ -7,7 +7,7 @@ from typing import Iterable
 import numpy as np
 
 from .engine import CountIndex, split_masks
-from .model import Predicate, Query, Workload
+from .model import Predicate, Query, Resolver, Workload
 from .parser import parse_where
 
 
@@ -29,7 +29,7 @@ def resolve(workload: Iterable[Query], table_or_domains, numeric=None) -> list[d
         numeric = {c: t.numeric_values(c) for c in t.column_names}
     else:
         domains = table_or_domains
-    return [q.resolve(domains, numeric) for q in workload]
+    return Resolver(domains, numeric).all(workload)
 
 
 def answer_exact(table, queries) -> np.ndarray:
@@ -41,4 +41,4 @@ def answer_exact(table, queries) -> np.ndarray:
     return index.sums(masks)[:, 0]
 
 
-__all__ = ["Predicate", "Query", "Workload", "CountIndex", "parse_where", "answer_exact", "as_workload", "resolve", "split_masks"]
+__all__ = ["Predicate", "Query", "Resolver", "Workload", "CountIndex", "parse_where", "answer_exact", "as_workload", "resolve", "split_masks"]

@@ -18,6 +18,8 @@ from collections import defaultdict
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy import sparse
+from threadpoolctl import threadpool_limits
 
 _CHUNK_CELLS = 16_000_000  # queries × combinations per mask matrix
 
@@ -64,14 +66,16 @@ class CountIndex:
         return uniq, inv.ravel(), False
 
     def _weights(self, inv: np.ndarray, n_c: int, weights: np.ndarray | None = None) -> np.ndarray:
-        if weights is not None:  # re-aggregating an existing (n, K) weight matrix
-            if n_c == 1:
-                return weights.sum(axis=0, keepdims=True)
-            return np.stack([np.bincount(inv, weights=weights[:, k], minlength=n_c) for k in range(self.K)], axis=1)
-        if self.keys.ndim == 1:
+        """Sum per-row weights into n_c groups (``inv``: group of each row)."""
+        if weights is None and self.keys.ndim == 1:
             flat = inv.astype(np.int64) * self.K + self.keys
             return np.bincount(flat, minlength=n_c * self.K).reshape(n_c, self.K).astype(np.float64)
-        return np.stack([np.bincount(inv, weights=self.keys[:, k], minlength=n_c) for k in range(self.K)], axis=1)
+        w = self.keys if weights is None else weights
+        if n_c == 1:
+            return w.sum(axis=0, keepdims=True)
+        # one sparse (groups × rows) indicator product instead of one bincount per key
+        agg = sparse.csr_matrix((np.ones(len(inv)), (inv, np.arange(len(inv)))), shape=(n_c, len(inv)))
+        return np.asarray(agg @ w)
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -98,11 +102,16 @@ class CountIndex:
         elif set(cols) == set(base_combo):
             g = ({c: base_combo[c] for c in cols}, base_W)
         else:
+            # derive from the smallest grouping already built that contains these columns
+            parent_combo, parent_W = base_combo, base_W
+            for pcols, (pc, pw) in self._groups.items():
+                if pw.shape[0] < parent_W.shape[0] and set(cols) <= set(pcols):
+                    parent_combo, parent_W = pc, pw
             dims = [self.sizes[c] for c in cols]
-            uniq, inv, stacked = self._distinct([base_combo[c] for c in cols], dims)
+            uniq, inv, stacked = self._distinct([parent_combo[c] for c in cols], dims)
             combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
                      else dict(zip(cols, np.unravel_index(uniq, dims))))
-            g = (combo, self._weights(inv, len(uniq), base_W))
+            g = (combo, self._weights(inv, len(uniq), parent_W))
         self._groups[cols] = g
         return g
 
@@ -128,11 +137,18 @@ class CountIndex:
 
     def sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
         """R (n_queries × K): masks[q] maps each constrained column to a boolean domain mask."""
+        # the products here are many small, memory-bound matmuls: BLAS threads only add
+        # contention (measured: up to 200× slower on a loaded 2-core machine)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._sums(masks)
+
+    def _sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
         out = np.zeros((len(masks), self.K), dtype=np.float64)
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
             by_cols[tuple(sorted(m))].append(qi)
-        for cols, qidx in by_cols.items():
+        # larger column sets first, so smaller ones can be derived from them
+        for cols, qidx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
             combo, W = self.group(cols)
             qarr = np.asarray(qidx)
             if not cols:

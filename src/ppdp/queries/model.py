@@ -40,23 +40,23 @@ class Predicate:
             return cls(d["column"], "between", low=d["low"], high=d["high"])
         return cls(d["column"], d["kind"], tuple(str(v) for v in d["values"]))
 
-    def mask(self, domain: Sequence[str], numeric: np.ndarray | None) -> np.ndarray:
-        """Boolean mask over the domain's codes."""
-        dom = list(domain)
-        if self.kind in ("in", "eq"):
+    def mask(self, domain: Sequence[str], numeric: np.ndarray | None, lookup: Mapping[str, int] | None = None) -> np.ndarray:
+        """Boolean mask over the domain's codes (``lookup``: label → code, if already built)."""
+        dom = domain
+        if lookup is None:
             lookup = {lab: i for i, lab in enumerate(dom)}
+        if self.kind in ("in", "eq"):
+            idx = [lookup.get(v if isinstance(v, str) else _normalise(v)) for v in self.values]
+            if None in idx:
+                v = self.values[idx.index(None)]
+                raise QueryError(f"value {v!r} is not in the domain of {self.column!r} (e.g. {list(dom)[:5]})")
             m = np.zeros(len(dom), dtype=bool)
-            for v in self.values:
-                key = _normalise(v)
-                if key not in lookup:
-                    raise QueryError(f"value {v!r} is not in the domain of {self.column!r} (e.g. {dom[:5]})")
-                m[lookup[key]] = True
+            m[idx] = True
             return m
         if self.kind == "between":
             lo, hi = self.low, self.high
             if numeric is not None and _is_number(lo) and _is_number(hi):
                 return (numeric >= float(lo)) & (numeric <= float(hi))
-            lookup = {lab: i for i, lab in enumerate(dom)}
             try:
                 a, b = lookup[_normalise(lo)], lookup[_normalise(hi)]
             except KeyError:
@@ -78,6 +78,8 @@ def _is_number(x) -> bool:
 
 
 def _normalise(v) -> str:
+    if isinstance(v, str):
+        return v
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
@@ -100,12 +102,7 @@ class Query:
 
     def resolve(self, domains: Mapping[str, Sequence[str]], numeric: Mapping[str, np.ndarray | None] | None = None) -> dict[str, np.ndarray]:
         """Column → boolean mask over its domain; unknown columns raise :class:`QueryError`."""
-        out = {}
-        for p in self.predicates:
-            if p.column not in domains:
-                raise QueryError(f"unknown attribute {p.column!r}; the release has {sorted(domains)}")
-            out[p.column] = p.mask(domains[p.column], (numeric or {}).get(p.column))
-        return out
+        return Resolver(domains, numeric)(self)
 
     def to_json(self) -> dict:
         return {"predicates": [p.to_json() for p in self.predicates]}
@@ -130,6 +127,31 @@ class Query:
             else:
                 parts.append(f"{p.column} IN ({', '.join(repr(v) for v in p.values)})")
         return " AND ".join(parts) or "TRUE"
+
+
+class Resolver:
+    """Turns queries into domain masks; label lookups are built once per column and shared
+    by every query of a workload."""
+
+    def __init__(self, domains: Mapping[str, Sequence[str]], numeric: Mapping[str, np.ndarray | None] | None = None):
+        self.domains = domains
+        self.numeric = numeric or {}
+        self._lookups: dict[str, dict[str, int]] = {}
+
+    def __call__(self, query: "Query") -> dict[str, np.ndarray]:
+        out = {}
+        for p in query.predicates:
+            c = p.column
+            if c not in self.domains:
+                raise QueryError(f"unknown attribute {c!r}; the release has {sorted(self.domains)}")
+            lk = self._lookups.get(c)
+            if lk is None:
+                lk = self._lookups[c] = {lab: i for i, lab in enumerate(self.domains[c])}
+            out[c] = p.mask(self.domains[c], self.numeric.get(c), lk)
+        return out
+
+    def all(self, queries: Iterable["Query"]) -> list[dict[str, np.ndarray]]:
+        return [self(q) for q in queries]
 
 
 class Workload(list):

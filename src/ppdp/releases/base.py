@@ -123,11 +123,10 @@ class Release:
 
     # ----------------------------------------------------------- answering
     def resolve(self, queries) -> tuple[Any, list[dict[str, np.ndarray]]]:
-        from ..queries import as_workload
+        from ..queries import Resolver, as_workload
 
         wl = as_workload(queries)
-        numeric = self.numeric
-        return wl, [q.resolve(self.domains, numeric) for q in wl]
+        return wl, Resolver(self.domains, self.numeric).all(wl)
 
     def answer(self, workload) -> np.ndarray:
         """Estimated counts for every query of the workload (float64 array)."""
