@@ -67,7 +67,6 @@ def anatomy_setting(o, l: int, labels: Sequence[str] | None = None) -> BucketSet
     n = int(o.sum())
     if n <= 0:
         raise PpdpError("the table is empty: no groups to form")
-    m = len(o)
     if not anatomy_eligible(o, l):
         bad = np.flatnonzero(o * l > n)
         name = (lambda i: repr(labels[i])) if labels is not None else (lambda i: f"#{i}")

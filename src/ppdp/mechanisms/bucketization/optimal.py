@@ -79,8 +79,7 @@ def optimal_classes(o, fprime, max_bucket: int = 50, time_limit: float = 60.0,
     sizes = np.arange(M, Mp + 1, dtype=np.int64)
     K, m = len(sizes), len(op)
     caps = privacy_cap(fp[:, None], sizes[None, :])           # m × K
-    nb = K                                                     # x = [b_S (K) | n_{i,S} (m·K, row-major in i)]
-    nv = K + m * K
+    nv = K + m * K                                             # x = [b_S (K) | n_{i,S} (m·K, row-major in i)]
     c = np.zeros(nv)
     c[:K] = (sizes - 1) ** 2
     n_idx = (K + np.arange(m)[:, None] * K + np.arange(K)[None, :])   # m × K variable index of n_{i,S}

@@ -75,31 +75,47 @@ class SizeClass:
         return int(self.b) * (int(self.S) - 1) ** 2
 
 
+def _round_robin_into(out: np.ndarray, n: np.ndarray, offset: int = 0) -> None:
+    """Write the RRA counts of ``n`` into ``out`` (m × b, value-major)."""
+    b = out.shape[1]
+    start = (offset + np.concatenate(([0], np.cumsum(n)[:-1]))) % b
+    q, r = np.divmod(n, b)
+    out[:] = q[:, None]
+    # x_i's remaining r_i records go to the cyclic run of buckets start_i, …, start_i + r_i − 1
+    for i in np.flatnonzero(r).tolist():
+        s, e = int(start[i]), int(start[i] + r[i])
+        out[i, s:min(e, b)] += 1
+        if e > b:
+            out[i, :e - b] += 1
+
+
 def round_robin_counts(n: np.ndarray, b: int, offset: int = 0) -> np.ndarray:
     """Counts matrix (b × m) of the Round-Robin Assignment (§4.1) of ``n[i]`` records per value
     to ``b`` buckets: the t-th record of x_i (t = 0, 1, …) goes to bucket
     ``(offset + n_1 + … + n_{i−1} + t) mod b``. Each bucket receives ⌊n_i/b⌋ or ⌈n_i/b⌉ records
     of x_i, and bucket sizes differ by at most one (all equal when b divides Σ n). Vectorised:
-    O(b·m), the size of the output.
+    O(b·m), the size of the output (built value-major and returned as its transpose).
     """
     n = np.asarray(n, dtype=np.int64)
     b = int(b)
-    if b <= 0:
-        return np.zeros((0, len(n)), dtype=np.int64)
-    start = (offset + np.concatenate(([0], np.cumsum(n)[:-1]))) % b
-    q, r = np.divmod(n, b)
-    j = np.arange(b, dtype=np.int64)[:, None]
-    extra = ((j - start[None, :]) % b) < r[None, :]
-    return q[None, :] + extra.astype(np.int64)
+    out = np.empty((len(n), max(b, 0)), dtype=np.int64)
+    if b > 0:
+        _round_robin_into(out, n, offset)
+    return out.T
 
 
 def classes_to_counts(classes: Iterable[SizeClass], m: int) -> np.ndarray:
     """Per-bucket counts of a list of size classes (round robin inside each class), buckets of
-    the classes in the given order."""
-    parts = [round_robin_counts(c.n, c.b) for c in classes if c.b > 0]
-    if not parts:
-        return np.zeros((0, m), dtype=np.int64)
-    return np.concatenate(parts, axis=0)
+    the classes in the given order. Returned as the transpose of a value-major array (each
+    value's counts are contiguous, which is what applying the plan to rows reads)."""
+    classes = [c for c in classes if c.b > 0]
+    total = int(sum(int(c.b) for c in classes))
+    out = np.empty((m, total), dtype=np.int64)
+    pos = 0
+    for c in classes:
+        _round_robin_into(out[:, pos:pos + int(c.b)], np.asarray(c.n, dtype=np.int64))
+        pos += int(c.b)
+    return out.T
 
 
 def merge_classes(classes: Iterable[SizeClass]) -> list[SizeClass]:
