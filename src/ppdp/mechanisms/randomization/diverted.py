@@ -32,7 +32,21 @@ Estimation (registered with the "randomized" release family; :func:`estimate`):
   Value sets (IN) are answered by summing the per-value estimates.
 - several SAs: the tensor-product transition matrix M0 ⊗ M1 ⊗ … ⊗ Mw (§7.2).
 
-The default is ``method="iterative"``; docs/diverted.md gives the numbers behind the choice.
+The 4-state model assumes a tuple of any other value is equally likely to sit in a group with
+s; Anatomy's group creation puts large values with large values, so predicates that correlate
+with the SA are biased. The default estimators use the full m × m transition instead:
+
+- the receiver re-runs the (deterministic, counts-only) group schedule on the published
+  counts f'_s (:func:`receiver_counts`) and gets T[x, y] = P(published y | true x) =
+  g[x, y]/(ℓ' f_x), g = number of groups holding both (:func:`transition_matrix`);
+- for an NSA predicate P, y_P = published-value counts among P's rows (one ``CountIndex``
+  pass for the workload) and the true counts of every SA value among P's rows solve
+  E[y_P] = x_P T: ``method="full-closed"`` x̂_P = y_P T⁻¹ (exactly unbiased with the true
+  T, can be negative), ``method="full-iterative"`` (default) the iterative Bayesian update
+  of eq 12–13 with the full T, x⁰ = y_P, the paper's 1 % stopping rule (non-negative);
+- several SAs: T1 ⊗ T2 ⊗ … (each SA has its own, independent groups), applied per axis.
+
+docs/diverted.md gives the numbers behind the default.
 """
 
 from __future__ import annotations
@@ -42,6 +56,7 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
+from scipy import sparse
 
 from ...errors import InfeasibleError, PpdpError, QueryError, SchemaError
 from ...queries import CountIndex, split_masks
@@ -51,7 +66,8 @@ from ..base import Mechanism, check_positive
 
 __all__ = ["Diverted", "decoy_groups", "decoy_schedule", "estimate", "randomize_in_groups"]
 
-DEFAULT_METHOD = "iterative"
+METHODS = ("full-iterative", "full-closed", "iterative", "closed")
+DEFAULT_METHOD = "full-iterative"
 DEFAULT_TOL = 0.01
 MAX_ITER = 10_000
 
@@ -350,13 +366,116 @@ def _states_from_subsets(Z: dict, k: int) -> np.ndarray:
     return y
 
 
+# ------------------------------------------------------------- full m × m transition
+def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """The SA counts a receiver plugs into the group schedule: the published counts f'_s (the
+    MLE, Theorem 3), with any count above N/ℓ' (possible only through the randomization)
+    clipped to N/ℓ' and the excess spread over the other published values in proportion to
+    their room below N/ℓ' (largest remainder), so that the schedule is feasible."""
+    f = np.asarray(published_counts, dtype=np.int64).copy()
+    G = int(f.sum()) // l_prime
+    excess = int(np.clip(f - G, 0, None).sum())
+    if not excess:
+        return f
+    f = np.minimum(f, G)
+    room = np.where((f > 0) & (f < G), G - f, 0).astype(np.float64)
+    share = excess * room / room.sum()
+    add = np.floor(share).astype(np.int64)
+    rest = excess - int(add.sum())
+    add[np.argsort(-(share - add), kind="stable")[:rest]] += 1
+    return f + add
+
+
+def transition_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """T[x, y] = P(published y | true x) for the decoy groups that Anatomy's group creation
+    builds from the SA ``counts`` (the groups depend on the counts only).
+
+    With g[x, y] = number of groups holding both x and y (g[x, x] = f_x), a tuple of value x
+    lies in one of x's f_x groups uniformly at random (its id is random) and publishes each
+    of the group's ℓ' values with probability 1/ℓ', so T[x, y] = g[x, y]/(ℓ' f_x); rows sum to
+    1 and f·T = f (so the inversion reproduces Theorem 3). A value with no tuple gets the
+    identity row."""
+    counts = np.asarray(counts, dtype=np.int64)
+    m = len(counts)
+    v, g = decoy_schedule(counts, l_prime)
+    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(len(v) // l_prime, m))
+    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    f = np.diag(C).copy()
+    T = C / (l_prime * np.maximum(f, 1.0))[:, None]
+    empty = np.flatnonzero(f == 0)
+    T[empty, empty] = 1.0
+    return T
+
+
+def _mode_products(X: np.ndarray, mats: Sequence[np.ndarray]) -> np.ndarray:
+    """Z[n, c1, …, ck] = Σ X[n, a1, …, ak] Π_i M_i[a_i, c_i] (X multiplied by M1 ⊗ … ⊗ Mk)."""
+    for i, M in enumerate(mats):
+        X = np.moveaxis(np.tensordot(X, M, axes=([i + 1], [0])), -1, i + 1)
+    return X
+
+
+def full_closed(Y: np.ndarray, Ts: Sequence[np.ndarray]) -> np.ndarray:
+    """x̂ = y (T1 ⊗ … ⊗ Tk)⁻¹ for every row of Y (n, m1, …, mk): exactly unbiased when the
+    T_i are the true transitions; can be negative."""
+    return _mode_products(Y, [np.linalg.pinv(T) for T in Ts])
+
+
+def full_iterative(Y: np.ndarray, Ts: Sequence[np.ndarray], tol: float = DEFAULT_TOL,
+                   max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
+    """Iterative Bayesian update (eq 12–13) with the full transition T1 ⊗ … ⊗ Tk:
+    x ← x ∘ ((y / (x T)) Tᵀ), x⁰ = y, stopped per row when no component moves by more than
+    ``tol`` (relative, floor one row). Keeps x ≥ 0 and Σx = Σy. Returns (x̂, iterations)."""
+    Y = np.asarray(Y, dtype=np.float64)
+    X = Y.copy()
+    Tt = [T.T for T in Ts]
+    iters = np.zeros(len(X), dtype=np.int64)
+    active = np.arange(len(X))
+    axes = tuple(range(1, X.ndim))
+    for it in range(1, max_iter + 1):
+        if not len(active):
+            break
+        xa, ya = X[active], Y[active]
+        D = _mode_products(xa, Ts)
+        ratio = np.divide(ya, D, out=np.zeros_like(ya), where=D > 0)
+        new = xa * _mode_products(ratio, Tt)
+        moved = (np.abs(new - xa) > tol * np.maximum(np.abs(xa), 1.0)).any(axis=axes)
+        X[active] = new
+        iters[active] = it
+        active = active[moved]
+    return X, iters
+
+
+def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol):
+    """Estimates for queries ``qs`` that constrain the SAs ``sel_sa``: solve for the vector of
+    true counts of every SA value combination among the rows of each distinct NSA predicate,
+    then add up the combinations the query's SA predicates select."""
+    u, pos = np.unique(inv[qs], return_inverse=True)
+    other = tuple(1 + i for i in range(len(sizes)) if i not in sel_sa)
+    Ym = Yu[u].reshape((len(u), *sizes))
+    if other:
+        Ym = Ym.sum(axis=other)
+    mats = [Ts[i] for i in sel_sa]
+    if method == "full-closed":
+        X, its = full_closed(Ym, mats), np.zeros(len(u), dtype=np.int64)
+    else:
+        X, its = full_iterative(Ym, mats, tol)
+    Z = X[pos]
+    for i in reversed(sel_sa):  # Σ over the selected values of the last remaining SA axis
+        Z = (Z * sa_sel[i][qs].reshape((len(qs),) + (1,) * (Z.ndim - 2) + (sizes[i],))).sum(axis=-1)
+    return Z, its[pos]
+
+
 def estimate(release, workload, masks, method: str | None = None, tol: float | None = None, r: str = "exact",
-             return_details: bool = False):
-    """Estimated counts for a resolved workload on an A' release (see the module docstring)."""
+             return_details: bool = False, transition_counts: Sequence[np.ndarray] | None = None):
+    """Estimated counts for a resolved workload on an A' release (see the module docstring).
+
+    ``transition_counts`` (one count vector per SA, after the dropped rows) replaces the
+    published counts in the full-transition methods — only for analysis: it measures what
+    knowing the true counts would change; a receiver does not have them."""
     method = method or DEFAULT_METHOD
     tol = DEFAULT_TOL if tol is None else float(tol)
-    if method not in ("iterative", "closed"):
-        raise QueryError(f"unknown estimator {method!r}; use 'iterative' or 'closed'")
+    if method not in METHODS:
+        raise QueryError(f"unknown estimator {method!r}; use one of {', '.join(map(repr, METHODS))}")
     if r not in ("exact", "paper"):
         raise QueryError(f"unknown transition r {r!r}; use 'exact' or 'paper'")
     lp = int(release.certificate["l_prime"])
@@ -391,7 +510,8 @@ def estimate(release, workload, masks, method: str | None = None, tol: float | N
             uniq[h] = len(reps)
             reps.append(m)
         inv[q] = uniq[h]
-    Y = index.sums(reps)[inv].reshape((nq, *sizes))
+    Yu = index.sums(reps)
+    Y = Yu[inv].reshape((nq, *sizes))
     glob = np.bincount(key, minlength=K).astype(np.float64).reshape((1, *sizes))
     constrained = np.stack([~sel.all(axis=1) for sel in sa_sel], axis=1)  # (nq, w)
     has_nsa = np.array([bool(m) for m in rest])
@@ -402,6 +522,15 @@ def estimate(release, workload, masks, method: str | None = None, tol: float | N
     patterns: dict[tuple[int, ...], list[int]] = {}
     for q in np.flatnonzero(~none):
         patterns.setdefault(tuple(np.flatnonzero(constrained[q])), []).append(int(q))
+    if method.startswith("full"):
+        # transitions from the published SA counts: the receiver re-runs the group schedule
+        if transition_counts is None:
+            transition_counts = [receiver_counts(np.bincount(p, minlength=m_s), lp) for p, m_s in zip(pub, sizes)]
+        Ts = [transition_matrix(c, lp) for c in transition_counts]
+        for sel_sa, qs in patterns.items():
+            qs = np.asarray(qs)
+            out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol)
+        return (out, iters_out) if return_details else out
     for sel_sa, qs in patterns.items():
         qs = np.asarray(qs)
         if len(sel_sa) == 1:
