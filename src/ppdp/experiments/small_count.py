@@ -11,6 +11,10 @@ Figures (CSV + PNG each): 1–2 guarantees; 4 relative error vs ℓ' by selectiv
 counts vs ℓ'; 6–7 SA-only queries; 8–9 Anatomy vs A' (ℓ = ℓ' = 5) over N and selectivity;
 10 A' vs Laplace (ε ∈ {0.01, 0.05}, m = 100) and global randomization A (p = 1/ℓ'); 11 Laplace
 vs m = 10..100; 12 two SAs (age in ten intervals × occupation), ℓ' = 2..8; §9.6 runtime.
+Estimators: A' is answered with the default full-transition iterative estimator; the
+estimator table compares it with the full-transition inversion and the paper's 4-state
+estimators, and a repeated-release simulation measures their bias (true vs published counts
+in the group schedule).
 """
 
 from __future__ import annotations
@@ -130,7 +134,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     meta = {"paper": "Fu, Wang, Wang & Wong, Small Count Privacy and Large Count Utility in Data Publishing",
             "library_version": ppdp.__version__, "quick": quick, "release_seeds": seeds, "workload_seed": 0,
             "n_queries": n_queries, "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-            "estimator": "iterative Bayes (eq 12), tol 1%, exact r", "selectivity_bins": BIN_LABELS}
+            "estimator": "full-transition iterative Bayes (eq 12-13 with the m×m decoy-group transition from the published counts), tol 1%", "selectivity_bins": BIN_LABELS}
     tables, infos = {}, {}
     for n in sizes_n:
         tables[n], infos[n] = ppdp.datasets.load_info("occ", n=n, seed=0)
@@ -229,7 +233,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
         claims.append(("OCC-100K ℓ'=5: mean relative error ≥ 30% for true counts ≤ 10",
                        r5["small<=10"] >= 0.3, f"{r5['small<=10']:.2f} over {bin_sizes['small<=10']} queries"))
     summary += ["## Figures 4–7: A' alone (OCC-100K)", "",
-                "Mean relative error of the iterative estimator per selectivity bin (queries per bin: "
+                "Mean relative error of the default estimator (full-transition iterative) per selectivity bin (queries per bin: "
                 + ", ".join(f"{k} {v}" for k, v in bin_sizes.items()) + "):", "",
                 "| ℓ' | " + " | ".join(BIN_LABELS) + " | counts ≤ 10 |", "|" + "---|" * (len(BIN_LABELS) + 2)]
     summary += [f"| {lp} | " + " | ".join(f"{res4[lp][b]:.3f}" for b in BIN_LABELS) + f" | {res4[lp]['small<=10']:.2f} |" for lp in l_primes]
@@ -269,19 +273,28 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     # ---------------------------------------------------------------- Figures 10–11 (Laplace, global randomization A)
     lp = 5
     rng = np.random.default_rng(12345)
-    div_err = [rel_errors(ppdp.publish(t100, ppdp.Diverted(lp), seed=s).answer(wl), act) for s in seeds]
+    methods = {"full-iterative": "A' full-transition iterative (default)", "full-closed": "A' full-transition inversion",
+               "iterative": "A' 4-state iterative (paper)", "closed": "A' 4-state closed form (paper)"}
+    m_err = {k: [] for k in methods}
+    for s in seeds:
+        rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
+        for k in methods:
+            m_err[k].append(rel_errors(rel.answer(wl, method=k), act))
+    div_err = m_err["full-iterative"]
     glob_err = [rel_errors(ppdp.publish(t100, ppdp.UniformPerturbation(retention=1 / lp), seed=s).answer(wl), act) for s in seeds]
     anat_err = [rel_errors(ppdp.publish(t100, ppdp.Anatomy(lp), seed=s).answer(wl), act) for s in seeds]
     res10 = {}
-    for name, errs in (("diverted l'=5", div_err), ("global randomization p=1/5", glob_err), ("anatomy l=5", anat_err)):
-        res10[name] = {b: float(np.mean([by_bins(e, act, N)[0][b] for e in errs])) for b in BIN_LABELS}
+    for name, errs in ([(f"diverted l'=5 {k}", e) for k, e in m_err.items()]
+                       + [("global randomization p=1/5", glob_err), ("anatomy l=5", anat_err)]):
+        res10[name] = {k: float(np.mean([by_bins(e, act, N)[0][k] for e in errs])) for k in [*BIN_LABELS, "small<=10"]}
     m_batch = 100
     for eps in (0.01, 0.05):
         lap = [rel_errors(laplace_answers(act, eps, m=m_batch, rng=rng), act) for _ in seeds]
-        res10[f"laplace eps={eps} m={m_batch}"] = {b: float(np.mean([by_bins(e, act, N)[0][b] for e in lap])) for b in BIN_LABELS}
+        res10[f"laplace eps={eps} m={m_batch}"] = {k: float(np.mean([by_bins(e, act, N)[0][k] for e in lap])) for k in [*BIN_LABELS, "small<=10"]}
     rows10 = [{"method": k, **v} for k, v in res10.items()]
     _write_csv(out / "fig10_vs_laplace_and_global.csv", rows10, {**meta, "l_prime": lp, "m": m_batch, "laplace_sampler": "discrete Laplace (ppdp.mechanisms.noise)"})
-    _line_plot(out / "fig10_vs_laplace_and_global.png", BIN_LABELS[1:], {k: [v[b] for b in BIN_LABELS[1:]] for k, v in res10.items()},
+    _line_plot(out / "fig10_vs_laplace_and_global.png", BIN_LABELS[1:], {k: [v[b] for b in BIN_LABELS[1:]] for k, v in res10.items()
+                                                                          if "full-closed" not in k and "closed" not in k.split()[-1]},
                "selectivity", "mean relative error (log)", "Fig 10: A' vs Laplace DP (m=100) and global randomization, OCC-100K", logy=True)
     ms = list(range(10, 101, 10))
     rows11 = []
@@ -296,16 +309,64 @@ def run(out_dir: Path, quick: bool = False) -> Path:
         "laplace ε=0.05": [r["laplace"] for r in rows11 if r["epsilon"] == 0.05],
         "A' ℓ'=5": [r["diverted"] for r in rows11 if r["epsilon"] == 0.01]},
         "m (queries in the batch)", "mean relative error (log)", "Fig 11: Laplace DP vs batch size m (selectivity 1–5%)", logy=True)
-    d = res10["diverted l'=5"]
-    for other in ("anatomy l=5", "laplace eps=0.05 m=100", "global randomization p=1/5"):
-        ok = all(d[b] < res10[other][b] for b in BIN_LABELS[1:])
-        claims.append((f"OCC-100K: A' (ℓ'=5) below {other} at every selectivity bin ≥ 1%", ok,
-                       ", ".join(f"{b}: {d[b]:.3f} vs {res10[other][b]:.3f}" for b in BIN_LABELS[1:])))
-    summary += ["## Figures 10–11: vs Laplace DP and global randomization A (OCC-100K)", "",
-                "| method | " + " | ".join(BIN_LABELS) + " |", "|" + "---|" * (len(BIN_LABELS) + 1)]
-    summary += [f"| {k} | " + " | ".join(f"{v[b]:.3f}" for b in BIN_LABELS) + " |" for k, v in res10.items()]
+    for est_name in ("full-iterative", "iterative"):
+        d = res10[f"diverted l'=5 {est_name}"]
+        for other in ("anatomy l=5", "laplace eps=0.05 m=100", "global randomization p=1/5"):
+            ok = all(d[b] < res10[other][b] for b in BIN_LABELS[1:])
+            claims.append((f"OCC-100K: A' (ℓ'=5, {methods[est_name][3:]}) below {other} at every selectivity bin ≥ 1%", ok,
+                           ", ".join(f"{b}: {d[b]:.3f} vs {res10[other][b]:.3f}" for b in BIN_LABELS[1:])))
+    summary += ["## Figures 10–11 and the estimators: vs Anatomy, Laplace DP and global randomization A (OCC-100K, ℓ' = 5)", "",
+                "Mean relative error per selectivity bin, point workload, mean over release seeds "
+                f"{seeds} (`ppdp reproduce small-count{' --quick' if quick else ''}`; fig10_vs_laplace_and_global.csv):", "",
+                "| method | " + " | ".join(BIN_LABELS) + " | counts ≤ 10 |", "|" + "---|" * (len(BIN_LABELS) + 2)]
+    summary += [f"| {methods.get(k.split()[-1], k) if k.startswith('diverted') else k} | " + " | ".join(f"{v[b]:.3f}" for b in BIN_LABELS)
+                + f" | {v['small<=10']:.2f} |" for k, v in res10.items()]
     summary += ["", f"Fig 11 (selectivity 1–5%): Laplace error grows linearly with m (ε=0.05: m=10 → "
                 f"{rows11[1]['laplace']:.2f}, m=100 → {rows11[-1]['laplace']:.2f}); A' does not depend on m ({rows11[0]['diverted']:.3f}).", ""]
+
+    # ---------------------------------------------------------------- bias over repeated releases
+    R = 10 if quick else 100
+    f_true = t100.counts("occupation")  # N = 100,000 is a multiple of 5: nothing is dropped
+    variants = {"full-closed, true counts (oracle)": dict(method="full-closed", transition_counts=[f_true]),
+                "full-closed, published counts": dict(method="full-closed"),
+                "full-iterative, published counts (default)": dict(method="full-iterative"),
+                "4-state iterative (paper)": dict(method="iterative"),
+                "4-state closed form (paper)": dict(method="closed")}
+    reps = {k: [] for k in variants}
+    for s in tqdm(range(1000, 1000 + R), desc="bias: repeated releases"):
+        rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
+        for k, opts in variants.items():
+            reps[k].append(rel.answer(wl, **opts))
+    # distinct queries with selectivity ≥ 0.5% (the workload repeats some queries)
+    _, first = np.unique([repr(q) for q in wl], return_index=True)
+    big = np.zeros(len(act), dtype=bool)
+    big[first] = True
+    big &= act / N >= 0.005
+    rows_b = []
+    for k, e in reps.items():
+        e = np.asarray(e)
+        mean, sd = e.mean(axis=0)[big], e.std(axis=0, ddof=1)[big]
+        bias = mean - act[big]
+        z = bias / np.maximum(sd / np.sqrt(R), 1e-12)
+        rows_b.append({"estimator": k, "releases": R, "queries": int(big.sum()),
+                       "mean_abs_bias_over_truth": float(np.mean(np.abs(bias) / act[big])),
+                       "mean_sd_over_truth": float(np.mean(sd / act[big])),
+                       "median_abs_bias_over_sd": float(np.median(np.abs(bias) / sd)),
+                       "share_abs_z_over_3": float(np.mean(np.abs(z) > 3)),
+                       "rmse_over_truth": float(np.mean(np.sqrt(bias ** 2 + sd ** 2 * (R - 1) / R) / act[big]))})
+    _write_csv(out / "bias_repeated_releases.csv", rows_b, {**meta, "l_prime": lp, "release_seeds": f"1000..{999 + R}",
+                                                            "queries": "point queries with selectivity >= 0.5%"})
+    summary += ["## Bias over repeated releases (OCC-100K, ℓ' = 5)", "",
+                f"{R} releases (seeds 1000..{999 + R}), the {int(big.sum())} distinct point queries with selectivity ≥ 0.5%; "
+                "bias = mean estimate − truth; z = bias/(sd/√R) (|z| > 3 in about 0.3% of queries if unbiased); "
+                "bias_repeated_releases.csv:", "",
+                "| estimator | mean abs(bias)/truth | mean sd/truth | median abs(bias)/sd | share abs(z) > 3 |", "|---|---|---|---|---|"]
+    summary += [f"| {r['estimator']} | {r['mean_abs_bias_over_truth']:.3f} | {r['mean_sd_over_truth']:.3f} | "
+                f"{r['median_abs_bias_over_sd']:.2f} | {r['share_abs_z_over_3']:.3f} |" for r in rows_b]
+    summary += ["", "Share of queries with abs(z) > 3 (about 0.003–0.005 if unbiased; queries sharing a predicate are correlated): "
+                + ", ".join(f"{r['estimator']}: {r['share_abs_z_over_3']:.3f}" for r in rows_b)
+                + ". The oracle row is the inversion with the true counts in the group schedule; the difference to the "
+                "row with published counts is the bias a receiver pays for not knowing f.", ""]
 
     # ---------------------------------------------------------------- Figure 12 (two SAs)
     t2 = _age_deciles(t100)
@@ -315,33 +376,38 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     lps12 = [lp for lp in l_primes if lp <= 8]
     rows12 = []
     for lp in tqdm(lps12, desc="fig 12: two SAs"):
-        errs = []
+        errs = {"full-iterative": [], "iterative": []}
         for s in seeds:
             try:
-                est = ppdp.publish(t2, ppdp.Diverted(lp), seed=s).answer(wl2)
+                rel2 = ppdp.publish(t2, ppdp.Diverted(lp), seed=s)
             except ppdp.PpdpError as e:  # not eligible
                 rows12.append({"l_prime": lp, "note": str(e)})
                 break
-            errs.append(rel_errors(est, act2))
-        if not errs:
-            continue
-        row = {"l_prime": lp}
-        for lo, hi in bins2:
-            msk = (act2 / N >= lo) & (act2 / N < hi)
-            row[f"{lo * 100:g}-{hi * 100:g}%"] = float(np.mean([e[msk].mean() for e in errs])) if msk.any() else float("nan")
-            row[f"n {lo * 100:g}-{hi * 100:g}%"] = int(msk.sum())
-        msk = (act2 > 0) & (act2 <= SMALL)
-        row["small<=10"] = float(np.mean([e[msk].mean() for e in errs]))
-        rows12.append(row)
+            for k in errs:
+                errs[k].append(rel_errors(rel2.answer(wl2, method=k), act2))
+        for k, ek in errs.items():
+            if not ek:
+                continue
+            row = {"l_prime": lp, "estimator": k}
+            for lo, hi in bins2:
+                msk = (act2 / N >= lo) & (act2 / N < hi)
+                row[f"{lo * 100:g}-{hi * 100:g}%"] = float(np.mean([e[msk].mean() for e in ek])) if msk.any() else float("nan")
+                row[f"n {lo * 100:g}-{hi * 100:g}%"] = int(msk.sum())
+            msk = (act2 > 0) & (act2 <= SMALL)
+            row["small<=10"] = float(np.mean([e[msk].mean() for e in ek]))
+            rows12.append(row)
     rows12 = [r for r in rows12 if "note" not in r]
     _write_csv(out / "fig12_two_sensitive_attributes.csv", rows12, {**meta, "sensitive": ["age10", "occupation"],
                                                                    "age10_domain": list(t2.domain("age10"))})
-    keys12 = [k for k in rows12[0] if k not in ("l_prime",) and not k.startswith("n ")]
-    _line_plot(out / "fig12_two_sensitive_attributes.png", [r["l_prime"] for r in rows12], {k: [r[k] for r in rows12] for k in keys12},
+    keys12 = [k for k in rows12[0] if k not in ("l_prime", "estimator") and not k.startswith("n ")]
+    lps_done = sorted({r["l_prime"] for r in rows12})
+    _line_plot(out / "fig12_two_sensitive_attributes.png", lps_done,
+               {f"{k} ({e})": [r[k] for r in rows12 if r["estimator"] == e] for e in ("full-iterative", "iterative") for k in keys12},
                "ℓ'", "mean relative error", "Fig 12: two SAs (age in ten intervals × occupation), OCC-100K")
     summary += ["## Figure 12: two sensitive attributes (age in ten intervals, occupation)", "",
-                "| ℓ' | " + " | ".join(keys12) + " |", "|" + "---|" * (len(keys12) + 1)]
-    summary += [f"| {r['l_prime']} | " + " | ".join(f"{r[k]:.3f}" for k in keys12) + " |" for r in rows12]
+                "Full-transition estimator (T_age ⊗ T_occupation, the default) and the paper's 4-state tensor product:", "",
+                "| ℓ' | estimator | " + " | ".join(keys12) + " |", "|" + "---|" * (len(keys12) + 2)]
+    summary += [f"| {r['l_prime']} | {r['estimator']} | " + " | ".join(f"{r[k]:.3f}" for k in keys12) + " |" for r in rows12]
     summary += ["", "Queries per bin: " + ", ".join(f"{k[2:]}: {rows12[0][k]}" for k in rows12[0] if k.startswith("n ")),
                 "Paper: selectivities 0.1–0.7%, accuracy comparable to the single-SA case.", ""]
 
@@ -357,19 +423,18 @@ def run(out_dir: Path, quick: bool = False) -> Path:
                "ℓ'", "seconds", "§9.6: publishing time")
     summary += ["## §9.6 runtime", "",
                 f"Publishing OCC-{big.n_rows // 1000}K: " + ", ".join(f"ℓ'={r['l_prime']}: {r['publish_seconds']:.2f} s" for r in rows_rt)
-                + " (paper: < 10 s in C++). 5,000 point queries with the iterative estimator on OCC-100K: "
+                + " (paper: < 10 s in C++). 5,000 point queries with the default estimator on OCC-100K: "
                 f"median {np.median(t_iter):.2f} s in total (paper: 1.6 s per query).", ""]
 
     # ---------------------------------------------------------------- claims
     summary += ["## The issue's claims", ""]
     summary += [f"- {'✔' if ok else '✘'} {what}: {detail}" for what, ok, detail in claims]
     summary += ["", "## Notes", "",
-                "- Estimator: the iterative Bayesian update (eq 12, 1 % stopping rule) with the exact transition "
-                "r = f_s(ℓ'−1)/(ℓ'(N−f_s)); docs/diverted.md compares it with the closed form.",
-                "- The paper's model assumes a tuple of another value lies in an s-group with the same probability "
+                "- Estimator (every A' figure): the iterative Bayesian update (eq 12–13, 1 % stopping rule) with the full "
+                "m × m transition of the decoy-group schedule re-run on the published counts; docs/diverted.md explains it.",
+                "- The paper's 4-state model assumes a tuple of another value lies in an s-group with the same probability "
                 "whatever its own value; Anatomy's greedy groups large values with large values, so queries whose NSA "
-                "part correlates with the occupation (e.g. sex) carry a systematic bias. This is where most of the "
-                "large-selectivity error comes from.",
+                "part correlates with the occupation (e.g. sex) are biased under it (see the bias table).",
                 "- OCC has 46 occupations with frequencies 0.04%..8.84% (the paper's IPUMS extract: 50 values).",
                 f"- Seeds: releases {seeds}, workload 0, Laplace noise 12345."]
     path = out / "summary.md"
