@@ -250,7 +250,7 @@ def figure5(tables: dict, cfg: dict, out: Path, progress) -> list[dict]:
     for r in rows:
         r["re_percent"] = 100 * r["mean_relative_error"]
     _two_panel(out / "fig5_relative_error_vs_theta.png", rows, "theta", "re_percent", "method", "privacy coefficient θ",
-               "mean relative error (%)", f"anatomy workload, {cfg['n_queries']} queries, s = 1% (Figure 5)", logy=True,
+               "mean relative error (%)", f"anatomy workload, {cfg['n_queries']} queries, s = 1% (Figure 5)",
                order=[m for m in ("two-size", "multi-size", "optimal") if m in cfg["fig5_methods"]] + ["independence"],
                bar=True)
     for r in rows:
