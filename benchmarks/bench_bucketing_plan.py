@@ -25,13 +25,13 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 import ppdp
+from _common import times
 from ppdp.mechanisms.bucketization.multi_size import multi_size_bucketing, multi_size_classes
 from ppdp.mechanisms.bucketization.optimal import optimal_bucketing
 from ppdp.mechanisms.bucketization.thresholds import fprime_thresholds
@@ -48,17 +48,6 @@ def scaled_counts(o: np.ndarray, n: int) -> np.ndarray:
     c = np.floor(x).astype(np.int64)
     c[np.argsort(-(x - c), kind="stable")[: n - int(c.sum())]] += 1
     return c
-
-
-def times(fn, repeat: int, warmup: int = 1) -> dict:
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return {"min": min(ts), "median": statistics.median(ts), "repeats": repeat}
 
 
 def main(quick: bool = False, out: Path | None = None) -> dict:

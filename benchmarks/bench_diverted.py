@@ -14,25 +14,15 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 import ppdp
+from _common import timed
 from ppdp.mechanisms.randomization.diverted import decoy_schedule, estimate
 from ppdp.queries.workloads import point_workload
-
-
-def timed(fn, repeat=3):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main() -> dict:

@@ -10,25 +10,15 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
 
 import ppdp
+from _common import timed
 from ppdp.mechanisms.histogram import DPCube
 from ppdp.queries.workloads import range_workload
-
-
-def timed(fn, repeat=5):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main() -> dict:

@@ -22,18 +22,9 @@ from pathlib import Path
 import numpy as np
 
 import ppdp
+from _common import timed
 from ppdp.mechanisms.bucketization import FPrivacy
 from ppdp.queries.workloads import anatomy_workload
-
-
-def timed(fn, repeat=5):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def main() -> dict:

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ppdp.errors import QueryError
-from ppdp.queries import CountIndex, Query, Workload, answer_exact, parse_where
+from ppdp.queries import CountIndex, Workload, answer_exact, parse_where
 from ppdp.queries.workloads import anatomy_workload, point_workload, range_workload
 from ppdp.table import Table
 

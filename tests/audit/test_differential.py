@@ -1,8 +1,6 @@
 """Theorem 2 of Wang et al. (2011): Monte-Carlo of Y/X for Laplace answers."""
 
-import math
 
-import numpy as np
 import pytest
 
 from ppdp.audit import differential_inference, theorem2

@@ -107,7 +107,7 @@ def test_groups_from_id_and_sa_only(case, seed):
 def _outcome_histogram(nsa_of_row, grp, gvals, own, runs, seed, retention=None):
     """Simulate the per-row draw ``runs`` times (vectorised); encode each output D' (rows are
     unique on the NSA, so D' is the map NSA → published SA) as one integer."""
-    n, lp = len(own), gvals.shape[1]
+    n = len(own)
     rng = np.random.default_rng(seed)
     pub = randomize_in_groups(np.tile(grp, runs), gvals, np.tile(own, runs), rng, retention).reshape(runs, n)
     by_nsa = np.empty_like(pub)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from test_diverted import brute_force_groups, eligible_counts, make_table
 
 import ppdp

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 import ppdp
 from ppdp.cli import cli
 from ppdp.errors import PpdpError
-from ppdp.mechanisms.randomization.uniform import posterior_retained, sa_prime_mask
+from ppdp.mechanisms.randomization.uniform import posterior_retained
 from ppdp.queries import answer_exact
 from ppdp.table import Table
 

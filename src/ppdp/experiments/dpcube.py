@@ -157,7 +157,6 @@ def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
     import ppdp
     from ..mechanisms.histogram import DPCube
     from ..mechanisms.histogram.cube import cube_codes, dense_counts
-    from ..mechanisms.noise import discrete_laplace_variance
     from ..queries import answer_exact
     from ..queries.workloads import range_workload
 

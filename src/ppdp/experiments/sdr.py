@@ -66,7 +66,7 @@ def run(out_dir: Path, quick: bool) -> Path:
     from tqdm import tqdm
 
     import ppdp
-    from ..mechanisms.randomization.merging import counts_error, error_of
+    from ..mechanisms.randomization.merging import error_of
     from ..mechanisms.randomization.uniform import gamma_for
     from ..queries import answer_exact
     from ..queries.workloads import anatomy_workload

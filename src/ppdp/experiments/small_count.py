@@ -239,7 +239,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     summary += [f"| {lp} | " + " | ".join(f"{res4[lp][b]:.3f}" for b in BIN_LABELS) + f" | {res4[lp]['small<=10']:.2f} |" for lp in l_primes]
     summary += ["", "Paper (Fig 4): error ≤ 20% for 2–5%, ≤ 40% otherwise, first falling then rising with ℓ'. "
                 "Paper (Fig 5): small-count error high and growing with ℓ'.",
-                f"SA-only (Fig 6–7): mean error for SA values with frequency ≥ 2%: "
+                "SA-only (Fig 6–7): mean error for SA values with frequency ≥ 2%: "
                 + ", ".join(f"ℓ'={r['l_prime']}: {r['sa_counts_2%+']:.3f}" for r in rows)
                 + "; below 0.5%: " + ", ".join(f"ℓ'={r['l_prime']}: {r['sa_counts_below_0.5%']:.3f}" for r in rows) + ".", ""]
 

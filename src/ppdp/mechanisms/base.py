@@ -41,7 +41,6 @@ class Mechanism:
 def check_positive(name: str, value, integer: bool = False, minimum=None) -> None:
     ok = isinstance(value, (int, np.integer)) if integer else isinstance(value, (int, float, np.integer, np.floating))
     if not ok or isinstance(value, bool) or value != value:
-        raise PpdpError(f"{name} must be a {'whole' if integer else ''} number, got {value!r}")
-    lo = 0 if minimum is None else minimum
+        raise PpdpError(f"{name} must be a {'whole ' if integer else ''}number, got {value!r}")
     if (value <= 0 and minimum is None) or (minimum is not None and value < minimum):
         raise PpdpError(f"{name} must be {'> 0' if minimum is None else f'≥ {minimum}'}, got {value!r}")

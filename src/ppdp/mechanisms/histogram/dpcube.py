@@ -31,7 +31,7 @@ import numpy as np
 
 from ...errors import PpdpError
 from ..base import Mechanism, check_positive
-from ..noise import SAMPLER, Budget, discrete_laplace, discrete_laplace_variance, noisy_counts
+from ..noise import Budget, discrete_laplace, discrete_laplace_variance, noisy_counts
 from .cube import DENSE_MAX_CELLS, box_sums, check_bins, check_dims, cube_codes, dense_counts, sparse_counts, summed_area
 from .kdtree import vopt_kdtree
 
