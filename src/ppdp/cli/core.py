@@ -108,8 +108,6 @@ def demo(dataset, theta, n_queries, out, seed):
     rep = verify(load_release(out), t)
     click.echo(f"F'-privacy θ={theta}: published to {out}/ in {t1 - t0:.2f} s")
     click.echo(str(rep))
-    cert = rel.manifest["certificate"]
-    click.echo(f"  buckets: {cert['n_buckets']:,}, sizes {cert['bucket_sizes']}, loss {cert['loss']:,}, MSE {cert['mse']:.4f}")
     wl = anatomy_workload(t, n_queries, 0.01, seed=seed)
     act = answer_exact(t, wl)
     t2 = time.perf_counter()
