@@ -5,10 +5,12 @@ Scripts are run as ``python benchmarks/<name>.py``; this directory is then on sy
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 
 def times(fn, repeat: int = 5, warmup: int = 1) -> dict:
@@ -32,3 +34,11 @@ def machine() -> dict:
     """Platform, core count and load average: the 2 cores may be shared, so say how busy they were."""
     return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
             "load_average": os.getloadavg()}
+
+
+def write_result(name: str, res: dict) -> Path:
+    """Write ``benchmarks/results/<name>.json``."""
+    out = Path(__file__).parent / "results" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    return out

@@ -15,12 +15,11 @@ import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 import ppdp
-from _common import timed
+from _common import timed, write_result
 from ppdp.mechanisms.randomization.diverted import decoy_schedule, estimate
 from ppdp.queries.workloads import point_workload
 
@@ -64,7 +63,6 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    out = Path(__file__).parent / "results" / "diverted.json"
     res = main()
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    write_result("diverted", res)
     print(json.dumps(res, indent=2))

@@ -11,12 +11,11 @@ import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 import ppdp
-from _common import timed
+from _common import timed, write_result
 from ppdp.mechanisms.histogram import DPCube
 from ppdp.queries.workloads import range_workload
 
@@ -43,9 +42,7 @@ def main() -> dict:
     boxes = timed(lambda: rel.answer_boxes(lo, hi))
     res["results"]["answer_100k_queries"] = {"seconds_end_to_end_from_Query_objects": end_to_end,
                                              "seconds_boxes_only": boxes, "target": 1.0, "ok": end_to_end <= 1.0}
-    out = Path(__file__).parent / "results" / "dpcube.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    write_result("dpcube", res)
     return res
 
 

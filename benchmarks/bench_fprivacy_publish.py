@@ -17,12 +17,11 @@ import os
 import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
 import ppdp
-from _common import timed
+from _common import timed, write_result
 from ppdp.mechanisms.bucketization import FPrivacy
 from ppdp.queries.workloads import anatomy_workload
 
@@ -76,9 +75,7 @@ def main() -> dict:
         exact_s = timed(lambda: ppdp.answer_exact(t, wl), repeat=3)
         estimates("blas_one_thread")
     res["machine"]["load_average_end"] = os.getloadavg()
-    out = Path(__file__).parent / "results" / "fprivacy_publish.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    write_result("fprivacy_publish", res)
     return res
 
 

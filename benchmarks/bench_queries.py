@@ -12,11 +12,11 @@ import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 
 import ppdp
+from _common import write_result
 from ppdp.queries import answer_exact
 from ppdp.queries.workloads import anatomy_workload
 
@@ -43,9 +43,7 @@ def main(repeats: int = 5) -> dict:
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "library_version": ppdp.__version__,
     }
-    out = Path(__file__).resolve().parent / "results" / "queries.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=2) + "\n")
+    write_result("queries", res)
     print(json.dumps(res, indent=2))
     return res
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import ppdp
+from _common import write_result
 from ppdp.queries.workloads import anatomy_workload
 
 
@@ -41,9 +42,7 @@ def main() -> Path:
         "library_version": ppdp.__version__, "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                                          "load_average": os.getloadavg()},
     }
-    out = Path(__file__).parent / "results" / "sdr.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=2, default=str) + "\n")
+    out = write_result("sdr", res)
     print(json.dumps({k: res[k] for k in ("publish_s", "estimate_s", "exact_answers_same_workload_s", "subtables")}, indent=1))
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from . import cli
-from .common import load_table
+from .common import load_release_and_source
 
 
 @cli.command()
@@ -26,7 +26,6 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
     writes audit_summary.csv, audit_classes.csv, posterior.png, report.html."""
     from ..audit import audit_release, corruption_table, differential_inference, write_audit, write_differential
     from ..errors import PpdpError
-    from ..releases.base import load_release
 
     if differential:
         if release:
@@ -40,11 +39,7 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
         return
     if not release:
         raise PpdpError("give a RELEASE directory (or --differential-inference)")
-    rel = load_release(release)
-    table = None
-    if input_path or dataset:
-        sch = rel.schema
-        table = load_table(input_path, dataset, sch.get("quasi", []), sch.get("sensitive", []), "category", n_rows)
+    rel, table = load_release_and_source(release, input_path, dataset, n_rows)
     res = audit_release(rel, table)
     corr = corruption_table(rel, sigma=sigma if sigma is not None else None, seed=seed) if res.family == "bucketized" else None
     path = write_audit(res, rel, out, release_path=str(release), corruption=corr)

@@ -67,3 +67,16 @@ def finish_publish(release, out) -> None:
     click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
     click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
     click.echo(str(rep))
+
+
+def load_release_and_source(release, input_path=None, dataset=None, n_rows=None):
+    """A release directory and, when --input/--dataset is given, its source table (roles
+    from the release's schema; missing values kept as a category)."""
+    from ..releases.base import load_release
+
+    rel = load_release(release)
+    table = None
+    if input_path or dataset:
+        sch = rel.schema
+        table = load_table(input_path, dataset, sch.get("quasi", []), sch.get("sensitive", []), "category", n_rows)
+    return rel, table

@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from . import cli
-from .common import load_table
+from .common import load_release_and_source
 
 
 @cli.command()
@@ -62,13 +62,8 @@ def query(release, where, workload, out):
 def verify(release, input_path, dataset, n_rows, as_json):
     """Re-check a release's certificate from its files (exit 1 if it fails)."""
     from ..api import verify as _verify
-    from ..releases.base import load_release
 
-    rel = load_release(release)
-    table = None
-    if input_path or dataset:
-        sch = rel.schema
-        table = load_table(input_path, dataset, sch.get("quasi", []), sch.get("sensitive", []), "category", n_rows)
+    rel, table = load_release_and_source(release, input_path, dataset, n_rows)
     rep = _verify(rel, table)
     if as_json:
         click.echo(json.dumps({"ok": rep.ok, "problems": rep.problems, "checks": rep.checks, "facts": rep.facts}, indent=2, default=str))
