@@ -24,7 +24,23 @@ def test_parser_forms():
     assert answer_exact(small(), "WHERE sex = M")[0] == 2
 
 
-@pytest.mark.parametrize("bad", ["age > 3 OR sex = 'F'", "foo(", "age BETWEEN 1", "age >= 3"])
+def test_strict_and_one_sided_bounds():
+    t = small()  # ages 20, 30, 40, 50, 30
+    assert answer_exact(t, "age > 30")[0] == 2
+    assert answer_exact(t, "age >= 30")[0] == 4
+    assert answer_exact(t, "age < 30")[0] == 1
+    assert answer_exact(t, "age > 20 AND age < 50")[0] == 3
+    assert answer_exact(t, "30 < age")[0] == 2
+    assert answer_exact(t, "d > 'a'")[0] == 3  # labels: code order of the domain
+    q = parse_where("age > 20 AND age <= 40")
+    assert answer_exact(t, q)[0] == 3
+    assert str(q) == "age > '20' AND age <= '40'"
+    from ppdp.queries.model import Predicate
+
+    assert Predicate.from_json(q.predicates[0].to_json()) == q.predicates[0]
+
+
+@pytest.mark.parametrize("bad", ["age > 3 OR sex = 'F'", "foo(", "age BETWEEN 1", "age >= 3 AND age > 4"])
 def test_parser_rejects(bad):
     with pytest.raises(QueryError):
         parse_where(bad)
@@ -35,6 +51,8 @@ def test_unknown_attribute_and_value():
         answer_exact(small(), "zip = 1")
     with pytest.raises(QueryError, match="not in the domain"):
         answer_exact(small(), "sex = 'X'")
+    with pytest.raises(QueryError, match="neither a number"):
+        answer_exact(small(), "sex > 'X'")
 
 
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2), st.integers(0, 3)), min_size=1, max_size=60),

@@ -18,18 +18,32 @@ from ..errors import QueryError
 
 @dataclass(frozen=True)
 class Predicate:
-    """``kind`` is ``"in"`` (``values``), ``"eq"`` (one value) or ``"between"`` (``low``, ``high``)."""
+    """``kind`` is ``"in"`` (``values``), ``"eq"`` (one value) or ``"between"`` (``low``, ``high``).
+
+    A range is inclusive unless ``low_open`` / ``high_open`` (``>`` / ``<``); a missing bound
+    (None) leaves that side unbounded.
+    """
 
     column: str
     kind: str
     values: tuple[str, ...] = ()
     low: str | float | None = None
     high: str | float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    @property
+    def closed_range(self) -> bool:
+        """Both bounds given and inclusive (a plain BETWEEN)."""
+        return self.kind == "between" and self.low is not None and self.high is not None \
+            and not (self.low_open or self.high_open)
 
     def to_json(self) -> dict:
         d = {"column": self.column, "kind": self.kind}
         if self.kind == "between":
             d.update(low=self.low, high=self.high)
+            if self.low_open or self.high_open:
+                d.update(low_open=self.low_open, high_open=self.high_open)
         else:
             d["values"] = list(self.values)
         return d
@@ -37,7 +51,8 @@ class Predicate:
     @classmethod
     def from_json(cls, d: Mapping) -> "Predicate":
         if d["kind"] == "between":
-            return cls(d["column"], "between", low=d["low"], high=d["high"])
+            return cls(d["column"], "between", low=d["low"], high=d["high"],
+                       low_open=bool(d.get("low_open", False)), high_open=bool(d.get("high_open", False)))
         return cls(d["column"], d["kind"], tuple(str(v) for v in d["values"]))
 
     def mask(self, domain: Sequence[str], numeric: np.ndarray | None, lookup: Mapping[str, int] | None = None) -> np.ndarray:
@@ -55,16 +70,29 @@ class Predicate:
             return m
         if self.kind == "between":
             lo, hi = self.low, self.high
-            if numeric is not None and _is_number(lo) and _is_number(hi):
-                return (numeric >= float(lo)) & (numeric <= float(hi))
-            try:
-                a, b = lookup[_normalise(lo)], lookup[_normalise(hi)]
-            except KeyError:
-                raise QueryError(
-                    f"range bounds {lo!r}..{hi!r} for {self.column!r} are neither numbers on a numeric domain nor labels"
-                ) from None
-            m = np.zeros(len(dom), dtype=bool)
-            m[min(a, b) : max(a, b) + 1] = True
+            if self.closed_range and not (numeric is not None and _is_number(lo) and _is_number(hi)):
+                try:  # BETWEEN on labels: the code range, in either order
+                    a, b = lookup[_normalise(lo)], lookup[_normalise(hi)]
+                except KeyError:
+                    raise QueryError(f"range bounds {lo!r}..{hi!r} for {self.column!r} are neither numbers on a "
+                                     "numeric domain nor labels") from None
+                m = np.zeros(len(dom), dtype=bool)
+                m[min(a, b) : max(a, b) + 1] = True
+                return m
+            m = np.ones(len(dom), dtype=bool)
+            for bound, is_low, is_open in ((lo, True, self.low_open), (hi, False, self.high_open)):
+                if bound is None:
+                    continue
+                if numeric is not None and _is_number(bound):
+                    v = float(bound)
+                    m &= (numeric > v if is_open else numeric >= v) if is_low else (numeric < v if is_open else numeric <= v)
+                    continue
+                code = lookup.get(_normalise(bound))
+                if code is None:
+                    raise QueryError(f"range bound {bound!r} for {self.column!r} is neither a number on a numeric "
+                                     "domain nor a label")
+                idx = np.arange(len(dom))
+                m &= (idx > code if is_open else idx >= code) if is_low else (idx < code if is_open else idx <= code)
             return m
         raise QueryError(f"unknown predicate kind {self.kind!r}")
 
@@ -120,8 +148,13 @@ class Query:
     def __str__(self) -> str:
         parts = []
         for p in self.predicates:
-            if p.kind == "between":
+            if p.closed_range:
                 parts.append(f"{p.column} BETWEEN {p.low!r} AND {p.high!r}")
+            elif p.kind == "between":
+                if p.low is not None:
+                    parts.append(f"{p.column} {'>' if p.low_open else '>='} {p.low!r}")
+                if p.high is not None:
+                    parts.append(f"{p.column} {'<' if p.high_open else '<='} {p.high!r}")
             elif p.kind == "eq":
                 parts.append(f"{p.column} = {p.values[0]!r}")
             else:

@@ -1,7 +1,7 @@
 """Parse the WHERE-clause subset of SQL into a :class:`Query` with sqlglot.
 
-Accepted: ``a = v``, ``a IN (v, …)``, ``a BETWEEN lo AND hi``, ``lo <= a`` / ``a <= hi``
-style bounds (merged into a range), joined by ``AND``. Anything else (OR, NOT, functions)
+Accepted: ``a = v``, ``a IN (v, …)``, ``a BETWEEN lo AND hi``, and one- or two-sided bounds
+with ``<``, ``<=``, ``>``, ``>=`` (merged into one range per column), joined by ``AND``. Anything else (OR, NOT, functions)
 is a :class:`QueryError`.
 """
 
@@ -63,21 +63,23 @@ def parse_where(where: str) -> Query:
             preds[col] = _merge(
                 preds.get(col), Predicate(col, "between", low=_literal(c.args["low"], where), high=_literal(c.args["high"], where)), where
             )
-        elif isinstance(c, (exp.GTE, exp.LTE)):
+        elif isinstance(c, (exp.GTE, exp.LTE, exp.GT, exp.LT)):
             left_is_col = isinstance(c.left, exp.Column)
             col = _column(c.left if left_is_col else c.right, where)
             val = _literal(c.right if left_is_col else c.left, where)
-            lower = isinstance(c, exp.GTE) == left_is_col
-            b = bounds.setdefault(col, [None, None])
-            b[0 if lower else 1] = val
+            lower = isinstance(c, (exp.GTE, exp.GT)) == left_is_col
+            b = bounds.setdefault(col, [None, False, None, False])
+            side = 0 if lower else 2
+            if b[side] is not None:
+                raise QueryError(f"column {col!r} has two {'lower' if lower else 'upper'} bounds in {where!r}")
+            b[side], b[side + 1] = val, isinstance(c, (exp.GT, exp.LT))
         else:
             raise QueryError(
-                f"unsupported condition {c.sql()!r}: use =, IN (…), BETWEEN … AND …, <= or >= joined by AND"
+                f"unsupported condition {c.sql()!r}: use =, IN (…), BETWEEN … AND …, <, <=, > or >= joined by AND"
             )
-    for col, (lo, hi) in bounds.items():
-        if lo is None or hi is None:
-            raise QueryError(f"a range on {col!r} needs both bounds (or use BETWEEN)")
-        preds[col] = _merge(preds.get(col), Predicate(col, "between", low=lo, high=hi), where)
+    for col, (lo, lo_open, hi, hi_open) in bounds.items():
+        preds[col] = _merge(preds.get(col), Predicate(col, "between", low=lo, high=hi, low_open=lo_open,
+                                                      high_open=hi_open), where)
     return Query(tuple(preds.values()))
 
 

@@ -224,14 +224,17 @@ class HistogramRelease(Release):
                     raise QueryError(f"{p.column!r} is not a dimension of this histogram; its dimensions are {dims}")
                 r = None
                 if p.kind == "between":
-                    if sorted_num[j] and _is_number(p.low) and _is_number(p.high):
+                    if not p.closed_range:
+                        pass  # open or one-sided range: the general mask path below
+                    elif sorted_num[j] and _is_number(p.low) and _is_number(p.high):
                         num_q[j].append(qi)
                         num_lo[j].append(float(p.low))
                         num_hi[j].append(float(p.high))
                         continue
-                    a, b = lookups[j].get(_normalise(p.low)), lookups[j].get(_normalise(p.high))
-                    if a is not None and b is not None:
-                        r = (min(a, b), max(a, b))
+                    else:
+                        a, b = lookups[j].get(_normalise(p.low)), lookups[j].get(_normalise(p.high))
+                        if a is not None and b is not None:
+                            r = (min(a, b), max(a, b))
                 elif p.kind == "eq" and len(p.values) == 1:
                     a = lookups[j].get(_normalise(p.values[0]))
                     if a is not None:
