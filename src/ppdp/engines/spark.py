@@ -80,9 +80,9 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
 
     from ..api import stamp_manifest
     from ..mechanisms.bucketization.fakes import draw_fakes
-    from ..mechanisms.bucketization.mechanisms import _Bucketized
+    from ..mechanisms.bucketization.mechanisms import _Bucketized, bucketized_certificate
     from ..releases.base import codes_to_labels, labels_to_codes
-    from ..releases.bucketized import BucketizedRelease, bucket_statistics
+    from ..releases.bucketized import BucketizedRelease, st_table
 
     if not isinstance(mechanism, _Bucketized):
         raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
@@ -140,27 +140,13 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     qit = {c: codes_to_labels(labels_to_codes(qit_raw.column(c), doms[c], c), doms[c]) for c in quasi}
     qit["bid"] = qit_raw.column("bid").combine_chunks()
     fake = draw_fakes(relabelled, mechanism.fake_values, rng, None)
-    rb, rc = np.nonzero(relabelled)
-    fb, fc = np.nonzero(fake)
-    st_bid = np.concatenate([rb, fb]).astype(np.int64)
-    st_code = np.concatenate([rc, fc])
-    st_count = np.concatenate([relabelled[rb, rc], np.ones(len(fb), dtype=np.int64)])
-    st_fake = np.concatenate([np.zeros(len(rb), bool), np.ones(len(fb), bool)])
-    order = np.lexsort((rng.random(len(st_bid)), st_bid))
-    st = {"bid": pa.array(st_bid[order]), sensitive: codes_to_labels(st_code[order], labels),
-          "count": pa.array(st_count[order], pa.int64())}
-    if mechanism.publish_fake_flag:
-        st["fake"] = pa.array(st_fake[order])
-    cert = {"thresholds": {lab: float(f) for lab, f in zip(labels, fprime)}}
-    cert.update(bucket_statistics(relabelled.sum(axis=1), n))
-    cert["fake_values"] = int(mechanism.fake_values)
-    cert["negative_associations"] = []
-    cert.update(cert_extra)
+    st = st_table(relabelled, fake, rng, sensitive, labels, mechanism.publish_fake_flag)
+    cert = bucketized_certificate(labels, fprime, relabelled.sum(axis=1), n, mechanism.fake_values, None, cert_extra)
     schema_m = {"quasi": list(quasi), "sensitive": [sensitive], "domains": {c: doms[c] for c in cols}}
     numeric = {c: _numeric_values(doms[c]) for c in quasi}
     if any(v is not None for v in numeric.values()):
         schema_m["numeric"] = {c: (None if v is None else v.tolist()) for c, v in numeric.items()}
     manifest = {"schema": schema_m, "n_input": n, "n_published": n, "dropped": 0, "engine": "spark", "certificate": cert}
-    release = BucketizedRelease(manifest, {"qit": pa.table(qit), "st": pa.table(st)})
+    release = BucketizedRelease(manifest, {"qit": pa.table(qit), "st": st})
     stamp_manifest(release, mechanism, seed)
     return release

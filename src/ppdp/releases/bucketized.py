@@ -52,6 +52,15 @@ def build_tables(table, bid: np.ndarray, counts: np.ndarray, fake: np.ndarray, r
     qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
     qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
     qit["bid"] = pa.array(bid[qit_order], pa.int64())
+    return {"qit": pa.table(qit), "st": st_table(counts, fake, rng, sa, table.domain(sa), publish_fake_flag)}
+
+
+def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str, labels,
+             publish_fake_flag: bool = True) -> pa.Table:
+    """st.parquet from the counts and fake matrices alone (no rows needed): one row per
+    (bucket, value) with its count, each fake a count-1 row, random value order in a bucket."""
+    from ..mechanisms.bucketization.apply import grouped_random_order
+
     rb, rc = np.nonzero(counts)
     fb, fc = np.nonzero(fake)
     st_bid = np.concatenate([rb, fb]).astype(np.int64)
@@ -60,11 +69,11 @@ def build_tables(table, bid: np.ndarray, counts: np.ndarray, fake: np.ndarray, r
     st_fake = np.concatenate([np.zeros(len(rb), bool), np.ones(len(fb), bool)])
     st_order = grouped_random_order(st_bid, rng)  # value order inside a bucket is random
     st = {"bid": pa.array(st_bid[st_order], pa.int64()),
-          sa: codes_to_labels(st_code[st_order], table.domain(sa)),
+          sa: codes_to_labels(st_code[st_order], labels),
           "count": pa.array(st_count[st_order], pa.int64())}
     if publish_fake_flag:
         st["fake"] = pa.array(st_fake[st_order], pa.bool_())
-    return {"qit": pa.table(qit), "st": pa.table(st)}
+    return pa.table(st)
 
 
 @register_family("bucketized")

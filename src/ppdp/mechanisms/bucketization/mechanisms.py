@@ -156,11 +156,24 @@ class Anatomy(_Bucketized):
         return setting, np.full(len(o), 1.0 / self.l), {"l": self.l}
 
 
+def bucketized_certificate(labels: Sequence[str], fprime: np.ndarray, sizes: np.ndarray, n_rows: int, fake_values: int,
+                           negative_associations, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The certificate of a bucketized release (thresholds, loss, MSE, size histogram, fakes)."""
+    from ...releases.bucketized import bucket_statistics
+
+    cert = {"thresholds": {lab: float(f) for lab, f in zip(labels, fprime)}}
+    cert.update(bucket_statistics(sizes, n_rows))
+    cert["fake_values"] = int(fake_values)
+    cert["negative_associations"] = [list(a) for a in negative_associations or []]
+    cert.update(extra)
+    return cert
+
+
 def publish_setting(table, counts: np.ndarray, fprime: np.ndarray, cert_extra: Mapping[str, Any],
                     rng: np.random.Generator, fake_values: int = 0,
                     negative_associations: Sequence[Sequence[str]] | None = None, publish_fake_flag: bool = True):
     """Apply a bucket setting (counts matrix n_buckets × m) to ``table`` and build the release."""
-    from ...releases.bucketized import BucketizedRelease, bucket_statistics, build_tables
+    from ...releases.bucketized import BucketizedRelease, build_tables
     from .apply import assign_buckets
     from .fakes import draw_fakes, negative_association_mask
 
@@ -174,12 +187,8 @@ def publish_setting(table, counts: np.ndarray, fprime: np.ndarray, cert_extra: M
                                               table.domains, sa, negative_associations)
     fake = draw_fakes(counts, fake_values, rng, forbidden)
     tables = build_tables(table, bid, counts, fake, rng, publish_fake_flag)
-    labels = table.domain(sa)
-    cert = {"thresholds": {lab: float(f) for lab, f in zip(labels, fprime)}}
-    cert.update(bucket_statistics(counts.sum(axis=1), table.n_rows))
-    cert["fake_values"] = int(fake_values)
-    cert["negative_associations"] = [list(a) for a in negative_associations or []]
-    cert.update(cert_extra)
+    cert = bucketized_certificate(table.domain(sa), fprime, counts.sum(axis=1), table.n_rows, fake_values,
+                                  negative_associations, cert_extra)
     manifest = {
         "schema": {"quasi": list(table.quasi), "sensitive": [sa],
                    "domains": {c: list(table.domain(c)) for c in (*table.quasi, sa)}},
@@ -195,4 +204,4 @@ def publish_setting(table, counts: np.ndarray, fprime: np.ndarray, cert_extra: M
     return BucketizedRelease(manifest, tables)
 
 
-__all__ = ["FPrivacy", "Anatomy", "publish_setting", "METHODS"]
+__all__ = ["FPrivacy", "Anatomy", "publish_setting", "bucketized_certificate", "METHODS"]
