@@ -28,15 +28,15 @@ def _csv(path, table):
 
 # ---------------------------------------------------------------- Python API
 @pytest.mark.parametrize("make, err, match", [
-    (lambda: ppdp.FPrivacy(theta=0), PpdpError, "theta must be > 0"),
-    (lambda: ppdp.FPrivacy(theta=-2.0), PpdpError, "theta must be > 0"),
+    (lambda: ppdp.FPrivacy(theta=0), ppdp.ParameterError, "theta must be a finite number > 0"),
+    (lambda: ppdp.FPrivacy(theta=-2.0), PpdpError, "theta must be a finite number > 0"),
     (lambda: ppdp.FPrivacy(method="greedy"), PpdpError, "method must be one of"),
-    (lambda: ppdp.FPrivacy(max_bucket=1), PpdpError, "max_bucket must be ≥ 2"),
+    (lambda: ppdp.FPrivacy(max_bucket=1), PpdpError, "max_bucket must be a whole number ≥ 2"),
     (lambda: ppdp.FPrivacy(fake_values=-1), PpdpError, "fake_values must be a whole number ≥ 0"),
-    (lambda: ppdp.FPrivacy(floor=1.5), PpdpError, "floor must be a number in"),
-    (lambda: ppdp.FPrivacy(overrides={"x": 0}), PpdpError, "override for 'x'"),
+    (lambda: ppdp.FPrivacy(floor=1.5), PpdpError, "floor must be a finite number in"),
+    (lambda: ppdp.FPrivacy(overrides={"x": 0}), PpdpError, r"overrides\['x'\] must be a finite number"),
     (lambda: ppdp.FPrivacy(negative_associations=[("a", "b")]), PpdpError, "negative association"),
-    (lambda: ppdp.Anatomy(1), PpdpError, "l must be ≥ 2"),
+    (lambda: ppdp.Anatomy(1), PpdpError, "l must be a whole number ≥ 2"),
     (lambda: ppdp.Anatomy(2.5), PpdpError, "l must be a whole"),
 ])
 def test_bad_parameters(make, err, match):
@@ -94,8 +94,8 @@ def test_cli_bad_input(tmp_path):
         (["publish", "fprivacy", three, "--quasi", "age", "--sensitive", "s", "--override", "hiv", "-o", out], "LABEL=F'"),
         (["publish", "anatomy", three, "--quasi", "age", "--sensitive", "s", "--l", "4", "-o", out], "larger than the number"),
         (["publish", "anatomy", "--dataset", "edu", "-n", "2000", "--l", "30", "-o", out], "larger than the number"),
-        (["publish", "fprivacy", "--dataset", "edu", "-n", "500", "--theta", "0", "-o", out], "theta must be > 0"),
-        (["publish", "fprivacy", "--dataset", "edu", "-n", "500", "--theta", "-1", "-o", out], "theta must be > 0"),
+        (["publish", "fprivacy", "--dataset", "edu", "-n", "500", "--theta", "0", "-o", out], "theta must be a finite number > 0"),
+        (["publish", "fprivacy", "--dataset", "edu", "-n", "500", "--theta", "-1", "-o", out], "theta must be a finite number > 0"),
         (["publish", "fprivacy", three, "--quasi", "age", "--sensitive", "s", "--fake-values", "3", "-o", out], "fake values"),
     ]
     for args, needle in cases:

@@ -11,27 +11,28 @@ __version__ = "0.1.0"
 
 from . import datasets  # noqa: E402
 from .api import publish, verify  # noqa: E402
-from .errors import PpdpError  # noqa: E402
+from .errors import ParameterError, PpdpError  # noqa: E402
 from .queries import Query, Workload, answer_exact  # noqa: E402
 from .releases.base import Release, VerifyReport, load_release  # noqa: E402
 from .table import Table  # noqa: E402
 
 __all__ = ["Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
-           "answer_exact", "PpdpError", "datasets"]
+           "answer_exact", "PpdpError", "ParameterError", "datasets"]
 
 
-def __getattr__(name):  # mechanisms are imported lazily so that each family loads on demand
-    import importlib
+def __getattr__(name: str):
+    """Mechanism classes (``ppdp.FPrivacy``, ``ppdp.DPCube`` …) come from the registry, so each
+    family loads on demand and a new mechanism is exported by being defined."""
+    if name[:1].isupper():
+        from .registry import by_class_name
 
-    where = {
-        "FPrivacy": "ppdp.mechanisms.bucketization",
-        "Anatomy": "ppdp.mechanisms.bucketization",
-        "DPCube": "ppdp.mechanisms.histogram",
-        "CellHistogram": "ppdp.mechanisms.histogram",
-        "Diverted": "ppdp.mechanisms.randomization",
-        "SDR": "ppdp.mechanisms.randomization",
-        "UniformPerturbation": "ppdp.mechanisms.randomization",
-    }
-    if name in where:
-        return getattr(importlib.import_module(where[name]), name)
+        cls = by_class_name(name)
+        if cls is not None:
+            return cls
     raise AttributeError(f"module 'ppdp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    from .registry import mechanisms
+
+    return sorted(set(globals()) | {c.__name__ for c in mechanisms().values()})

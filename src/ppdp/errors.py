@@ -1,8 +1,20 @@
 """Error types. Every user-facing error is a ``ValueError`` subclass (SPEC §7)."""
 
+from __future__ import annotations
+
 
 class PpdpError(ValueError):
     """Bad input or an infeasible request: one clear message, nothing written."""
+
+
+class ParameterError(PpdpError):
+    """A mechanism or estimator parameter is out of its declared constraints.
+
+    ``param`` names the parameter (Python spelling); the CLI rewrites it to the flag."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
 
 
 class SchemaError(PpdpError):

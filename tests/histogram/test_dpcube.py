@@ -336,7 +336,7 @@ def test_bad_parameters():
         DPCube(1.0, ["age"], alpha1_fraction=1.0)
     with pytest.raises(PpdpError, match="xi0"):
         DPCube(1.0, ["age"], xi0=-1)
-    with pytest.raises(PpdpError, match="repeated"):
+    with pytest.raises(PpdpError, match="repeats a label"):
         DPCube(1.0, ["age", "age"])
     with pytest.raises(PpdpError, match="not one of the dims"):
         CellHistogram(1.0, ["age"], bins={"sex": [0, 1]})

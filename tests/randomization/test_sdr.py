@@ -159,8 +159,8 @@ def test_bad_tables(table, what):
 
 @pytest.mark.parametrize("args, msg", [
     (["--rho1", "0.5", "--rho2", "0.3"], "rho1 < rho2"),
-    (["--rho1", "0", "--rho2", "0.3"], "strictly between 0 and 1"),
-    (["--rho1", "0.1", "--rho2", "1.5"], "strictly between 0 and 1"),
+    (["--rho1", "0", "--rho2", "0.3"], "must be a finite number in (0, 1)"),
+    (["--rho1", "0.1", "--rho2", "1.5"], "must be a finite number in (0, 1)"),
 ])
 def test_cli_bad_input(tmp_path, args, msg):
     out = tmp_path / "rel"

@@ -13,25 +13,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ...errors import InfeasibleError, PpdpError
-from ..base import Mechanism, check_positive
+from ...validation import Flag, Integer, LabelMap, Labels, Optional, Options, Real, Triples
+from ..base import Mechanism
 
 METHODS = ("multi-size", "two-size", "optimal")
-
-
-def _check_sigma(fake_values) -> None:
-    if isinstance(fake_values, bool) or not isinstance(fake_values, (int, np.integer)) or fake_values < 0:
-        raise PpdpError(f"fake_values must be a whole number ≥ 0, got {fake_values!r}")
-
-
-def _check_associations(assoc) -> list[list[str]] | None:
-    if assoc is None:
-        return None
-    out = []
-    for a in assoc:
-        if isinstance(a, str) or len(a) != 3:
-            raise PpdpError(f"a negative association is (QI column, QI value, SA value), got {a!r}")
-        out.append([str(x) for x in a])
-    return out
 
 
 def _sa_counts(table) -> tuple[str, np.ndarray, tuple[str, ...]]:
@@ -74,37 +59,40 @@ class FPrivacy(_Bucketized):
     """
 
     name = "fprivacy"
+    claim_model = "F'-privacy"
+    paper = "Wang, Wang, Fu, Wong 2011"
+    _parameter_constraints = {
+        "theta": Real(0, None, closed="neither"),
+        "floor": Real(0, 1),
+        "overrides": Optional(LabelMap(Real(0, 1, closed="right"), metavar="LABEL=F'")),
+        "method": Options(*METHODS),
+        "max_bucket": Integer(2, None),
+        "fake_values": Integer(0, None),
+        "negative_associations": Optional(Triples()),
+        "sensitive_values": Optional(Labels()),
+        "time_limit": Real(0, None, closed="neither"),
+        "publish_fake_flag": Flag(),
+    }
+    _parameter_help = {
+        "theta": "Privacy coefficient θ in f'_i = min(1, θ·f_i + b).",
+        "floor": "The constant b in f'_i = min(1, θ·f_i + b).",
+        "overrides": "Set one SA value's threshold f' (repeatable).",
+        "method": "Bucketing: multi-size (Algorithm 2), two-size (Algorithm 1) or optimal (MILP).",
+        "max_bucket": "Largest bucket size M'.",
+        "fake_values": "σ fake SA values injected into every bucket.",
+        "negative_associations": "Negative association: never inject SA_VALUE as a fake into a bucket holding "
+                                 "COLUMN=VALUE (repeatable).",
+        "sensitive_values": "Only these SA values are sensitive; the others get f' = 1 (repeatable; default: all).",
+        "time_limit": "Seconds for method optimal (MILP).",
+        "publish_fake_flag": "Keep the 'fake' column in st.parquet (needed to verify fakes; a real publication strips it).",
+    }
 
     def __init__(self, theta: float = 8.0, floor: float = 0.02, overrides: Mapping[str, float] | None = None,
                  method: str = "multi-size", max_bucket: int = 50, fake_values: int = 0,
                  negative_associations: Sequence[Sequence[str]] | None = None,
                  sensitive_values: Sequence[str] | None = None, time_limit: float = 60.0,
                  publish_fake_flag: bool = True):
-        check_positive("theta", theta)
-        if isinstance(floor, bool) or not isinstance(floor, (int, float, np.integer, np.floating)) or not 0 <= floor <= 1:
-            raise PpdpError(f"floor must be a number in [0, 1], got {floor!r}")
-        if method not in METHODS:
-            raise PpdpError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
-        check_positive("max_bucket", max_bucket, integer=True, minimum=2)
-        _check_sigma(fake_values)
-        check_positive("time_limit", time_limit)
-        if overrides is not None:
-            if not isinstance(overrides, Mapping):
-                raise PpdpError(f"overrides must map SA labels to thresholds, got {overrides!r}")
-            for k, v in overrides.items():
-                if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not 0 < v <= 1:
-                    raise PpdpError(f"override for {k!r} must be a threshold in (0, 1], got {v!r}")
-        self.theta = float(theta)
-        self.floor = float(floor)
-        self.overrides = None if overrides is None else {str(k): float(v) for k, v in overrides.items()}
-        self.method = method
-        self.max_bucket = int(max_bucket)
-        self.fake_values = int(fake_values)
-        self.negative_associations = _check_associations(negative_associations)
-        self.sensitive_values = None if sensitive_values is None else [str(s) for s in sensitive_values]
-        self.time_limit = float(time_limit)
-        self.publish_fake_flag = bool(publish_fake_flag)
-        self._freeze()
+        self._set_params(locals())
 
     def _plan(self, o, labels):
         from .thresholds import fprime_thresholds
@@ -134,16 +122,20 @@ class Anatomy(_Bucketized):
     baseline of Wang et al. 2011. Eligible only when every SA frequency is ≤ 1/ℓ."""
 
     name = "anatomy"
+    claim_model = "l-diversity"
+    paper = "Xiao & Tao 2006"
+    _parameter_constraints = {
+        "l": Integer(2, None),
+        "fake_values": FPrivacy._parameter_constraints["fake_values"],
+        "negative_associations": FPrivacy._parameter_constraints["negative_associations"],
+        "publish_fake_flag": Flag(),
+    }
+    _parameter_help = {"l": "ℓ: every bucket holds ℓ (or ℓ+1) distinct SA values.",
+                       **{k: FPrivacy._parameter_help[k] for k in ("fake_values", "negative_associations", "publish_fake_flag")}}
 
     def __init__(self, l: int, fake_values: int = 0, negative_associations: Sequence[Sequence[str]] | None = None,  # noqa: E741
                  publish_fake_flag: bool = True):
-        check_positive("l", l, integer=True, minimum=2)
-        _check_sigma(fake_values)
-        self.l = int(l)
-        self.fake_values = int(fake_values)
-        self.negative_associations = _check_associations(negative_associations)
-        self.publish_fake_flag = bool(publish_fake_flag)
-        self._freeze()
+        self._set_params(locals())
 
     def _plan(self, o, labels):
         from .anatomy_plan import anatomy_setting

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ...errors import PpdpError
-from ..base import check_positive
+from ...validation import Integer, Optional, Options, Real
 from ..noise import Budget, discrete_laplace_variance, noisy_counts
 from .cube import DENSE_MAX_CELLS, box_sums, dense_counts, summed_area
 from .dpcube import _HistogramMechanism
@@ -41,15 +41,19 @@ class HierarchicalKDTree(_HistogramMechanism):
     name = "kdtree"
     default_estimator = "uniform"
 
-    def __init__(self, epsilon, dims, depth=None, median_fraction=0.5, bins=None):
-        self._init_common(epsilon, dims, bins)
-        if depth is not None:
-            check_positive("depth", depth, integer=True)
-        if isinstance(median_fraction, bool) or not isinstance(median_fraction, (int, float)) or not 0 < median_fraction < 1:
-            raise PpdpError(f"median_fraction must be strictly between 0 and 1, got {median_fraction!r}")
-        self.depth = depth
-        self.median_fraction = float(median_fraction)
-        self._freeze()
+    _parameter_constraints = {
+        **_HistogramMechanism._common_constraints,
+        "depth": Optional(Integer(1, None)),
+        "median_fraction": Real(0, 1, closed="neither"),
+    }
+    _parameter_help = {
+        **_HistogramMechanism._common_help,
+        "depth": "Number of split levels (default: the documented rule).",
+        "median_fraction": "Share of ε spent on the noisy medians (spread evenly over the levels).",
+    }
+
+    def __init__(self, epsilon: float, dims, depth=None, median_fraction=0.5, bins=None):
+        self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, x = _dense_cube(self, table)
@@ -188,12 +192,12 @@ class ConsistentHierarchy(_HistogramMechanism):
     name = "consistency"
     default_estimator = "cells"
 
-    def __init__(self, epsilon, dims, fanout="quad", bins=None):
-        self._init_common(epsilon, dims, bins)
-        if fanout not in ("quad", "binary"):
-            raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
-        self.fanout = fanout
-        self._freeze()
+    _parameter_constraints = {**_HistogramMechanism._common_constraints, "fanout": Options("quad", "binary")}
+    _parameter_help = {**_HistogramMechanism._common_help,
+                       "fanout": "Tree over the cells: quad (every dimension halved per level) or binary (kd-tree)."}
+
+    def __init__(self, epsilon: float, dims, fanout="quad", bins=None):
+        self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, x = _dense_cube(self, table)

@@ -29,10 +29,11 @@ import math
 
 import numpy as np
 
-from ...errors import PpdpError
-from ..base import Mechanism, check_positive
+from ...errors import ParameterError, PpdpError
+from ...validation import Edges, Labels, Optional, Real
+from ..base import Mechanism
 from ..noise import Budget, discrete_laplace, discrete_laplace_variance, noisy_counts
-from .cube import DENSE_MAX_CELLS, box_sums, check_bins, check_dims, cube_codes, dense_counts, sparse_counts, summed_area
+from .cube import DENSE_MAX_CELLS, box_sums, check_bins, cube_codes, dense_counts, sparse_counts, summed_area
 from .kdtree import vopt_kdtree
 
 DEFAULT_ALPHA1_FRACTION = 0.9
@@ -44,13 +45,26 @@ class _HistogramMechanism(Mechanism):
     family = "histogram"
     default_estimator = "cells"
 
-    def _init_common(self, epsilon, dims, bins):
-        check_positive("epsilon", epsilon)
-        if not math.isfinite(float(epsilon)):
-            raise PpdpError(f"epsilon must be finite, got {epsilon!r}")
-        self.epsilon = float(epsilon)
-        self.dims = list(check_dims(dims))
-        self.bins = check_bins(bins, self.dims)
+    claim_model = "epsilon-DP"
+    paper = "Xiao, Xiong, Fan, Goryczka 2010"
+    _common_constraints = {
+        "epsilon": Real(0, None, closed="neither"),
+        "dims": Labels(),
+        "bins": Optional(Edges()),
+    }
+    _common_help = {
+        "epsilon": "Total privacy budget ε (> 0).",
+        "dims": "Histogram dimension (repeatable, or several after one --dims, or comma-separated).",
+        "bins": "Explicit bin edges for a numeric dimension (repeatable).",
+    }
+
+    def _check_params(self, params):
+        check_bins(params.get("bins"), params["dims"])
+        if params.get("bins") is not None:
+            unknown = [d for d in params["bins"] if d not in params["dims"]]
+            if unknown:
+                raise ParameterError(f"bins given for {unknown[0]!r}, which is not one of the dims {list(params['dims'])}",
+                                     param="bins")
 
     def _cube(self, table):
         return cube_codes(table, self.dims, self.bins)
@@ -76,9 +90,11 @@ class CellHistogram(_HistogramMechanism):
     name = "cells"
     default_estimator = "cells"
 
-    def __init__(self, epsilon, dims, bins=None):
-        self._init_common(epsilon, dims, bins)
-        self._freeze()
+    _parameter_constraints = _HistogramMechanism._common_constraints
+    _parameter_help = _HistogramMechanism._common_help
+
+    def __init__(self, epsilon: float, dims, bins=None):
+        self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, codes = self._cube(table)
@@ -134,18 +150,30 @@ class DPCube(_HistogramMechanism):
     name = "dpcube"
     default_estimator = "ls"
 
-    def __init__(self, epsilon, dims, alpha1_fraction=None, xi0=None, count_threshold=None, bins=None):
-        self._init_common(epsilon, dims, bins)
-        if alpha1_fraction is None:
-            alpha1_fraction = DEFAULT_ALPHA1_FRACTION
-        if isinstance(alpha1_fraction, bool) or not isinstance(alpha1_fraction, (int, float)) or not 0 < alpha1_fraction < 1:
-            raise PpdpError(f"alpha1_fraction must be strictly between 0 and 1, got {alpha1_fraction!r}")
-        self.alpha1_fraction = float(alpha1_fraction)
-        xi0 = DEFAULT_XI0 if xi0 is None else xi0
-        self.xi0 = None if xi0 is None else _non_negative("xi0", xi0)
-        self.count_threshold = _non_negative("count_threshold",
-                                             DEFAULT_COUNT_THRESHOLD if count_threshold is None else count_threshold)
-        self._freeze()
+    _parameter_constraints = {
+        **_HistogramMechanism._common_constraints,
+        "alpha1_fraction": Optional(Real(0, 1, closed="neither")),
+        "xi0": Optional(Real(0, None)),
+        "count_threshold": Optional(Real(0, None)),
+    }
+    _parameter_help = {
+        **_HistogramMechanism._common_help,
+        "alpha1_fraction": "α1/α for phase I (default: the documented rule).",
+        "xi0": "kd-tree threshold ξ0 on the de-noised variance of a box's cells (default: off).",
+        "count_threshold": "θ: boxes whose noisy total is ≤ θ·sd(partition noise) are not split (default: the documented rule).",
+    }
+
+    def __init__(self, epsilon: float, dims, alpha1_fraction=None, xi0=None, count_threshold=None, bins=None):
+        self._set_params(locals())
+
+    def _check_params(self, params):
+        super()._check_params(params)
+        if params["alpha1_fraction"] is None:  # documented defaults, stored resolved
+            params["alpha1_fraction"] = DEFAULT_ALPHA1_FRACTION
+        if params["xi0"] is None:
+            params["xi0"] = DEFAULT_XI0
+        if params["count_threshold"] is None:
+            params["count_threshold"] = DEFAULT_COUNT_THRESHOLD
 
     @property
     def alphas(self) -> tuple[float, float]:
@@ -175,9 +203,3 @@ class DPCube(_HistogramMechanism):
         y2 = noisy_counts(rng, true_p, a2)
         return self._release(table, spec, budget, (a1, a2), cells=y1, partitions=(lo, hi, y2),
                              extra={"split_rule": rule})
-
-
-def _non_negative(name, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise PpdpError(f"{name} must be a finite number ≥ 0, got {v!r}")
-    return float(v)

@@ -62,7 +62,8 @@ from ...errors import InfeasibleError, PpdpError, QueryError, SchemaError
 from ...queries import CountIndex, split_masks
 from ...releases.base import VerifyReport, codes_to_labels
 from ...releases.randomized import RandomizedRelease, register_mechanism
-from ..base import Mechanism, check_positive
+from ...validation import Integer
+from ..base import Mechanism
 
 __all__ = ["Diverted", "decoy_groups", "decoy_schedule", "estimate", "randomize_in_groups"]
 
@@ -199,10 +200,13 @@ class Diverted(Mechanism):
     name = "diverted"
     family = "randomized"
 
+    claim_model = "l'-diverted zero-differential privacy"
+    paper = "Fu, Wang, Wang, Wong 2014"
+    _parameter_constraints = {"l_prime": Integer(2, None)}
+    _parameter_help = {"l_prime": "ℓ' ≥ 2: the size of every decoy group."}
+
     def __init__(self, l_prime: int):
-        check_positive("l_prime (ℓ')", l_prime, integer=True, minimum=2)
-        self.l_prime = int(l_prime)
-        self._freeze()
+        self._set_params(locals())
 
     def check_eligible(self, table) -> None:
         """Raise unless every SA has ≥ ℓ' values and max count ≤ ⌊N/ℓ'⌋ (SPEC §2.4)."""

@@ -26,10 +26,12 @@ import numpy as np
 
 from ...errors import PpdpError
 from ...releases.randomized import RandomizedRelease, register_mechanism
-from ..base import Mechanism, check_positive
+from ...errors import ParameterError
+from ...validation import Integer, Options, Real
+from ..base import Mechanism
 from .balancing import assign_rows, balance
 from .merging import STRATEGIES, counts_error, merge, subtable_stats
-from .uniform import (TOL, check_params, check_rho, check_sensitive, data_table, gamma_for, keyed_estimates,
+from .uniform import (TOL, check_params, check_sensitive, data_table, gamma_for, keyed_estimates,
                       perturb_local, perturbation_params, posterior_retained, sa_prime_mask, schema_of)
 
 
@@ -39,16 +41,28 @@ class SDR(Mechanism):
     name = "sdr"
     family = "randomized"
 
+    claim_model = "(rho1, rho2)-privacy"
+    paper = "Chaytor & Wang 2010"
+    _parameter_constraints = {
+        "rho1": Real(0, 1, closed="neither"),
+        "rho2": Real(0, 1, closed="neither"),
+        "merge": Options(*STRATEGIES),
+        "min_size": Integer(1, None),
+    }
+    _parameter_help = {
+        "rho1": "Prior threshold ρ1: values with relative frequency ≤ ρ1 are protected (SA').",
+        "rho2": "Posterior bound ρ2 > ρ1.",
+        "merge": "Phase 2: merge initial groups while the expected squared count error falls, not at all, or to min-size.",
+        "min_size": "Smallest sub-table for merge min-size.",
+    }
+
     def __init__(self, rho1: float, rho2: float, merge: str = "objective", min_size: int = 1000):
-        check_rho(rho1, rho2)
-        if merge not in STRATEGIES:
-            raise PpdpError(f"merge must be one of {', '.join(STRATEGIES)}; got {merge!r}")
-        check_positive("min_size", min_size, integer=True)
-        self.rho1 = float(rho1)
-        self.rho2 = float(rho2)
-        self.merge = merge
-        self.min_size = int(min_size)
-        self._freeze()
+        self._set_params(locals())
+
+    def _check_params(self, params):
+        if params["rho1"] >= params["rho2"]:
+            raise ParameterError(f"(rho1, rho2)-privacy needs rho1 < rho2, got rho1={params['rho1']}, rho2={params['rho2']}",
+                                 param="rho2")
 
     def plan(self, table):
         """(Phase 1 plan, sub-table count matrix J × |SA|, SA' mask) — counts only, no rows."""

@@ -21,10 +21,11 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InfeasibleError, PpdpError, ReleaseError
+from ...errors import InfeasibleError, ParameterError, PpdpError, ReleaseError
 from ...queries import CountIndex, split_masks
 from ...releases.base import codes_to_labels
 from ...releases.randomized import RandomizedRelease, register_mechanism
+from ...validation import Optional, Real
 from ..base import Mechanism
 
 TOL = 1e-9
@@ -54,14 +55,6 @@ def posterior_retained(prior, gamma):
     posterior the release allows about x: for Y = y ≠ x it is at most the prior)."""
     prior = np.asarray(prior, dtype=float)
     return prior * gamma / (1.0 + (gamma - 1.0) * prior)
-
-
-def check_rho(rho1, rho2) -> None:
-    for name, v in (("rho1", rho1), ("rho2", rho2)):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not 0 < v < 1:
-            raise PpdpError(f"{name} must be a number strictly between 0 and 1, got {v!r}")
-    if rho1 >= rho2:
-        raise PpdpError(f"(rho1, rho2)-privacy needs rho1 < rho2, got rho1={rho1}, rho2={rho2}")
 
 
 def sa_prime_mask(counts: np.ndarray, rho1: float) -> np.ndarray:
@@ -152,22 +145,32 @@ class UniformPerturbation(Mechanism):
     name = "uniform"
     family = "randomized"
 
+    claim_model = "(rho1, rho2)-privacy"
+    paper = "Agrawal, Srikant & Thomas 2005; Chaytor & Wang 2010"
+    _parameter_constraints = {
+        "rho1": Optional(Real(0, 1, closed="neither")),
+        "rho2": Optional(Real(0, 1, closed="neither")),
+        "retention": Optional(Real(0, 1, closed="neither")),
+    }
+    _parameter_help = {
+        "rho1": "Prior threshold ρ1 (with rho2).",
+        "rho2": "Posterior bound ρ2 (with rho1).",
+        "retention": "Or: probability that a record keeps its own SA value (e.g. 1/ℓ').",
+    }
+
     def __init__(self, rho1: float | None = None, rho2: float | None = None, retention: float | None = None):
-        if retention is not None:
-            if rho1 is not None or rho2 is not None:
-                raise PpdpError("give either (rho1, rho2) or retention, not both")
-            if isinstance(retention, bool) or not isinstance(retention, (int, float, np.integer, np.floating)) or not 0 < retention < 1:
-                raise PpdpError(f"retention must be a probability strictly between 0 and 1, got {retention!r}")
-            retention = float(retention)
+        self._set_params(locals())
+
+    def _check_params(self, params):
+        if params["retention"] is not None:
+            if params["rho1"] is not None or params["rho2"] is not None:
+                raise ParameterError("give either (rho1, rho2) or retention, not both", param="retention")
         else:
-            if rho1 is None or rho2 is None:
-                raise PpdpError("uniform perturbation needs rho1 and rho2, or retention")
-            check_rho(rho1, rho2)
-            rho1, rho2 = float(rho1), float(rho2)
-        self.rho1 = rho1
-        self.rho2 = rho2
-        self.retention = retention
-        self._freeze()
+            if params["rho1"] is None or params["rho2"] is None:
+                raise ParameterError("uniform perturbation needs rho1 and rho2, or retention", param="rho1")
+            if params["rho1"] >= params["rho2"]:
+                raise ParameterError(f"(rho1, rho2)-privacy needs rho1 < rho2, got rho1={params['rho1']}, "
+                                     f"rho2={params['rho2']}", param="rho2")
 
     def _publish(self, table, rng):
         sa, counts = check_sensitive(table)
