@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ...errors import InfeasibleError, ParameterError, PpdpError, ReleaseError
+from ...errors import InfeasibleError, ParameterError, ReleaseError
 from ...queries import CountIndex, split_masks
 from ...releases.base import codes_to_labels
 from ...releases.randomized import RandomizedRelease, register_mechanism
