@@ -128,13 +128,33 @@ class Release:
         wl = as_workload(queries)
         return wl, Resolver(self.domains, self.numeric).all(wl)
 
-    def answer(self, workload) -> np.ndarray:
-        """Estimated counts for every query of the workload (float64 array)."""
-        raise NotImplementedError
+    def estimator(self, estimator=None):
+        """The estimator object ``answer`` uses: ``None`` → the mechanism's default, a name →
+        the registered estimator of this family, an :class:`~ppdp.estimators.Estimator` → itself."""
+        from ..errors import ParameterError
+        from ..registry import estimator as registered, mechanism
 
-    def count(self, query) -> float:
+        if estimator is None:
+            estimator = mechanism(self.manifest["mechanism"]).default_estimator
+        if isinstance(estimator, str):
+            estimator = registered(self.family, estimator)()
+        if not callable(getattr(estimator, "answer", None)) or not callable(getattr(estimator, "supports", None)):
+            raise ParameterError(f"estimator must be None, a name or an Estimator object, got {estimator!r}",
+                                 param="estimator")
+        if not estimator.supports(self):
+            raise ParameterError(f"estimator {getattr(estimator, 'name', estimator)!r} does not apply to a "
+                                 f"{self.manifest.get('mechanism')} release", param="estimator")
+        return estimator
+
+    def answer(self, workload, estimator=None) -> np.ndarray:
+        """Estimated counts for every query of the workload (float64 array of shape (n,)).
+
+        ``estimator``: ``None`` (the mechanism's default), a registered name, or an Estimator object."""
+        return np.asarray(self.estimator(estimator).answer(self, workload), dtype=np.float64)
+
+    def count(self, query, estimator=None) -> float:
         """Estimated count of one query (a Query or a WHERE string)."""
-        return float(self.answer([query])[0])
+        return float(self.answer([query], estimator=estimator)[0])
 
     # ------------------------------------------------------------- verify
     def verify(self, table=None) -> VerifyReport:
