@@ -154,7 +154,8 @@ class Release:
 
     def count(self, query, estimator=None) -> float:
         """Estimated count of one query (a Query or a WHERE string)."""
-        return float(self.answer([query], estimator=estimator)[0])
+        answers = self.answer([query]) if estimator is None else self.answer([query], estimator=estimator)
+        return float(answers[0])
 
     # ------------------------------------------------------------- verify
     def verify(self, table=None) -> VerifyReport:
