@@ -25,8 +25,8 @@ def test_every_parameter_is_an_option(name):
     cmd = publish.commands[name]
     by_dest = {p.name: p for p in cmd.params}
     for p in cls._parameter_constraints:
-        assert p in by_dest, f"{name}: no option for {p}"
-        opt = by_dest[p]
+        assert "p_" + p in by_dest, f"{name}: no option for {p}"
+        opt = by_dest["p_" + p]
         assert option_names(cls, p)[0].split("/")[0] in opt.opts
         required = cls.param_defaults()[p] is inspect.Parameter.empty
         assert opt.required == (required and not opt.multiple), p
@@ -52,12 +52,22 @@ def test_a_new_class_gets_a_command():
     try:
         cmd = _make_command(Toy)
         assert {"-k", "--k", "--rate", "--cols"} <= {o for p in cmd.params for o in getattr(p, "opts", [])}
-        m = build_mechanism(Toy, {"k": 3, "rate": None, "cols": ("a,b", "c")})
+        m = build_mechanism(Toy, {"p_k": 3, "p_rate": None, "p_cols": ("a,b", "c")})
         assert m == Toy(3, ["a", "b", "c"])
         with pytest.raises(ParameterError, match=r"^-k must be a whole number ≥ 1|^--k must be a whole number ≥ 1"):
-            build_mechanism(Toy, {"k": 0, "cols": ("a",)})
+            build_mechanism(Toy, {"p_k": 0, "p_cols": ("a",)})
     finally:
         del Toy.name
+
+
+def test_a_flag_clashing_with_the_input_options_is_refused():
+    class Clash(Toy):
+        _parameter_constraints = {**Toy._parameter_constraints}
+        _cli_names = {"k": "--seed"}
+
+    Clash.name = "clash"
+    with pytest.raises(TypeError, match="--seed is taken"):
+        _make_command(Clash)
 
 
 def test_several_values_after_one_flag(tmp_path):

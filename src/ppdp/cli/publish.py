@@ -53,9 +53,14 @@ def _greedy(constraint) -> bool:
     return isinstance(_inner(constraint), Labels)
 
 
+#: click destination of a mechanism parameter (prefixed: a parameter may be called ``seed`` …)
+DEST_PREFIX = "p_"
+
+
 def parameter_options(cls) -> list[click.Option]:
     """One click option per parameter of ``cls``, from its constraint, default and help."""
     defaults = cls.param_defaults()
+    taken = {o for p in _input_params() for o in getattr(p, "opts", ())} | {"-h", "--help"}
     opts = []
     for name, con in cls._parameter_constraints.items():
         default = defaults.get(name, inspect.Parameter.empty)
@@ -63,14 +68,20 @@ def parameter_options(cls) -> list[click.Option]:
         kw: dict[str, Any] = dict(con.cli())
         help_text = cls._parameter_help.get(name, "")
         names = option_names(cls, name)
+        clash = [f for n in names for f in n.split("/") if f in taken]
+        if clash:
+            raise TypeError(f"{cls.__name__}.{name}: CLI flag {clash[0]} is taken by the shared input options; "
+                            f"give it another spelling in {cls.__name__}._cli_names")
+        taken.update(f for n in names for f in n.split("/"))
+        dest = DEST_PREFIX + name
         if kw.pop("flag", False):
             decl = names[0] if "/" in names[0] else f"{names[0]}/--no-{names[0][2:]}"
-            opts.append(click.Option([decl, *names[1:], name], default=bool(default) if not required else False,
+            opts.append(click.Option([decl, *names[1:], dest], default=bool(default) if not required else False,
                                      show_default=True, help=help_text))
             continue
         if not required and default is not None:
             help_text += f"  [default: {to_json(default)}]"
-        opts.append(click.Option([*names, name], required=required and not kw.get("multiple"), default=None,
+        opts.append(click.Option([*names, dest], required=required and not kw.get("multiple"), default=None,
                                  help=help_text, **kw))
     return opts
 
@@ -149,7 +160,7 @@ def build_mechanism(cls, values: dict[str, Any]):
     """The mechanism from the click values (only what the user gave; the rest take defaults)."""
     kwargs = {}
     for name, con in cls._parameter_constraints.items():
-        v = values.get(name)
+        v = values.get(DEST_PREFIX + name, values.get(name))
         if v is None or (isinstance(v, tuple) and not v):
             continue
         try:
@@ -260,7 +271,8 @@ def _make_command(cls) -> click.Command:
 
     return PublishCommand(cls.name, params=params, callback=callback, greedy=greedy,
                           help=f"{first}{paper}\n\nClaim: {cls.claim_model or 'none'}; writes a {cls.family} release.",
-                          short_help=f"{cls.__name__}: {cls.claim_model or cls.family}{paper}"[:120])
+                          short_help=f"{cls.__name__}: {cls.claim_model or cls.family}"
+                                     + (f" ({cls.paper})" if getattr(cls, "paper", "") else ""))
 
 
 @cli.group()
