@@ -12,12 +12,13 @@ workload through its own estimator (``Release.answer``), and the run writes
   distributions, parameters, seeds, machine).
 
 Models are written ``name:key=value,key=value`` (``fprivacy:theta=8``, ``dpcube:epsilon=1,
-dims=age+sex``); :data:`MODELS` maps names to mechanism classes.
+dims=age+sex``): the name is a registered mechanism (:func:`ppdp.registry.mechanisms`, the same
+names as ``ppdp publish <name>``), and every parameter is checked against the mechanism's
+constraints when the spec is parsed, before any work.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import math
@@ -29,18 +30,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import PpdpError
-
-# spec name -> (module, class)
-MODELS: dict[str, tuple[str, str]] = {
-    "fprivacy": ("ppdp.mechanisms.bucketization", "FPrivacy"),
-    "anatomy": ("ppdp.mechanisms.bucketization", "Anatomy"),
-    "sdr": ("ppdp.mechanisms.randomization", "SDR"),
-    "uniform": ("ppdp.mechanisms.randomization", "UniformPerturbation"),
-    "diverted": ("ppdp.mechanisms.randomization", "Diverted"),
-    "dpcube": ("ppdp.mechanisms.histogram", "DPCube"),
-    "cell": ("ppdp.mechanisms.histogram", "CellHistogram"),
-}
+from . import registry
+from .errors import ParameterError, PpdpError
 
 WORKLOADS = ("anatomy", "point", "range")
 
@@ -79,15 +70,16 @@ def _show(v) -> str:
     return str(v)
 
 
+def model_classes() -> dict[str, type]:
+    """Model name → mechanism class: the registry's mechanisms."""
+    return registry.mechanisms()
+
+
 def _mechanism_class(name: str):
-    if name not in MODELS:
-        raise PpdpError(f"unknown model {name!r}; valid models: {', '.join(MODELS)}")
-    module, cls = MODELS[name]
-    try:
-        mod = importlib.import_module(module)
-        return getattr(mod, cls)
-    except (ImportError, AttributeError) as e:
-        raise PpdpError(f"model {name!r} ({cls}) is not available in this build: {e}") from None
+    cls = model_classes().get(str(name).strip().lower())
+    if cls is None:
+        raise ParameterError(f"unknown model {name!r}; valid models: {', '.join(model_classes())}", param="model")
+    return cls
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -136,28 +128,43 @@ def parse_value(text: str):
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
-    """Parse ``name[:key=value,…]`` and check the name and parameter names against the
-    mechanism's ``__init__`` (values are validated by the mechanism itself)."""
-    name, _, rest = spec.strip().partition(":")
+    """Parse ``name[:key=value,…]`` and validate it completely: the name against the registry,
+    the parameter names and values against the mechanism's constraints (and its cross-parameter
+    rules), so that a bad spec is a :class:`ParameterError` before any work."""
+    name, _, rest = str(spec).strip().partition(":")
     name = name.strip().lower()
-    if name not in MODELS:
-        raise PpdpError(f"unknown model {name!r} in {spec!r}; valid models: {', '.join(MODELS)}")
+    if name not in model_classes():
+        raise ParameterError(f"unknown model {name!r} in {spec!r}; valid models: {', '.join(model_classes())}", param="model")
     params: dict[str, Any] = {}
     for item in _split_top(rest):
         key, eq, val = item.partition("=")
         key = key.strip()
         if not eq or not key:
-            raise PpdpError(f"model parameter {item!r} in {spec!r} is not key=value")
+            raise ParameterError(f"model parameter {item!r} in {spec!r} is not key=value", param="model")
         if key in params:
-            raise PpdpError(f"parameter {key!r} given twice in {spec!r}")
+            raise ParameterError(f"parameter {key!r} given twice in {spec!r}", param=key)
         params[key] = parse_value(val)
-    cls = _mechanism_class(name)
-    valid = [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-    has_kwargs = any(p.kind == p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values())
-    unknown = [k for k in params if k not in valid]
-    if unknown and not has_kwargs:
-        raise PpdpError(f"model {name!r} has no parameter {', '.join(map(repr, unknown))}; valid parameters: {', '.join(valid)}")
-    return ModelSpec(name, params)
+    out = ModelSpec(name, params)
+    check_model_spec(out, spec)
+    return out
+
+
+def check_model_spec(spec: ModelSpec, text: str | None = None):
+    """Build the spec's mechanism once (validating every value); a ParameterError names the spec."""
+    cls = _mechanism_class(spec.name)
+    where = f" in {text or spec.label!r}"
+    valid = list(cls._parameter_constraints)
+    unknown = [k for k in spec.params if k not in valid]
+    if unknown:
+        raise ParameterError(f"model {spec.name!r} has no parameter {', '.join(map(repr, unknown))}{where}; "
+                             f"valid parameters: {', '.join(valid)}", param=unknown[0])
+    missing = [k for k, d in cls.param_defaults().items() if d is inspect.Parameter.empty and k not in spec.params]
+    if missing:
+        raise ParameterError(f"model {spec.name!r} needs {', '.join(missing)}{where}", param=missing[0])
+    try:
+        return cls(**spec.params)
+    except PpdpError as e:  # construction checks parameters only
+        raise ParameterError(f"{e}{where}", param=getattr(e, "param", None)) from None
 
 
 # ------------------------------------------------------------------------------- workload
@@ -223,6 +230,8 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
     specs = [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in models]
     if not specs:
         raise PpdpError("give at least one --model")
+    for spec in specs:  # every value validated before any work
+        check_model_spec(spec)
     wl = make_workload(table, workload, n_queries, seed, selectivity, dims)
     true = answer_exact(table, wl).astype(np.float64)
     seeds = trial_seeds(seed, trials)

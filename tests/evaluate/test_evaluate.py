@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 import ppdp
 from ppdp.cli import cli
-from ppdp.errors import PpdpError
+from ppdp import registry
+from ppdp.errors import ParameterError, PpdpError
 from ppdp.evaluate import evaluate, parse_model_spec, parse_value, selectivity_bin
 
 
@@ -29,6 +30,48 @@ def test_bad_specs_list_valid_choices():
         parse_model_spec("sdr:rho=0.1")
     with pytest.raises(PpdpError, match="not key=value"):
         parse_model_spec("sdr:0.1")
+
+
+def test_model_names_are_the_registry():
+    from ppdp.evaluate import ModelSpec, model_classes
+
+    assert model_classes() == registry.mechanisms()
+    for name, cls in registry.mechanisms().items():
+        assert ModelSpec(name).mechanism_class() is cls
+    assert parse_model_spec("cells:epsilon=1,dims=age+sex").build() == ppdp.CellHistogram(1.0, ["age", "sex"])
+    with pytest.raises(ParameterError, match="unknown model 'cell'"):
+        parse_model_spec("cell:epsilon=1,dims=age")
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("fprivacy:theta=0", "theta must be a finite number > 0"),
+    ("fprivacy:theta=nan", "theta must be"),
+    ("fprivacy:method=best", "method must be one of"),
+    ("sdr:rho1=0.5,rho2=0.3", "rho1 < rho2"),
+    ("sdr:rho1=0.1", "needs rho2"),
+    ("diverted:l_prime=2.5", "l_prime must be a whole number"),
+    ("dpcube:epsilon=1,dims=age,bins={\"sex\":[0,1]}", "bins given for 'sex'"),
+])
+def test_bad_values_fail_before_any_work(spec, needle):
+    with pytest.raises(ParameterError, match=needle.replace("(", r"\(")):
+        parse_model_spec(spec)
+
+
+def test_bad_value_is_an_error_not_a_row(tmp_path, monkeypatch):
+    import ppdp.evaluate as ev_mod
+    from ppdp.evaluate import ModelSpec
+
+    def boom(*a, **k):  # the workload must not even be built
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(ev_mod, "make_workload", boom)
+    t = ppdp.datasets.load("occ", n=2000, seed=0)
+    with pytest.raises(ParameterError, match="rho1 < rho2"):
+        evaluate(t, [ModelSpec("sdr", {"rho1": 0.5, "rho2": 0.3})], n_queries=10, trials=1, progress=False)
+    r = CliRunner().invoke(cli, ["evaluate", "--dataset", "occ", "-n", "2000", "--model", "fprivacy:theta=8",
+                                 "--model", "fprivacy:theta=-1", "--out", str(tmp_path / "q")])
+    assert r.exit_code == 2 and "theta must be a finite number > 0" in r.output and "FAILED" not in r.output
+    assert not (tmp_path / "q").exists()
 
 
 def test_selectivity_bins():

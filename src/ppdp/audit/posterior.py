@@ -54,23 +54,54 @@ class AuditResult:
 
 
 def audit_release(release, table=None) -> AuditResult:
-    """The adversary's best posterior per record class vs the model's bound (see module doc)."""
+    """The adversary's best posterior per record class vs the model's bound (see module doc).
+
+    Dispatch is by the release family and, within a family, by the claim the release makes
+    (the certificate's ``model``, else the registered mechanism's ``claim_model``) — never by
+    mechanism name: a new mechanism of a known family and claim is audited without an edit."""
     fam = release.manifest.get("family", getattr(release, "family", None))
-    cert = release.manifest.get("certificate", {})
-    if fam == "bucketized":
-        return _audit_bucketized(release, table)
-    if fam == "randomized":
-        if "subtables" in cert:
-            return _audit_sdr(release, table)
-        if "l_prime" in cert:
-            return _audit_diverted(release, table)
-        if "gamma" in cert or "retention" in cert:
-            return _audit_uniform(release, table)
-        raise ReleaseError(f"randomized release of mechanism {release.manifest.get('mechanism')!r}: its certificate has none of "
-                           "'subtables', 'l_prime', 'gamma'; cannot audit")
-    if fam == "histogram":
-        return _audit_histogram(release, table)
-    raise ReleaseError(f"cannot audit a release of family {fam!r}")
+    auditors = _AUDITORS.get(fam)
+    if auditors is None:
+        raise ReleaseError(f"cannot audit a release of family {fam!r}; auditable families: {', '.join(_AUDITORS)}")
+    claim = _claim_model(release)
+    audit = auditors.get(claim) or auditors.get(None)
+    if audit is None:
+        raise ReleaseError(f"cannot audit a {fam} release claiming {claim!r} (mechanism "
+                           f"{release.manifest.get('mechanism')!r}); auditable claims: "
+                           f"{', '.join(str(k) for k in auditors if k)}")
+    return audit(release, table)
+
+
+def _claim_model(release) -> str | None:
+    """The privacy model a release claims: its certificate's ``model``, else its mechanism's."""
+    cert = release.manifest.get("certificate") or {}
+    if isinstance(cert.get("model"), str):
+        return cert["model"]
+    from .. import registry
+    from ..errors import ParameterError
+
+    try:
+        return registry.mechanism(release.manifest.get("mechanism", "")).claim_model or None
+    except ParameterError:  # a mechanism this build does not know
+        return None
+
+
+def _audit_rho_privacy(release, table) -> AuditResult:
+    """(ρ1, ρ2)-privacy: one perturbation matrix (uniform) or one per sub-table (SDR)."""
+    cert = release.manifest.get("certificate") or {}
+    return _audit_sdr(release, table) if "subtables" in cert else _audit_uniform(release, table)
+
+
+def _audit_randomized(release, table) -> AuditResult:
+    """A randomized release with a claim not listed below: read the perturbation from the
+    certificate's shape (per-sub-table matrices, decoy groups, or one matrix)."""
+    cert = release.manifest.get("certificate") or {}
+    if "l_prime" in cert:
+        return _audit_diverted(release, table)
+    if "subtables" in cert or "gamma" in cert or "retention" in cert:
+        return _audit_rho_privacy(release, table)
+    raise ReleaseError(f"randomized release of mechanism {release.manifest.get('mechanism')!r}: its certificate has none of "
+                       "'subtables', 'l_prime', 'gamma'; cannot audit")
 
 
 def _summarise(classes: pd.DataFrame, sa_domain, prior: np.ndarray, bound: np.ndarray, weights_col: str | None = None) -> pd.DataFrame:
@@ -383,3 +414,12 @@ def _audit_histogram(release, table) -> AuditResult:
     summary = _summarise(classes.assign(posterior=classes["posterior"].clip(0, 1)), labels, prior, np.full(m, np.nan),
                          weights_col="count")
     return AuditResult("histogram", release.manifest.get("mechanism", "?"), "none (ε-DP bounds no posterior)", classes, summary, notes)
+
+
+#: family → {claim model (None: the family's default) → auditor}
+_AUDITORS = {
+    "bucketized": {None: _audit_bucketized},  # a bucket's SA shares vs f' (F'-privacy) or 1/ℓ (ℓ-diversity)
+    "randomized": {None: _audit_randomized, "(rho1, rho2)-privacy": _audit_rho_privacy, "global randomization": _audit_uniform,
+                   "l'-diverted zero-differential privacy": _audit_diverted},
+    "histogram": {None: _audit_histogram},  # ε-DP: the noisy-count ratio, no bound
+}

@@ -31,11 +31,6 @@ def cli():
 
 
 @cli.group()
-def publish():
-    """Publish a table under a privacy model into a release directory."""
-
-
-@cli.group()
 def reproduce():
     """Re-run a seed paper's experiments (CSV + PNG + summary.md); --quick for a small version."""
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import click
 
 from . import cli
-from .common import load_release_and_source
+from .common import DATASET_NAMES, load_release_and_source
 
 
 @cli.command()
 @click.argument("release", required=False, type=click.Path(exists=True, file_okay=False))
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False), help="Source table (CSV/Parquet): exact priors.")
-@click.option("--dataset", type=click.Choice(["adult", "occ", "edu"]), help="Source table is a bundled dataset.")
+@click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Source table is a bundled dataset.")
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
 @click.option("--differential-inference", "differential", is_flag=True,
               help="Instead of auditing a release: Monte-Carlo of Theorem 2 (Wang et al. 2011) for Laplace answers.")

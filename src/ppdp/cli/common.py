@@ -6,14 +6,18 @@ import functools
 
 import click
 
+from ..datasets import names as _dataset_names
 from ..errors import PpdpError
+
+#: the bundled tables (``--dataset``)
+DATASET_NAMES = tuple(_dataset_names())
 
 
 def input_options(f):
     """INPUT (CSV/Parquet path) or --dataset, plus --quasi / --sensitive / --missing / -n."""
 
     @click.argument("input_path", metavar="[INPUT]", required=False, type=click.Path(dir_okay=False))
-    @click.option("--dataset", type=click.Choice(["adult", "occ", "edu"]), help="Use a bundled table instead of INPUT.")
+    @click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT.")
     @click.option("--quasi", multiple=True, help="Quasi-identifier column (repeatable; default: the dataset's).")
     @click.option("--sensitive", multiple=True, help="Sensitive column (repeatable; default: the dataset's).")
     @click.option("--missing", type=click.Choice(["error", "category"]), default="error", show_default=True,
@@ -32,9 +36,13 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
     from ..table import Table
 
     if (input_path is None) == (dataset is None):
-        raise PpdpError("give exactly one input: a CSV/Parquet path or --dataset adult|occ|edu")
+        raise PpdpError(f"give exactly one input: a CSV/Parquet path or --dataset {'|'.join(DATASET_NAMES)}")
+    if n_rows is not None and n_rows <= 0:
+        raise PpdpError(f"-n/--rows must be positive, got {n_rows}")
     if dataset is not None:
         t = datasets.load(dataset, n=n_rows, seed=seed)
+        if sensitive and not quasi:  # a default quasi column named as sensitive becomes sensitive
+            quasi = tuple(c for c in t.quasi if c not in sensitive)
         if quasi or sensitive:
             t = t.with_roles(list(quasi) or None, list(sensitive) or None)
         return t
@@ -56,8 +64,8 @@ def out_option(f):
                         help="Release directory to write (must not exist).")(f)
 
 
-def finish_publish(release, out) -> None:
-    """Save atomically, verify, and print a one-screen summary."""
+def finish_publish(release, out):
+    """Save atomically, verify, and print a one-screen summary; returns the verify report."""
     from ..api import verify
 
     path = release.save(out)
@@ -67,6 +75,7 @@ def finish_publish(release, out) -> None:
     click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
     click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
     click.echo(str(rep))
+    return rep
 
 
 def load_release_and_source(release, input_path=None, dataset=None, n_rows=None):

@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from . import cli
-from .common import load_release_and_source
+from .common import DATASET_NAMES, load_release_and_source
 
 
 @cli.command()
@@ -56,7 +56,7 @@ def query(release, where, workload, out):
 @cli.command()
 @click.argument("release", type=click.Path(exists=True, file_okay=False))
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False), help="Source table (CSV/Parquet) to check row accounting against.")
-@click.option("--dataset", type=click.Choice(["adult", "occ", "edu"]), help="Source table is a bundled dataset.")
+@click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Source table is a bundled dataset.")
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(release, input_path, dataset, n_rows, as_json):
@@ -73,7 +73,7 @@ def verify(release, input_path, dataset, n_rows, as_json):
 
 
 @cli.command()
-@click.option("--dataset", type=click.Choice(["adult", "occ", "edu"]), default="edu", show_default=True)
+@click.option("--dataset", type=click.Choice(DATASET_NAMES), default="edu", show_default=True)
 @click.option("--theta", type=float, default=8.0, show_default=True)
 @click.option("--queries", "n_queries", type=int, default=1000, show_default=True)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default="ppdp-demo-release", show_default=True)

@@ -16,8 +16,9 @@ from .common import input_options
 @cli.command()
 @input_options
 @click.option("--model", "models", multiple=True, required=True,
-              help="A model as name:key=value,… (repeatable), e.g. fprivacy:theta=8, anatomy:l=5, sdr:rho1=0.1,rho2=0.3, "
-                   "uniform:rho1=0.1,rho2=0.3, diverted:l_prime=5, dpcube:epsilon=1,dims=age+sex, cell:epsilon=1,dims=age+sex.")
+              help="A model as name:key=value,… (repeatable; lists as a+b), e.g. fprivacy:theta=8, sdr:rho1=0.1,rho2=0.3, "
+                   "dpcube:epsilon=1,dims=age+sex. Names and parameters are those of `ppdp publish NAME` "
+                   "(see `ppdp mechanisms`; parameters in Python spelling, l_prime not --l-prime).")
 @click.option("--workload", type=click.Choice(["anatomy", "point", "range"]), default="anatomy", show_default=True)
 @click.option("--queries", "n_queries", type=int, default=5000, show_default=True, help="Number of queries.")
 @click.option("--selectivity", type=float, default=0.01, show_default=True, help="Expected selectivity (anatomy workload).")

@@ -30,6 +30,9 @@ class Mechanism(Parametrized):
     paper: ClassVar[str] = ""
     #: the estimator ``release.answer`` uses when none is named
     default_estimator: ClassVar[str] = ""
+    #: CLI spellings that differ from ``--kebab-case`` of the parameter: name → flag(s)
+    #: (a Flag parameter may give "--on/--off")
+    _cli_names: ClassVar[dict[str, str | tuple[str, ...]]] = {}
 
     def __init_subclass__(cls, **kw: Any):
         super().__init_subclass__(**kw)

@@ -34,6 +34,8 @@ def _sa_counts(table) -> tuple[str, np.ndarray, tuple[str, ...]]:
 
 class _Bucketized(Mechanism):
     family = "bucketized"
+    _cli_names = {"overrides": "--override", "negative_associations": "--negative-association",
+                  "sensitive_values": "--sensitive-value", "publish_fake_flag": "--keep-fake-flag/--strip-fake-flag"}
 
     def _plan(self, o: np.ndarray, labels: Sequence[str]) -> tuple[Any, np.ndarray, dict]:
         raise NotImplementedError

@@ -44,6 +44,7 @@ DEFAULT_COUNT_THRESHOLD = 100.0
 class _HistogramMechanism(Mechanism):
     family = "histogram"
     default_estimator = "cells"
+    _cli_names = {"epsilon": ("--epsilon", "-e")}
 
     claim_model = "epsilon-DP"
     paper = "Xiao, Xiong, Fan, Goryczka 2010"

@@ -1,0 +1,296 @@
+"""``ppdp publish <mechanism>``: one command per registered mechanism, generated.
+
+Every command has the same input options (INPUT path or ``--dataset``, ``--quasi``,
+``--sensitive``, ``--missing``, ``-n/--rows``, ``--seed``, ``--out/-o``) and one option per
+mechanism parameter, derived from the parameter's constraint (:meth:`Constraint.cli`) and help
+(``_parameter_help``): ``snake_case`` becomes ``--kebab-case`` unless the class spells it
+otherwise in ``_cli_names``; a parameter without a default is required. A mechanism class
+defined anywhere in the registry's plugin packages gets its command without an edit here.
+
+Options that take labels (``--dims``, ``--sensitive``, ``--quasi`` …) accept several values
+after one flag (``--dims age hours_per_week``), the flag repeated, or commas.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import registry
+from ..errors import ParameterError, PpdpError
+from ..validation import Labels, Optional, to_json
+from . import cli
+from .common import DATASET_NAMES, load_table
+
+#: file suffixes that make a positional argument the INPUT table
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+# ------------------------------------------------------------------------------ flags
+def option_names(cls, param: str) -> tuple[str, ...]:
+    """The CLI spelling(s) of one mechanism parameter (``--kebab-case`` unless aliased)."""
+    alias = getattr(cls, "_cli_names", {}).get(param)
+    if alias is None:
+        return ("--" + param.replace("_", "-"),)
+    return (alias,) if isinstance(alias, str) else tuple(alias)
+
+
+def flag_of(cls, param: str) -> str:
+    """The main flag naming ``param`` in messages (``--theta``; ``--keep-fake-flag`` for a switch)."""
+    return option_names(cls, param)[0].split("/")[0]
+
+
+def _inner(constraint):
+    return constraint.inner if isinstance(constraint, Optional) else constraint
+
+
+def _greedy(constraint) -> bool:
+    """Does the option take several values after one flag (a list of labels)?"""
+    return isinstance(_inner(constraint), Labels)
+
+
+#: click destination of a mechanism parameter (prefixed: a parameter may be called ``seed`` …)
+DEST_PREFIX = "p_"
+
+
+def parameter_options(cls) -> list[click.Option]:
+    """One click option per parameter of ``cls``, from its constraint, default and help."""
+    defaults = cls.param_defaults()
+    taken = {o for p in _input_params() for o in getattr(p, "opts", ())} | {"-h", "--help"}
+    opts = []
+    for name, con in cls._parameter_constraints.items():
+        default = defaults.get(name, inspect.Parameter.empty)
+        required = default is inspect.Parameter.empty
+        kw: dict[str, Any] = dict(con.cli())
+        help_text = cls._parameter_help.get(name, "")
+        names = option_names(cls, name)
+        clash = [f for n in names for f in n.split("/") if f in taken]
+        if clash:
+            raise TypeError(f"{cls.__name__}.{name}: CLI flag {clash[0]} is taken by the shared input options; "
+                            f"give it another spelling in {cls.__name__}._cli_names")
+        taken.update(f for n in names for f in n.split("/"))
+        dest = DEST_PREFIX + name
+        if kw.pop("flag", False):
+            decl = names[0] if "/" in names[0] else f"{names[0]}/--no-{names[0][2:]}"
+            opts.append(click.Option([decl, *names[1:], dest], default=bool(default) if not required else False,
+                                     show_default=True, help=help_text))
+            continue
+        if not required and default is not None:
+            help_text += f"  [default: {to_json(default)}]"
+        opts.append(click.Option([*names, dest], required=required and not kw.get("multiple"), default=None,
+                                 help=help_text, **kw))
+    return opts
+
+
+# ------------------------------------------------------------------------- input group
+def _input_params() -> list[click.Parameter]:
+    return [
+        click.Argument(["input_path"], metavar="[INPUT]", required=False, type=click.Path(dir_okay=False)),
+        click.Option(["--dataset"], type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT."),
+        click.Option(["--quasi"], multiple=True,
+                     help="Quasi-identifier / published column (repeatable, several after one flag, or commas; "
+                          "default: the dataset's)."),
+        click.Option(["--sensitive"], multiple=True,
+                     help="Sensitive column (repeatable, several after one flag, or commas; default: the dataset's)."),
+        click.Option(["--missing"], type=click.Choice(["error", "category"]), default=None,
+                     help="Missing values ('?' or empty): an error, or an explicit category  [default: error; "
+                          "category for histogram dimensions read from a file]."),
+        click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
+                     help="Use a seeded sample of this many rows (as `ppdp verify -n`)."),
+        click.Option(["--seed"], type=int, default=None,
+                     help="Make the run reproducible (the release is then marked not fit for publication)."),
+        click.Option(["--out", "-o", "out"], required=True, type=click.Path(file_okay=False),
+                     help="Release directory to write (must not exist)."),
+    ]
+
+
+def _looks_like_input(token: str) -> bool:
+    return token.lower().endswith(TABLE_SUFFIXES) or Path(token).is_file()
+
+
+class PublishCommand(click.Command):
+    """A publish command whose list options take several values after one flag."""
+
+    def __init__(self, *a, greedy: set[str], **kw):
+        super().__init__(*a, **kw)
+        self.greedy = greedy
+
+    def parse_args(self, ctx, args):
+        valued = {o for p in self.params if isinstance(p, click.Option) and not p.is_flag for o in p.opts}
+        out: list[str] = []
+        i = 0
+        while i < len(args):
+            tok = args[i]
+            if tok == "--":
+                out += args[i:]
+                break
+            out.append(tok)
+            i += 1
+            if tok in valued and i < len(args):
+                out.append(args[i])
+                i += 1
+                if tok in self.greedy:  # --dims a b c → --dims a --dims b --dims c
+                    while i < len(args) and not args[i].startswith("-") and not _looks_like_input(args[i]):
+                        out += [tok, args[i]]
+                        i += 1
+        return super().parse_args(ctx, out)
+
+
+# ------------------------------------------------------------------------- the command
+def _split(values) -> tuple[str, ...]:
+    return tuple(x.strip() for v in values or () for x in str(v).split(",") if x.strip())
+
+
+def _flag_error(cls, e: ParameterError) -> ParameterError:
+    """Rewrite a ParameterError about a parameter so it names the CLI flag."""
+    param = (e.param or "").split("[")[0]
+    if param not in cls._parameter_constraints:
+        return e
+    flag = flag_of(cls, param)
+    msg = str(e)
+    msg = flag + msg[len(param):] if msg.startswith(param + " ") else f"{flag}: {msg}"
+    return ParameterError(msg, param=e.param)
+
+
+def build_mechanism(cls, values: dict[str, Any]):
+    """The mechanism from the click values (only what the user gave; the rest take defaults)."""
+    kwargs = {}
+    for name, con in cls._parameter_constraints.items():
+        v = values.get(DEST_PREFIX + name, values.get(name))
+        if v is None or (isinstance(v, tuple) and not v):
+            continue
+        try:
+            v = con.from_cli(v)
+        except ParameterError as e:
+            raise ParameterError(f"{flag_of(cls, name)} {e}", param=name) from None
+        if v is not None:
+            kwargs[name] = v
+    try:
+        return cls(**kwargs)
+    except ParameterError as e:
+        raise _flag_error(cls, e) from None
+
+
+def _time_limited(mech) -> float | None:
+    """Seconds of a time-limited solver run (method 'optimal' with a time_limit), for a progress bar."""
+    limit = getattr(mech, "time_limit", None)
+    return float(limit) if limit and getattr(mech, "method", None) == "optimal" else None
+
+
+def _publish_with_progress(table, mech, seed, seconds: float):
+    """Run publish while a progress bar shows elapsed time against the solver's time limit."""
+    import threading
+    import time
+
+    from tqdm import tqdm
+
+    from ..api import publish as do_publish
+
+    done = threading.Event()
+
+    def tick():
+        start = time.monotonic()
+        with tqdm(total=round(seconds), desc=f"{mech.method} (time limit)", unit="s", file=sys.stderr, leave=False) as bar:
+            while not done.wait(0.5):
+                bar.n = min(round(time.monotonic() - start), round(seconds))
+                bar.refresh()
+
+    th = threading.Thread(target=tick, daemon=True)
+    th.start()
+    try:
+        return do_publish(table, mech, seed=seed)
+    finally:
+        done.set()
+        th.join()
+
+
+def summary_lines(release, already_shown=()) -> list[str]:
+    """What to print after a publish: the release's own ``summary()`` if it has one, else the
+    claim's statement and the certificate's scalar entries not ``already_shown`` (by verify)."""
+    hook = getattr(release, "summary", None)
+    if callable(hook):
+        got = hook()
+        return [got] if isinstance(got, str) else list(got)
+    lines = []
+    try:
+        from ..claims import claim_of
+
+        lines.append(f"  claim: {claim_of(release.manifest).statement()}")
+    except (PpdpError, NotImplementedError):
+        pass
+    cert = release.manifest.get("certificate") or {}
+    shown = []
+    for k, v in cert.items():
+        if k in already_shown:
+            continue
+        if isinstance(v, bool) or isinstance(v, (str, int)):
+            shown.append(f"{k} {v}")
+        elif isinstance(v, float):
+            shown.append(f"{k} {v:.6g}")
+        elif isinstance(v, (list, tuple)) and len(v) <= 8 and all(isinstance(x, (str, int, float)) for x in v):
+            shown.append(f"{k} {list(v)}")
+    if shown:
+        lines.append("  certificate: " + ", ".join(shown))
+    return lines
+
+
+def _make_command(cls) -> click.Command:
+    params = _input_params() + parameter_options(cls)
+    greedy = {"--quasi", "--sensitive"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
+                                           for o in option_names(cls, name)}
+    has_dims = "dims" in cls._parameter_constraints
+    doc = (inspect.getdoc(cls) or cls.__name__).strip()
+    first = doc.split("\n\n")[0].replace("\n", " ")
+    paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
+
+    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, **values):
+        from ..api import publish as do_publish
+        from .common import finish_publish
+
+        if Path(out).exists():
+            raise PpdpError(f"{out!r} exists; choose a new release directory")
+        mech = build_mechanism(cls, values)
+        quasi, sensitive = _split(quasi), _split(sensitive)
+        if has_dims and input_path is not None and not quasi and not sensitive:
+            quasi = tuple(mech.dims)  # a histogram reads its dimensions from the file
+            missing = missing or "category"
+        table = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows)
+        seconds = _time_limited(mech)
+        try:
+            release = (_publish_with_progress(table, mech, seed, seconds) if seconds
+                       else do_publish(table, mech, seed=seed))
+        except ParameterError as e:
+            raise _flag_error(cls, e) from None
+        rep = finish_publish(release, out)
+        for line in summary_lines(release, set(getattr(rep, "facts", {}) or {})):
+            click.echo(line)
+
+    return PublishCommand(cls.name, params=params, callback=callback, greedy=greedy,
+                          help=f"{first}{paper}\n\nClaim: {cls.claim_model or 'none'}; writes a {cls.family} release.",
+                          short_help=f"{cls.__name__}: {cls.claim_model or cls.family}"
+                                     + (f" ({cls.paper})" if getattr(cls, "paper", "") else ""))
+
+
+@cli.group()
+def publish():
+    """Publish a table under a privacy model into a release directory (one command per mechanism)."""
+
+
+def _attach_mechanisms() -> None:
+    for name, cls in registry.mechanisms().items():
+        if name not in publish.commands:
+            publish.add_command(_make_command(cls), name)
+
+
+_attach_mechanisms()
+
+
+@cli.command("mechanisms")
+def mechanisms_cmd():
+    """List the registered mechanisms: name, class, release family, claim and paper."""
+    for row in registry.describe():
+        click.echo(f"{row['name']:12s} {row['class']:22s} {row['family']:11s} {row['claim'] or '-'}  [{row['paper']}]")
