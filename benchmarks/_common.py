@@ -1,4 +1,4 @@
-"""Shared by the benchmark scripts: timing and the machine description.
+"""Shared by the benchmark scripts: timing, and the provenance block (:mod:`ppdp.provenance`).
 
 Scripts are run as ``python benchmarks/<name>.py``; this directory is then on sys.path.
 """
@@ -6,11 +6,13 @@ Scripts are run as ``python benchmarks/<name>.py``; this directory is then on sy
 from __future__ import annotations
 
 import json
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
+
+from ppdp.provenance import load_average, machine, provenance
+
+__all__ = ["times", "timed", "write_result", "machine", "load_average", "provenance"]
 
 
 def times(fn, repeat: int = 5, warmup: int = 1) -> dict:
@@ -28,12 +30,6 @@ def times(fn, repeat: int = 5, warmup: int = 1) -> dict:
 def timed(fn, repeat: int = 5) -> float:
     """Median wall-clock seconds of ``fn()`` (one warm-up run first)."""
     return times(fn, repeat)["median"]
-
-
-def machine() -> dict:
-    """Platform, core count and load average: the 2 cores may be shared, so say how busy they were."""
-    return {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-            "load_average": os.getloadavg()}
 
 
 def write_result(name: str, res: dict) -> Path:

@@ -23,20 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
 import ppdp
-from _common import times
+from _common import load_average, provenance, times
 from ppdp.mechanisms.bucketization.multi_size import multi_size_bucketing, multi_size_classes
 from ppdp.mechanisms.bucketization.optimal import optimal_bucketing
+from ppdp.mechanisms.bucketization.plan import make_setting
 from ppdp.mechanisms.bucketization.thresholds import fprime_thresholds
 from ppdp.mechanisms.bucketization.two_size import two_size_bucketing, two_size_classes, two_size_search
-from ppdp.mechanisms.bucketization.plan import make_setting
 
 SIZES = (10 ** 5, 10 ** 6, 10 ** 7, 10 ** 8)
 THETA = 8.0
@@ -54,8 +52,7 @@ def main(quick: bool = False, out: Path | None = None) -> dict:
     edu = ppdp.datasets.load("edu")
     o_edu = edu.counts(edu.sa)
     res: dict = {
-        "library_version": ppdp.__version__,
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_start": os.getloadavg()},
+        **provenance(),
         "setup": {"theta": THETA, "floor": 0.02, "max_bucket": 50,
                   "counts": "EDU SA frequencies (bundled table, 299,285 rows, 17 values) scaled to |T|",
                   "what_is_timed": "search = Algorithm 1/2 result without the assignment; materialise = "
@@ -128,7 +125,7 @@ def main(quick: bool = False, out: Path | None = None) -> dict:
         res["tables"][name] = entry
         print(f"{name}: two-size {entry['two_size_full']['median']:.3f} s, multi-size {entry['multi_size']['median']:.3f} s, "
               f"optimal {entry['optimal']['seconds']:.2f} s (proven {opt.proven_optimal})", flush=True)
-    res["machine"]["load_average_end"] = os.getloadavg()
+    res["machine"]["load_average_end"] = load_average()
 
     out = out or Path(__file__).parent / "results" / "bucketing_plan.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -12,22 +12,19 @@ full-transition inversion and the paper's 4-state estimators.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 
 import numpy as np
 
 import ppdp
-from _common import timed, write_result
+from _common import provenance, timed, write_result
 from ppdp.mechanisms.randomization.diverted import decoy_schedule, estimate
 from ppdp.queries.workloads import point_workload
 
 
 def main() -> dict:
     t500, info = ppdp.datasets.load_info("occ", n=500_000)
-    res = {"library_version": ppdp.__version__, "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-           "data": {"occ-500k": info},
+    res = {**provenance(seed=0), "data": {"occ-500k": info},
            "results": {}}
     for lp in range(2, 11):
         s = timed(lambda: ppdp.publish(t500, ppdp.Diverted(lp), seed=0))

@@ -8,14 +8,12 @@ publishes ≤ 5 s. Each timing is the median of repeated runs (after one warm-up
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 
 import numpy as np
 
 import ppdp
-from _common import timed, write_result
+from _common import provenance, timed, write_result
 from ppdp.mechanisms.histogram import DPCube
 from ppdp.queries.workloads import range_workload
 
@@ -24,8 +22,7 @@ def main() -> dict:
     t = ppdp.datasets.load("adult")
     dims2 = ["age", "hours_per_week"]
     dims4 = ["age", "education", "hours_per_week", "sex"]
-    res = {"library_version": ppdp.__version__, "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-           "data": "adult (48,842 rows, bundled)", "results": {}}
+    res = {**provenance(seed=0), "data": "adult (48,842 rows, bundled)", "results": {}}
     for eps in (0.1, 1.0):
         s = timed(lambda: ppdp.publish(t, DPCube(eps, dims2), seed=0))
         res["results"][f"publish_2d_eps{eps}"] = {"seconds": s, "target": 0.5, "ok": s <= 0.5}

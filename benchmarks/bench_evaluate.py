@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
@@ -29,10 +28,10 @@ def main() -> None:
 
     import ppdp
     from ppdp.evaluate import evaluate
-    from ppdp.report import machine_info
+    from ppdp.provenance import load_average, provenance
 
     t = ppdp.datasets.load("occ")
-    load0 = os.getloadavg()
+    load0 = load_average()
     w0, c0 = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory() as d:
         ev = evaluate(t, MODELS, workload="anatomy", n_queries=args.queries, trials=args.trials, seed=0, out_dir=d,
@@ -43,11 +42,11 @@ def main() -> None:
         "benchmark": "evaluate OCC anatomy workload",
         "queries": args.queries, "trials": args.trials, "models": MODELS,
         "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "within_2_minutes": wall <= 120,
-        "loadavg_start": load0, "loadavg_end": os.getloadavg(),
+        "loadavg_start": load0, "loadavg_end": load_average(),
         "per_model": [{k: (None if v != v else v) for k, v in r.items()}
                       for r in allb[["model", "mean_rel_err", "median_rel_err", "p95_rel_err", "mse", "publish_s", "query_s",
                                      "trials", "error"]].to_dict("records")],
-        "machine": machine_info(),
+        **provenance(seed=0),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import time
 
-import numpy as np
-
 import ppdp
-from _common import timed, write_result
+from _common import load_average, provenance, timed, write_result
 from ppdp.mechanisms.bucketization import FPrivacy
+from ppdp.metrics import mean_relative_error
 from ppdp.queries.workloads import anatomy_workload
 
 
 def main() -> dict:
     t = ppdp.datasets.load("edu")
     mech = FPrivacy(theta=8.0, method="multi-size")
-    res = {"library_version": ppdp.__version__,
-           "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_start": os.getloadavg(),
-                       "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS")},
+    res = {**provenance(seed=0), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
            "data": f"edu ({t.n_rows:,} rows, bundled, all rows)", "results": {}}
 
     publish_s = timed(lambda: ppdp.publish(t, mech, seed=0))
@@ -65,7 +61,7 @@ def main() -> dict:
             "n_queries": len(wl), "seconds_cold": cold_s, "seconds_warm": warm_s,
             "queries_per_second_cold": len(wl) / cold_s, "queries_per_second_warm": len(wl) / warm_s,
             "target_queries_per_second": 2000, "ok": len(wl) / cold_s >= 2000,
-            "mean_relative_error": float(np.mean(np.abs(act - est) / act)),
+            "mean_relative_error": mean_relative_error(act, est),
             "exact_answers_seconds": exact_s, "exact_queries_per_second": len(wl) / exact_s}
 
     # the CountIndex kernel ends in a BLAS matmul; on this shared 2-core machine OpenBLAS's
@@ -74,7 +70,7 @@ def main() -> dict:
     with threadpool_limits(limits=1, user_api="blas"):
         exact_s = timed(lambda: ppdp.answer_exact(t, wl), repeat=3)
         estimates("blas_one_thread")
-    res["machine"]["load_average_end"] = os.getloadavg()
+    res["machine"]["load_average_end"] = load_average()
     write_result("fprivacy_publish", res)
     return res
 

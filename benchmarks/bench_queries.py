@@ -9,14 +9,12 @@ repetitions (wall and CPU), the workload seed and the machine.
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 
 import numpy as np
 
 import ppdp
-from _common import write_result
+from _common import provenance, write_result
 from ppdp.queries import answer_exact
 from ppdp.queries.workloads import anatomy_workload
 
@@ -40,8 +38,7 @@ def main(repeats: int = 5) -> dict:
         "queries_per_s_wall": round(len(wl) / min(walls), 1),
         "target_queries_per_s": 5000, "meets_target": len(wl) / min(walls) >= 5000,
         "mean_true_count": float(np.mean(ans)),
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "library_version": ppdp.__version__,
+        **provenance(seed=1),
     }
     write_result("queries", res)
     print(json.dumps(res, indent=2))

@@ -5,13 +5,11 @@ Writes benchmarks/results/sdr.json. Best of 3 runs (the machine is shared)."""
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import ppdp
-from _common import write_result
+from _common import provenance, write_result
 from ppdp.queries.workloads import anatomy_workload
 
 
@@ -33,14 +31,13 @@ def main() -> Path:
     est, est_all, _ = best_of(lambda: rel.answer(wl))
     exact, exact_all, _ = best_of(lambda: ppdp.queries.answer_exact(t, wl))
     res = {
-        "dataset": "edu", "rows": t.n_rows, "data_info": info, "mechanism": "sdr", "params": mech.get_params(), "seed": 0,
+        "dataset": "edu", "rows": t.n_rows, "data_info": info, "mechanism": "sdr", "params": mech.get_params(),
         "subtables": len(rel.certificate["subtables"]),
         "publish_s": pub, "publish_runs_s": pub_all, "publish_target_s": 2.0, "publish_ok": pub <= 2.0,
         "workload": "anatomy, 5000 queries, selectivity 0.01, seed 0",
         "estimate_s": est, "estimate_runs_s": est_all, "estimate_target_s": 2.0, "estimate_ok": est <= 2.0,
         "exact_answers_same_workload_s": exact, "exact_runs_s": exact_all,
-        "library_version": ppdp.__version__, "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                                                         "load_average": os.getloadavg()},
+        **provenance(seed=0),
     }
     out = write_result("sdr", res)
     print(json.dumps({k: res[k] for k in ("publish_s", "estimate_s", "exact_answers_same_workload_s", "subtables")}, indent=1))

@@ -7,20 +7,19 @@
     True
 """
 
-__version__ = "0.1.0"
+from . import datasets
+from .api import publish, verify
+from .errors import ParameterError, PpdpError
+from .provenance import VERSION as __version__
+from .queries import Query, Workload, answer_exact
+from .releases.base import Release, VerifyReport, load_release
+from .table import Table
 
-from . import datasets  # noqa: E402
-from .api import publish, verify  # noqa: E402
-from .errors import ParameterError, PpdpError  # noqa: E402
-from .queries import Query, Workload, answer_exact  # noqa: E402
-from .releases.base import Release, VerifyReport, load_release  # noqa: E402
-from .table import Table  # noqa: E402
-
-__all__ = ["Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
+__all__ = ["__version__", "Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
            "answer_exact", "PpdpError", "ParameterError", "datasets"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     """Mechanism classes (``ppdp.FPrivacy``, ``ppdp.DPCube`` …) come from the registry, so each
     family loads on demand and a new mechanism is exported by being defined."""
     if name[:1].isupper():

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import __version__
 from .errors import PpdpError
+from .provenance import VERSION
 from .releases.base import FORMAT, Release, VerifyReport, load_release
 
+if TYPE_CHECKING:
+    from .mechanisms.base import Mechanism
+    from .table import Table
 
-def publish(table, mechanism, seed: int | None = None) -> Release:
+
+def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Release:
     """Publish ``table`` under ``mechanism``.
 
     Without ``seed`` the randomness comes from OS entropy (``seed: "os-entropy"`` in the
@@ -40,7 +45,7 @@ def publish(table, mechanism, seed: int | None = None) -> Release:
     return stamp_manifest(release, mechanism, seed)
 
 
-def stamp_manifest(release: Release, mechanism, seed: int | None) -> Release:
+def stamp_manifest(release: Release, mechanism: Mechanism, seed: int | None) -> Release:
     """Fill in the manifest fields every release shares (format, mechanism, seed …)."""
     m = release.manifest
     m["format"] = FORMAT
@@ -49,12 +54,12 @@ def stamp_manifest(release: Release, mechanism, seed: int | None) -> Release:
     m["params"] = mechanism.get_params()
     m["seed"] = "os-entropy" if seed is None else int(seed)
     m["fit_for_publication"] = seed is None
-    m["library_version"] = __version__
+    m["library_version"] = VERSION
     m.setdefault("dropped", 0)
     return release
 
 
-def verify(release_or_dir, table=None) -> VerifyReport:
+def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = None) -> VerifyReport:
     """Re-check a release's certificate from its files (and, given the source table, that
     every input row is accounted for). Returns a report with ``.ok`` and ``.problems``."""
     if isinstance(release_or_dir, (str, os.PathLike, Path)):

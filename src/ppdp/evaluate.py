@@ -30,8 +30,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import registry
+from . import metrics, registry
 from .errors import ParameterError, PpdpError
+from .provenance import machine_info
 
 WORKLOADS = ("anatomy", "point", "range")
 
@@ -186,15 +187,7 @@ def make_workload(table, kind: str, n_queries: int, seed: int, selectivity: floa
 
 def selectivity_bin(true: np.ndarray, n_rows: int) -> np.ndarray:
     """Label of each query's selectivity bin (true / N)."""
-    sel = np.asarray(true, float) / max(n_rows, 1)
-    edges = np.asarray(SELECTIVITY_EDGES)
-    idx = np.clip(np.searchsorted(edges, sel, side="right") - 1, 0, len(edges) - 2)
-    labels = np.array([f"{_pct(edges[i])}–{_pct(edges[i + 1])}" for i in range(len(edges) - 1)], dtype=object)
-    return labels[idx]
-
-
-def _pct(x: float) -> str:
-    return f"{x * 100:g}%"
+    return metrics.selectivity_bin(true, n_rows, SELECTIVITY_EDGES)
 
 
 # -------------------------------------------------------------------------------- running
@@ -289,11 +282,6 @@ def _certificate_mse(rel) -> float:
         return math.nan
 
 
-def _rel_err(true: np.ndarray, est: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(true > 0, np.abs(true - est) / true, np.nan)
-
-
 def summarize(results: pd.DataFrame, runs: pd.DataFrame, n_rows: int, order: Sequence[str]) -> pd.DataFrame:
     """One row per (model, bin): bins are 'all', the selectivity bins and 'count≤10'."""
     rows = []
@@ -312,7 +300,7 @@ def summarize(results: pd.DataFrame, runs: pd.DataFrame, n_rows: int, order: Seq
             continue
         t = r["true"].to_numpy()
         e = r["estimate"].to_numpy()
-        rel = _rel_err(t, e)
+        rel = metrics.relative_error(t, e)
         bins = selectivity_bin(t, n_rows)
         groups = [("all", np.ones(len(t), bool))]
         groups += [(b, bins == b) for b in dict.fromkeys(selectivity_bin(np.asarray(SELECTIVITY_EDGES[:-1]) * n_rows, n_rows))]
@@ -336,14 +324,8 @@ def write_evaluation(ev: Evaluation, workload) -> None:
     ev.results.to_csv(out / "results.csv", index=False, float_format="%.10g")
     ev.summary.to_csv(out / "summary.csv", index=False, float_format="%.10g")
     ev.runs.to_csv(out / "runs.csv", index=False, float_format="%.6g")
-    (out / "meta.json").write_text(json.dumps({**ev.meta, "machine": _machine()}, indent=2, default=str) + "\n")
+    (out / "meta.json").write_text(json.dumps({**ev.meta, "machine": machine_info()}, indent=2, default=str) + "\n")
     write_report(ev, out / "report.html")
-
-
-def _machine() -> dict:
-    from .report import machine_info
-
-    return machine_info()
 
 
 # --------------------------------------------------------------------------------- report
@@ -397,7 +379,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
         fig, ax = plt.subplots(figsize=(10, 4.2))
         for lab in ok:
             r = ev.results[ev.results["model"] == lab]
-            v = np.sort(_rel_err(r["true"].to_numpy(), r["estimate"].to_numpy()))
+            v = np.sort(metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy()))
             v = v[~np.isnan(v)]
             ax.plot(np.maximum(v, 1e-6), np.linspace(0, 1, len(v)), label=lab)
         ax.set_xscale("log")
@@ -411,7 +393,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
         data = []
         for lab in ok:
             r = ev.results[ev.results["model"] == lab]
-            v = _rel_err(r["true"].to_numpy(), r["estimate"].to_numpy())
+            v = metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy())
             data.append(np.maximum(v[~np.isnan(v)], 1e-6))
         ax.boxplot(data, showfliers=False)
         ax.set_xticks(np.arange(1, len(ok) + 1), ok, rotation=15, fontsize=8)

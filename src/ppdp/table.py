@@ -84,8 +84,8 @@ class Table:
         domains: Mapping[str, Sequence[str]],
         quasi: Sequence[str] = (),
         sensitive: Sequence[str] = (),
-        numeric: Mapping[str, Sequence[float] | None] | None = None,
-    ):
+        numeric: Mapping[str, Sequence[float] | np.ndarray | None] | None = None,
+    ) -> None:
         self._codes: dict[str, np.ndarray] = {}
         self._domains: dict[str, tuple[str, ...]] = {}
         n = None
@@ -107,9 +107,9 @@ class Table:
         self._n = int(n or 0)
         self._numeric: dict[str, np.ndarray | None] = {}
         for name in self._codes:
-            vals = (numeric or {}).get(name)
+            vals: Sequence[float] | np.ndarray | None = (numeric or {}).get(name)
             if vals is None:
-                vals = _numeric_values(self._domains[name])
+                vals = domain_numeric_values(self._domains[name])
             self._numeric[name] = None if vals is None else np.asarray(vals, dtype=float)
         self.quasi = tuple(quasi)
         self.sensitive = tuple(sensitive)
@@ -229,7 +229,7 @@ class Table:
         meta = {
             "quasi": [c for c in self.quasi if c in cols],
             "sensitive": [c for c in self.sensitive if c in cols],
-            "numeric": {c: (None if self._numeric[c] is None else self._numeric[c].tolist()) for c in cols},
+            "numeric": {c: (None if (v := self._numeric[c]) is None else v.tolist()) for c in cols},
         }
         schema = pa.schema([pa.field(c, a.type) for c, a in zip(cols, arrays)], metadata={_META_KEY: json.dumps(meta)})
         return pa.Table.from_arrays(arrays, schema=schema)
@@ -340,7 +340,8 @@ class Table:
         return f"Table(n_rows={self._n}, quasi={list(self.quasi)}, sensitive={list(self.sensitive)})"
 
 
-def _numeric_values(domain: Sequence[str]) -> np.ndarray | None:
+def domain_numeric_values(domain: Sequence[str]) -> np.ndarray | None:
+    """The labels of a domain as numbers, if every label is one (else None)."""
     try:
         vals = [float(x) for x in domain]
     except ValueError:
@@ -348,6 +349,10 @@ def _numeric_values(domain: Sequence[str]) -> np.ndarray | None:
     if any(math.isnan(v) for v in vals):
         return None
     return np.asarray(vals)
+
+
+# The old private name, still imported by releases/base.py and engines/spark.py until they move.
+_numeric_values = domain_numeric_values
 
 
 def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_values: tuple[str, ...]):
@@ -401,7 +406,7 @@ def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_value
     else:
         texts = pd.Series(arr[present]).map(_as_label).to_numpy(dtype=object)
         uniq, inv = np.unique(texts.astype(str), return_inverse=True)
-        nv = _numeric_values(list(uniq))
+        nv = domain_numeric_values(list(uniq))
         if nv is not None:  # numbers given as text: order numerically
             order = np.argsort(nv, kind="stable")
             rank = np.empty_like(order)

@@ -12,13 +12,13 @@ Runs on the bundled 48,842 Adult rows and on its first 10^4 rows (the paper's se
 from __future__ import annotations
 
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..provenance import provenance
 
 EPS_TABLE = [0.05, 0.1, 0.5, 1.0]
 DIMS = ["age", "hours_per_week"]
@@ -217,9 +217,9 @@ def _methods(eps, settings):
 
 
 def fig16(out, quick, seed, datasets, settings) -> pd.DataFrame:
-    import ppdp
     from tqdm import tqdm
 
+    import ppdp
     from ..queries import answer_exact
     from ..queries.workloads import range_workload
 
@@ -399,17 +399,14 @@ def heldout_ranking(df: pd.DataFrame) -> pd.Series:
 
 
 def run(out_dir: Path, quick: bool) -> Path:
-    import ppdp
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     seed = 20240601
     started = time.time()
     datasets = _datasets(quick)
-    meta = {"paper": "Xiao, Xiong, Fan & Goryczka, DPCube", "quick": quick, "seed": seed,
-            "library_version": ppdp.__version__, "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
-            "datasets": [{"name": n, **{k: v for k, v in i.items()}} for n, _, i in datasets],
-            "dims": DIMS, "sampler": "discrete Laplace (ppdp.mechanisms.noise)"}
+    meta = provenance(seed, paper="Xiao, Xiong, Fan & Goryczka, DPCube", quick=quick,
+                      datasets=[{"name": n, **{k: v for k, v in i.items()}} for n, _, i in datasets],
+                      dims=DIMS, sampler="discrete Laplace (ppdp.mechanisms.noise)")
     sims = figs_9_12(out, quick, seed)
     heldout = defaults_experiment(out, quick, seed)
     f1415 = figs_14_15(out, quick, seed, datasets)

@@ -23,13 +23,14 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ..metrics import relative_error
+from ..provenance import describe, provenance
 
 DATASETS = ("occ", "edu")
 FLOOR = 0.02
@@ -66,7 +67,7 @@ def _re_stats(act: np.ndarray, est: np.ndarray) -> dict:
     """Relative error |act − est| / act over the queries (all have act > 0): the mean (the paper's
     metric), the median, and the mean over queries with act ≥ 100 (the mean is dominated by a few
     queries with tiny true counts)."""
-    re = np.abs(act - est) / act
+    re = relative_error(act, est)
     big = act >= 100
     return {"mean_relative_error": float(re.mean()), "median_relative_error": float(np.median(re)),
             "mean_relative_error_act_ge_100": float(re[big].mean()) if big.any() else float("nan"),
@@ -209,9 +210,8 @@ def figure4(tables: dict, cfg: dict, out: Path, progress) -> list[dict]:
 def figure5(tables: dict, cfg: dict, out: Path, progress) -> list[dict]:
     import ppdp
     from ..queries import answer_exact
-    from ..queries.workloads import anatomy_workload
-
     from ..queries.model import Query
+    from ..queries.workloads import anatomy_workload
 
     rows = []
     work = {}
@@ -330,10 +330,9 @@ def _get(rows, **kw):
 
 
 def _summary(out: Path, cfg: dict, quick: bool, meta: dict, f3, f4, f5, f6, f7, elapsed: float) -> Path:
-    import ppdp
 
     L = ["# Reproduction of §7 of *Inferential or Differential: Privacy Laws Dictate* (Wang, Wang, Fu, Wong)", "",
-         f"Mode: **{'quick' if quick else 'full'}**. ppdp {ppdp.__version__}; {os.cpu_count()} cores, {platform.platform()}; "
+         f"Mode: **{'quick' if quick else 'full'}**. {describe()}; "
          f"run time {elapsed:.0f} s. f'_i = min(1, θ f_i + {FLOOR}), M = min_i ⌈1/f'_i⌉, M' = {MAX_BUCKET}.", "",
          "**Data.** The paper used a 500K-row IPUMS CENSUS extract (OCC-300K / EDU-300K by default). That extract is not "
          "public; ppdp uses its closest public twin, UCI Census-Income (KDD): " +
@@ -543,9 +542,9 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     def progress(it, desc):
         return tqdm(it, desc=desc, leave=False)
 
-    tables, meta = {}, {"tables": {}, "config": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
-                        "quick": quick, "library_version": ppdp.__version__, "floor": FLOOR, "max_bucket": MAX_BUCKET,
-                        "workload_seed": 0, "sampling_seed": 0}
+    tables, meta = {}, {"tables": {}, **provenance(config={k: list(v) if isinstance(v, tuple) else v for k, v in cfg.items()},
+                                                   quick=quick, floor=FLOOR, max_bucket=MAX_BUCKET, workload_seed=0,
+                                                   sampling_seed=0)}
     for d in DATASETS:
         t, info = ppdp.datasets.load_info(d)
         o = t.counts(t.sa)

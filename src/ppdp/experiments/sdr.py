@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ..metrics import mean_relative_error
+from ..provenance import describe
 
 SETTINGS = [(0.1, 0.3), (0.1, 0.5), (0.2, 0.5), (0.2, 0.8), (0.3, 0.8)]
 FIG9 = np.array([12, 8, 6, 5, 4, 3, 1, 1, 1, 1])
 
 
 def _mre(est, exact):
-    ok = exact > 0
-    return float(np.mean(np.abs(est[ok] - exact[ok]) / exact[ok]))
+    return mean_relative_error(exact, est)
 
 
 def _balancing_figure(out_dir: Path) -> Path:
@@ -141,7 +141,7 @@ def run(out_dir: Path, quick: bool) -> Path:
              f"Mode: {'quick' if quick else 'full'}; anatomy workload {n_queries} queries, selectivity 1%, workload seed 0; "
              f"{reps} release(s) per cell (seeds 1000..{999 + reps}), errors averaged. Data: "
              + "; ".join(f"{k.upper()} {v['n']} rows ({v['sampling']})" for k, v in meta_data.items()) + ".",
-             f"ppdp {ppdp.__version__}; machine: {os.cpu_count()} cores, {platform.platform()}; run time {time.time() - t_start:.0f} s.", "",
+             f"{describe()}; run time {time.time() - t_start:.0f} s.", "",
              "| data | (ρ1, ρ2) | MRE anatomy: SDR / uniform (ratio) | MRE SA counts: SDR / uniform (ratio) | sub-tables | SDR retention min–max (n-weighted mean) | uniform retention |",
              "|---|---|---|---|---|---|---|"]
     ratios = {"mre_anatomy": [], "mre_sa_counts": []}

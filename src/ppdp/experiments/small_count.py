@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+
+from ..metrics import relative_error
+from ..provenance import describe, provenance
 
 BINS = [(0.005, 0.01), (0.01, 0.02), (0.02, 0.03), (0.03, 0.04), (0.04, 0.05)]
 BIN_LABELS = ["0.5-1%", "1-2%", "2-3%", "3-4%", "4-5%"]
@@ -52,8 +53,9 @@ def _write_csv(path: Path, rows: list[dict], meta: dict) -> None:
 
 
 def rel_errors(est, act):
-    act = np.asarray(act, float)
-    return np.abs(np.asarray(est, float) - act) / np.maximum(act, 1e-300)
+    """Relative error per query (:func:`ppdp.metrics.relative_error`; NaN where act = 0, and
+    every bin of :func:`by_bins` holds positive counts only)."""
+    return relative_error(act, est)
 
 
 def by_bins(err, act, n):
@@ -131,9 +133,8 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     l_primes = [2, 3, 5, 7, 10] if quick else list(range(2, 11))
     seeds = [0] if quick else [0, 1, 2]
     n_queries = 5000
-    meta = {"paper": "Fu, Wang, Wang & Wong, Small Count Privacy and Large Count Utility in Data Publishing",
-            "library_version": ppdp.__version__, "quick": quick, "release_seeds": seeds, "workload_seed": 0,
-            "n_queries": n_queries, "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+    meta = {**provenance(paper="Fu, Wang, Wang & Wong, Small Count Privacy and Large Count Utility in Data Publishing",
+                         quick=quick, release_seeds=seeds, workload_seed=0, n_queries=n_queries),
             "estimator": "full-transition iterative Bayes (eq 12-13 with the m×m decoy-group transition from the published counts), tol 1%", "selectivity_bins": BIN_LABELS}
     tables, infos = {}, {}
     for n in sizes_n:
@@ -141,7 +142,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     meta["data"] = {str(n): infos[n] for n in sizes_n}
     summary = ["# Small-count privacy (mechanism A') on OCC — reproduction", "",
                f"Mode: {'quick' if quick else 'full'}; release seeds {seeds}; {n_queries} point queries (workload seed 0); "
-               f"ppdp {ppdp.__version__}; {os.cpu_count()} CPUs.",
+               f"{describe()}.",
                "Data: " + "; ".join(f"OCC-{n // 1000}K: {infos[n].get('how', infos[n])}" for n in sizes_n), ""]
     claims = []
 

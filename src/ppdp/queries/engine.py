@@ -169,6 +169,7 @@ class CountIndex:
                         lut = (lut[:, :, None] & nxt[:, None, :]).reshape(len(chunk), -1)
                     part = np.take(lut, code, axis=1)
                     M = part if M is None else np.logical_and(M, part, out=M)
+                assert M is not None  # every combination packs at least one column
                 out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
         return out
 

@@ -7,7 +7,6 @@ attribute's domain codes, which is what every estimator consumes.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -39,7 +38,7 @@ class Predicate:
             and not (self.low_open or self.high_open)
 
     def to_json(self) -> dict:
-        d = {"column": self.column, "kind": self.kind}
+        d: dict[str, object] = {"column": self.column, "kind": self.kind}
         if self.kind == "between":
             d.update(low=self.low, high=self.high)
             if self.low_open or self.high_open:
@@ -61,18 +60,18 @@ class Predicate:
         if lookup is None:
             lookup = {lab: i for i, lab in enumerate(dom)}
         if self.kind in ("in", "eq"):
-            idx = [lookup.get(v if isinstance(v, str) else _normalise(v)) for v in self.values]
-            if None in idx:
-                v = self.values[idx.index(None)]
-                raise QueryError(f"value {v!r} is not in the domain of {self.column!r} (e.g. {list(dom)[:5]})")
+            found = [lookup.get(v if isinstance(v, str) else normalise_label(v)) for v in self.values]
+            if None in found:
+                missing = self.values[found.index(None)]
+                raise QueryError(f"value {missing!r} is not in the domain of {self.column!r} (e.g. {list(dom)[:5]})")
             m = np.zeros(len(dom), dtype=bool)
-            m[idx] = True
+            m[[i for i in found if i is not None]] = True
             return m
         if self.kind == "between":
             lo, hi = self.low, self.high
-            if self.closed_range and not (numeric is not None and _is_number(lo) and _is_number(hi)):
+            if self.closed_range and not (numeric is not None and is_number(lo) and is_number(hi)):
                 try:  # BETWEEN on labels: the code range, in either order
-                    a, b = lookup[_normalise(lo)], lookup[_normalise(hi)]
+                    a, b = lookup[normalise_label(lo)], lookup[normalise_label(hi)]
                 except KeyError:
                     raise QueryError(f"range bounds {lo!r}..{hi!r} for {self.column!r} are neither numbers on a "
                                      "numeric domain nor labels") from None
@@ -83,21 +82,22 @@ class Predicate:
             for bound, is_low, is_open in ((lo, True, self.low_open), (hi, False, self.high_open)):
                 if bound is None:
                     continue
-                if numeric is not None and _is_number(bound):
-                    v = float(bound)
-                    m &= (numeric > v if is_open else numeric >= v) if is_low else (numeric < v if is_open else numeric <= v)
+                if numeric is not None and is_number(bound):
+                    x = float(bound)
+                    m &= (numeric > x if is_open else numeric >= x) if is_low else (numeric < x if is_open else numeric <= x)
                     continue
-                code = lookup.get(_normalise(bound))
+                code = lookup.get(normalise_label(bound))
                 if code is None:
                     raise QueryError(f"range bound {bound!r} for {self.column!r} is neither a number on a numeric "
                                      "domain nor a label")
-                idx = np.arange(len(dom))
-                m &= (idx > code if is_open else idx >= code) if is_low else (idx < code if is_open else idx <= code)
+                codes = np.arange(len(dom))
+                m &= (codes > code if is_open else codes >= code) if is_low else (codes < code if is_open else codes <= code)
             return m
         raise QueryError(f"unknown predicate kind {self.kind!r}")
 
 
-def _is_number(x) -> bool:
+def is_number(x) -> bool:
+    """``float(x)`` succeeds (a bound that can compare against a numeric domain)."""
     try:
         float(x)
         return True
@@ -105,12 +105,17 @@ def _is_number(x) -> bool:
         return False
 
 
-def _normalise(v) -> str:
+def normalise_label(v) -> str:
+    """The domain label a query value stands for: ``3.0`` → ``"3"``, strings unchanged."""
     if isinstance(v, str):
         return v
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+# Old private names, still imported by releases/histogram.py until it moves to the public ones.
+_is_number, _normalise = is_number, normalise_label
 
 
 @dataclass(frozen=True)
@@ -138,12 +143,6 @@ class Query:
     @classmethod
     def from_json(cls, d: Mapping) -> "Query":
         return cls(tuple(Predicate.from_json(p) for p in d["predicates"]))
-
-    @classmethod
-    def parse(cls, where: str) -> "Query":
-        from .parser import parse_where
-
-        return parse_where(where)
 
     def __str__(self) -> str:
         parts = []
@@ -185,40 +184,3 @@ class Resolver:
 
     def all(self, queries: Iterable["Query"]) -> list[dict[str, np.ndarray]]:
         return [self(q) for q in queries]
-
-
-class Workload(list):
-    """A list of queries plus the parameters that generated it (saved as JSON lines)."""
-
-    def __init__(self, queries: Iterable[Query] = (), meta: Mapping | None = None):
-        super().__init__(queries)
-        self.meta = dict(meta or {})
-
-    def save(self, path) -> None:
-        with open(path, "w") as f:
-            f.write(json.dumps({"workload": self.meta}) + "\n")
-            for q in self:
-                f.write(json.dumps(q.to_json()) + "\n")
-
-    @classmethod
-    def load(cls, path) -> "Workload":
-        queries, meta = [], {}
-        try:
-            with open(path) as f:
-                for i, line in enumerate(f, 1):
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        d = json.loads(line)
-                        if "workload" in d:
-                            meta = d["workload"]
-                        elif "where" in d:
-                            queries.append(Query.parse(d["where"]))
-                        else:
-                            queries.append(Query.from_json(d))
-                    except (json.JSONDecodeError, KeyError, TypeError) as e:
-                        raise QueryError(f"{path}: line {i} is not a query ({e})") from None
-        except OSError as e:
-            raise QueryError(f"cannot read workload {path}: {e}") from None
-        return cls(queries, meta)

@@ -18,7 +18,8 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import PpdpError
-from .model import Predicate, Query, Workload
+from .model import Predicate, Query
+from .workload import Workload, answer_exact
 
 
 def _in(col: str, domain: Sequence[str], codes: np.ndarray) -> Predicate:
@@ -28,8 +29,6 @@ def _in(col: str, domain: Sequence[str], codes: np.ndarray) -> Predicate:
 def anatomy_workload(table, n_queries: int = 5000, selectivity: float = 0.01, seed: int = 0,
                      quasi: Sequence[str] | None = None, sensitive: str | None = None,
                      max_redraws: int = 50) -> Workload:
-    from . import answer_exact
-
     if not 0 < selectivity <= 1:
         raise PpdpError(f"selectivity must be in (0, 1], got {selectivity}")
     qi = list(quasi or table.quasi)

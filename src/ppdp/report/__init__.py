@@ -11,11 +11,12 @@ import base64
 import html
 import io
 import os
-import platform
-import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+from ..provenance import machine_info
+
+__all__ = ["HtmlReport", "figure_png", "machine_info"]
 
 _CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.45}
@@ -34,30 +35,6 @@ figcaption{font-size:.85em;color:#555}
 img{max-width:100%}
 code{background:#f0f0f0;padding:0 .2em}
 """
-
-
-def machine_info() -> dict[str, Any]:
-    """Machine and library versions, for the provenance block of every result file."""
-    import matplotlib
-    import numpy
-    import pandas
-    import pyarrow
-    import scipy
-
-    from .. import __version__
-
-    return {
-        "ppdp": __version__,
-        "python": sys.version.split()[0],
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "pandas": pandas.__version__,
-        "pyarrow": pyarrow.__version__,
-        "matplotlib": matplotlib.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-    }
 
 
 def figure_png(fig, dpi: int = 110) -> bytes:
