@@ -3,3 +3,4 @@ Laplace answer baseline. Defining each class registers it (:mod:`ppdp.registry`)
 from .uniform import GlobalRandomization, UniformPerturbation  # noqa: F401
 from .diverted import Diverted  # noqa: E402,F401
 from .sdr import SDR  # noqa: F401
+from .laplace import LaplaceBaseline  # noqa: F401
