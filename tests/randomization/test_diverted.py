@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import ppdp
-from ppdp.errors import InfeasibleError, PpdpError, QueryError, SchemaError
-from ppdp.mechanisms.randomization.diverted import (decoy_groups, decoy_schedule, estimate,
-                                                    randomize_in_groups)
+from ppdp.errors import InfeasibleError, ParameterError, PpdpError, SchemaError
+from ppdp.estimators.randomized import FourStateClosed, FourStateIterative, FullIterative
+from ppdp.mechanisms.randomization.diverted import decoy_groups, decoy_schedule, randomize_in_groups
 from ppdp.queries import Predicate, Query, Workload
 
 
@@ -199,7 +199,7 @@ def test_sa_only_estimate_is_published_count():
     wl = Workload([Query((Predicate("s", "eq", (f"s{i}",)),)) for i in range(5)]
                   + [Query((Predicate("s", "in", ("s0", "s3")),)), Query((Predicate("a", "eq", ("a1",)),))])
     for method in ("iterative", "closed"):
-        est = r.answer(wl, method=method)
+        est = r.answer(wl, estimator=method)
         assert np.allclose(est[:5], pub)
         assert est[5] == pub[0] + pub[3]
         assert est[6] == ppdp.answer_exact(t, wl[6:])[0]  # NSA-only: exact
@@ -212,12 +212,12 @@ def test_closed_form_unbiased_over_repeated_releases():
     wl = Workload([Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", (f"s{i}",)))) for i in range(6)])
     truth = ppdp.answer_exact(t, wl)
     R = 300
-    est = np.array([ppdp.publish(t, ppdp.Diverted(lp), seed=s).answer(wl, method="closed") for s in range(R)])
+    est = np.array([ppdp.publish(t, ppdp.Diverted(lp), seed=s).answer(wl, estimator="closed") for s in range(R)])
     mean, se = est.mean(axis=0), est.std(axis=0, ddof=1) / np.sqrt(R)
     z = (mean - truth) / se
     assert np.all(np.abs(z) < 3.5), (mean, truth, se)
     # the paper's r = f_s/N is biased: on the largest value the bias is many standard errors
-    est_p = np.array([ppdp.publish(t, ppdp.Diverted(lp), seed=s).answer(wl[:1], method="closed", r="paper") for s in range(100)])
+    est_p = np.array([ppdp.publish(t, ppdp.Diverted(lp), seed=s).answer(wl[:1], estimator=FourStateClosed(r="paper")) for s in range(100)])
     assert abs(est_p.mean() - truth[0]) > 5 * est_p.std(ddof=1) / 10
 
 
@@ -225,11 +225,11 @@ def test_iterative_matches_closed_form_on_large_counts():
     t = _table_with_independent_P([8000, 7000, 5000, 4000, 3500, 2500])
     r = ppdp.publish(t, ppdp.Diverted(3), seed=5)
     wl = Workload([Query((Predicate("a", "eq", (a,)), Predicate("s", "eq", (f"s{i}",)))) for i in range(6) for a in ("a0", "a1")])
-    closed = r.answer(wl, method="closed")
-    it = r.answer(wl, method="iterative", tol=1e-9)
+    closed = r.answer(wl, estimator="closed")
+    it = r.answer(wl, estimator=FourStateIterative(tol=1e-9))
     assert np.all(closed > 0)
     assert np.allclose(it, closed, rtol=1e-4)
-    loose = r.answer(wl, method="iterative")  # the paper's 1 % stopping rule
+    loose = r.answer(wl, estimator="iterative")  # the paper's 1 % stopping rule
     assert np.all(np.abs(loose - closed) / closed < 0.25)
 
 
@@ -240,12 +240,17 @@ def test_iterative_is_nonnegative_and_vectorised_over_sets():
     q1 = Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", ("s1",))))
     q4 = Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", ("s4",))))
     for method in ("iterative", "closed"):
-        e = r.answer([q_set, q1, q4], method=method)
+        e = r.answer([q_set, q1, q4], estimator=method)
         assert e[0] == pytest.approx(e[1] + e[2])
-    est, iters = estimate(r, *r.resolve([q1, q4]), return_details=True)
+    est, iters = FullIterative().answer_with_iterations(r, [q1, q4])
     assert (est >= 0).all() and (iters >= 1).all()
-    with pytest.raises(QueryError):
-        r.answer([q1], method="nope")
+    assert np.array_equal(est, r.answer([q1, q4]))  # the default estimator
+    est4, iters4 = FourStateIterative().answer_with_iterations(r, [q1, q4])
+    assert (est4 >= 0).all() and (iters4 >= 1).all()
+    with pytest.raises(ParameterError):
+        r.answer([q1], estimator="nope")
+    with pytest.raises(ParameterError):
+        FourStateIterative(r="approx")
 
 
 def test_two_sensitive_attributes_tensor_product():
@@ -264,7 +269,7 @@ def test_two_sensitive_attributes_tensor_product():
     assert np.all(np.abs(est - truth) / truth < 0.25), (est, truth)
     # over repeated releases the closed-form (tensor-product inversion) is unbiased
     R = 60
-    cl = np.array([ppdp.publish(t, ppdp.Diverted(3), seed=k).answer([q], method="closed")[0] for k in range(R)])
+    cl = np.array([ppdp.publish(t, ppdp.Diverted(3), seed=k).answer([q], estimator="closed")[0] for k in range(R)])
     assert abs(cl.mean() - truth[0]) < 3.5 * cl.std(ddof=1) / np.sqrt(R)
 
 

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from test_diverted import brute_force_groups, eligible_counts, make_table
 
 import ppdp
-from ppdp.mechanisms.randomization.diverted import (full_closed, full_iterative, receiver_counts,
-                                                    transition_matrix)
+from ppdp.estimators.randomized import FullClosed, full_closed, full_iterative
+from ppdp.mechanisms.randomization.diverted import receiver_counts, transition_matrix
 from ppdp.queries import Predicate, Query, Workload
 
 
@@ -82,9 +82,9 @@ def test_unbiased_over_repeated_releases_where_the_4_state_model_is_not():
     oracle, fhat, four = [], [], []
     for s in range(R):
         r = ppdp.publish(t, ppdp.Diverted(3), seed=s)
-        oracle.append(r.answer(wl, method="full-closed", transition_counts=[np.array(COUNTS)]))
-        fhat.append(r.answer(wl, method="full-closed"))
-        four.append(r.answer(wl, method="closed"))
+        oracle.append(r.answer(wl, estimator=FullClosed(transition_counts=[np.array(COUNTS)])))
+        fhat.append(r.answer(wl, estimator="full-closed"))
+        four.append(r.answer(wl, estimator="closed"))
     oracle, fhat, four = map(np.array, (oracle, fhat, four))
 
     def z(e):
@@ -107,10 +107,10 @@ def test_sets_sa_only_and_nonnegativity():
     q14 = Query((Predicate("a", "eq", ("a1",)), Predicate("s", "in", ("s1", "s4"))))
     q_all = [Query((Predicate("a", "eq", (a,)), Predicate("s", "eq", (f"s{i}",)))) for a in ("a0", "a1") for i in range(6)]
     for method in ("full-iterative", "full-closed"):
-        assert np.allclose(r.answer(sa_only, method=method), pub)  # Theorem 3: f̂ is a fixed point
-        e = r.answer([q14, q1, q4], method=method)
+        assert np.allclose(r.answer(sa_only, estimator=method), pub)  # Theorem 3: f̂ is a fixed point
+        e = r.answer([q14, q1, q4], estimator=method)
         assert e[0] == pytest.approx(e[1] + e[2])
-    both = r.answer(q_all, method="full-closed").reshape(2, 6)
+    both = r.answer(q_all, estimator="full-closed").reshape(2, 6)
     assert np.allclose(both.sum(axis=0), pub)  # linear: P and not-P add up to the SA-only estimate
     assert (r.answer(q_all) >= 0).all()  # the default (full-iterative) never goes negative
 
@@ -123,7 +123,7 @@ def test_more_accurate_than_the_4_state_model_on_a_correlated_predicate():
     for s in range(10):
         r = ppdp.publish(t, ppdp.Diverted(3), seed=s)
         for m in err:
-            err[m].append(np.abs(r.answer(wl, method=m) - truth).sum())
+            err[m].append(np.abs(r.answer(wl, estimator=m) - truth).sum())
     assert np.mean(err["full-iterative"]) < 0.5 * np.mean(err["iterative"]), err
 
 
@@ -143,12 +143,12 @@ def test_two_sensitive_attributes_tensor_product_unbiased():
     est, marg = [], []
     for k in range(R):
         r = ppdp.publish(t, ppdp.Diverted(3), seed=k)  # N = 6000: nothing dropped
-        est.append(r.answer(q, method="full-closed", transition_counts=[cs, cu]))
+        est.append(r.answer(q, estimator=FullClosed(transition_counts=[cs, cu])))
         if k < 3:
             # one SA of a two-SA release: the marginal of the joint inversion (T⁻¹ rows sum to 1)
             one = [Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", ("s0",))))]
             joint = [Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", ("s0",)), Predicate("t", "in", tuple(f"t{j}" for j in range(4)))))]
-            marg.append((r.answer(one, method="full-closed")[0], r.answer(joint, method="full-closed")[0]))
+            marg.append((r.answer(one, estimator="full-closed")[0], r.answer(joint, estimator="full-closed")[0]))
     est = np.array(est)
     z = (est.mean(axis=0) - truth) / (est.std(axis=0, ddof=1) / np.sqrt(R))
     assert np.all(np.abs(z) < 3.5), (est.mean(axis=0), truth)

@@ -27,7 +27,8 @@ def test_posterior_audit_real(real, name):
     for rho1, rho2 in SETTINGS:
         mech = ppdp.SDR(rho1, rho2)
         rel = ppdp.publish(t, mech, seed=0)
-        _, C, sap = mech.plan(t)  # the sub-tables' true SA counts (counts only, deterministic)
+        plan = mech.plan(t.counts(t.sa))  # the sub-tables' true SA counts (counts only, deterministic)
+        C, sap = plan.counts, plan.sa_prime
         sts = rel.certificate["subtables"]
         assert len(sts) == len(C) and (C.sum(axis=0) == counts).all()
         sub = rel.data.column("subtable").to_numpy()
@@ -56,7 +57,8 @@ def test_posterior_by_simulation():
     t = _small()
     rho1, rho2 = 0.2, 0.5
     mech = ppdp.SDR(rho1, rho2)
-    _, C, sap = mech.plan(t)
+    plan = mech.plan(t.counts(t.sa))
+    C, sap = plan.counts, plan.sa_prime
     J, m = C.shape
     hits = np.zeros((J, m))
     seen = np.zeros((J, m))

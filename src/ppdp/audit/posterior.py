@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..claims import claim_of
 from ..errors import ReleaseError
+from ..kernels.transition import TransitionGroup, TransitionModel, decoy_cooccurrence as kernel_cooccurrence, posterior_retained
 from ..releases.base import labels_to_codes
 
 TOL = 1e-9
@@ -183,6 +185,9 @@ def _audit_bucketized(release, table) -> AuditResult:
 
 
 # ------------------------------------------------------------------------------ randomized
+# The randomized audits read the release's public transition model (one per SA,
+# RandomizedRelease.transition_models) and take their bound from the typed claim
+# (claim_of(manifest).bound()), the object verify checks.
 def _published_counts(release, sa, dom, mask=None) -> np.ndarray:
     codes = release.codes("data", sa)
     if mask is not None:
@@ -191,9 +196,10 @@ def _published_counts(release, sa, dom, mask=None) -> np.ndarray:
 
 
 def _rho(release) -> tuple[float | None, float | None]:
-    p = release.manifest.get("params", {})
-    c = release.certificate
-    r1, r2 = c.get("rho1", p.get("rho1")), c.get("rho2", p.get("rho2"))
+    """(ρ1, ρ2) as the claim states them (verify checks them against params); (None, None)
+    for a claim without a (ρ1, ρ2) bound."""
+    b = claim_of(release.manifest).bound()
+    r1, r2 = b.get("prior_at_most"), b.get("posterior")
     return (None if r1 is None else float(r1)), (None if r2 is None else float(r2))
 
 
@@ -201,16 +207,14 @@ def bayes_posterior(prior: np.ndarray, keep: float, other: float) -> np.ndarray:
     """P(x | y) (rows y, columns x) for P(y|x) = keep if y = x else other."""
     prior = np.asarray(prior, float)
     m = len(prior)
-    lik = np.full((m, m), other) + np.eye(m) * (keep - other)  # lik[y, x] = P(y | x)
-    joint = lik * prior[None, :]
-    tot = joint.sum(axis=1, keepdims=True)
-    return np.divide(joint, tot, out=np.zeros_like(joint), where=tot > 0)
+    lik = np.full((m, m), other)
+    np.fill_diagonal(lik, keep)
+    return TransitionGroup(np.arange(m), lik).posterior(prior)
 
 
-def _reconstructed_prior(y_counts: np.ndarray, keep: float, other: float) -> np.ndarray:
-    """The adversary's prior estimated from the release: x̂ = (y − n·q)/(keep − q), clipped, normalised."""
-    n = y_counts.sum()
-    est = np.clip((y_counts - n * other) / (keep - other), 0, None)
+def _reconstructed_prior(y_counts: np.ndarray, group: TransitionGroup) -> np.ndarray:
+    """The adversary's prior estimated from the release: the model's inversion x̂ = y T⁻¹, clipped, normalised."""
+    est = np.clip(group.invert(y_counts), 0, None)
     return est / est.sum() if est.sum() > 0 else np.full(len(y_counts), 1 / len(y_counts))
 
 
@@ -228,32 +232,30 @@ def _randomized_classes(post: np.ndarray, y_counts: np.ndarray, prior: np.ndarra
 
 
 def _audit_uniform(release, table) -> AuditResult:
-    sa = release.schema["sensitive"][0]
+    model = release.transition_models()[0]
+    group = model.single
+    sa = model.attribute
     dom = release.domains[sa]
     m = len(dom)
-    cert = release.certificate
-    gamma = float(cert["gamma"]) if "gamma" in cert else None
-    if gamma is None:  # retention r = γ/(m−1+γ)
-        r = float(cert["retention"])
-        gamma = r * (m - 1) / (1 - r)
-    keep, other = gamma / (m - 1 + gamma), 1 / (m - 1 + gamma)
     y = _published_counts(release, sa, dom)
     notes = []
     if table is not None:
         prior = table.counts(table.sa) / table.n_rows
     else:
-        prior = _reconstructed_prior(y, keep, other)
+        prior = _reconstructed_prior(y, group)
         notes.append("no source table given: priors are the adversary's reconstruction from the release")
     rho1, rho2 = _rho(release)
-    sa_prime = prior <= rho1 + 1e-12 if rho1 is not None else np.zeros(m, bool)
-    post = bayes_posterior(prior, keep, other)
+    sa_prime = sa_prime_mask_of(prior, rho1)
+    post = group.posterior(prior)
     classes = _randomized_classes(post, y, prior, sa_prime, rho2, np.arange(m), dom)
     bound = np.where(sa_prime, rho2 if rho2 is not None else np.nan, np.nan)
     summary = _summarise(classes, dom, prior, bound, weights_col="count")
+    keep, other = float(group.matrix[0, 0]), float(group.q)
+    gamma = keep / other
     notes.append(f"uniform perturbation on m = {m} values, γ = {gamma:.4g}: P(keep) = {keep:.4g}, P(each other) = {other:.4g}; "
                  f"SA' = {int(sa_prime.sum())} values with prior ≤ ρ1 = {rho1}")
-    return AuditResult("randomized", release.manifest.get("mechanism", "uniform"), f"ρ2 = {rho2} for SA' values",
-                       classes, summary, notes)
+    bname = claim_of(release.manifest).bound().get("name", f"ρ2 = {rho2} for SA' values")
+    return AuditResult("randomized", release.manifest.get("mechanism", "uniform"), bname, classes, summary, notes)
 
 
 def _sdr_plan_counts(release, table):
@@ -263,7 +265,7 @@ def _sdr_plan_counts(release, table):
 
     p = release.manifest.get("params", {})
     try:
-        _, C, _ = SDR(**p).plan(table)
+        C = SDR(**p).plan(table.counts(table.sa), table.domain(table.sa)).counts
     except (TypeError, ValueError):
         return None
     sts = release.certificate["subtables"]
@@ -278,20 +280,22 @@ def _sdr_plan_counts(release, table):
 
 
 def _audit_sdr(release, table) -> AuditResult:
-    sa = release.schema["sensitive"][0]
+    model = release.transition_models()[0]
+    sa = model.attribute
     dom = list(release.domains[sa])
     m = len(dom)
-    sub = np.asarray(release.tables["data"].column("subtable").to_numpy(), dtype=np.int64)
+    sub = np.asarray(release.tables["data"].column(model.group_column).to_numpy(), dtype=np.int64)
     codes = release.codes("data", sa)
+    claim = claim_of(release.manifest)
+    bound_of = claim.bound()
     rho1, rho2 = _rho(release)
-    cert = release.certificate
     if table is not None:
         global_prior = table.counts(table.sa) / table.n_rows
         sa_prime_global = sa_prime_mask_of(global_prior, rho1)
     else:
         global_prior = np.bincount(codes, minlength=m) / max(len(codes), 1)
-        sa_prime_global = np.isin(np.arange(m), [dom.index(v) for v in cert.get("sa_prime", [])]) if "sa_prime" in cert \
-            else sa_prime_mask_of(global_prior, rho1)
+        sa_prime_global = np.isin(np.arange(m), [dom.index(v) for v in bound_of["sa_prime"]]) \
+            if bound_of.get("sa_prime") is not None else sa_prime_mask_of(global_prior, rho1)
     C = _sdr_plan_counts(release, table) if table is not None else None
     notes = []
     if C is not None:
@@ -301,22 +305,19 @@ def _audit_sdr(release, table) -> AuditResult:
                      "taken at the certificate's ρ1j (the largest SA' prior the certificate allows in T_j); "
                      "posterior_estimated_prior uses the adversary's reconstruction")
     parts = []
-    for st in cert["subtables"]:
-        j = int(st["id"])
-        jdom = np.array([dom.index(v) for v in st["domain"]])
-        p, q = float(st["p"]), float(st["q"])
-        keep = p + q
+    for j, (group, st) in enumerate(zip(model.groups, claim.subtables)):
+        jdom = group.domain
         yj = np.bincount(codes[sub == j], minlength=m)[jdom].astype(float)
-        est_prior = _reconstructed_prior(yj, keep, q)
+        est_prior = _reconstructed_prior(yj, group)
         sap = sa_prime_global[jdom]
         if C is not None:
             prior = C[j, jdom] / max(C[j].sum(), 1)
-            post = bayes_posterior(prior, keep, q)
+            post = group.posterior(prior)
         else:
             prior = est_prior
-            post = bayes_posterior(prior, keep, q)
-            g, r1 = float(st["gamma"]), float(st["rho1"])
-            worst = g * r1 / (g * r1 + 1 - r1) if r1 > 0 else 0.0  # posterior of x on seeing x retained, prior ρ1j
+            post = group.posterior(prior)
+            r1 = float(st["rho1"])
+            worst = float(posterior_retained(r1, float(st["gamma"]))) if r1 > 0 else 0.0  # prior ρ1j, seen retained
             post_cert = np.where(sap[None, :], worst * np.eye(len(jdom)), post)
             est_post = post
             post = post_cert
@@ -328,8 +329,9 @@ def _audit_sdr(release, table) -> AuditResult:
     classes = pd.concat(parts, ignore_index=True)
     bound = np.where(sa_prime_global, rho2 if rho2 is not None else np.nan, np.nan)
     summary = _summarise(classes, dom, global_prior, bound, weights_col="count")
-    notes.append(f"SDR with {len(cert['subtables'])} sub-tables; record class = (sub-table, published value)")
-    return AuditResult("randomized", release.manifest.get("mechanism", "sdr"), f"ρ2 = {rho2} for SA' values", classes, summary, notes)
+    notes.append(f"SDR with {len(model.groups)} sub-tables; record class = (sub-table, published value)")
+    return AuditResult("randomized", release.manifest.get("mechanism", "sdr"), bound_of.get("name", f"ρ2 = {rho2} for SA' values"),
+                       classes, summary, notes)
 
 
 def sa_prime_mask_of(prior: np.ndarray, rho1) -> np.ndarray:
@@ -338,21 +340,15 @@ def sa_prime_mask_of(prior: np.ndarray, rho1) -> np.ndarray:
 
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
     """C[x, s]: number of decoy groups holding both x and s, for the mechanism's own group
-    creation on SA counts ``counts`` (Anatomy's rule, ``decoy_schedule`` of A')."""
-    from scipy import sparse
-
-    from ..mechanisms.randomization.diverted import decoy_schedule
-
-    c = np.asarray(counts, dtype=np.int64)
-    vals, grps = decoy_schedule(c, int(l_prime))
-    M = sparse.csr_matrix((np.ones(len(vals)), (grps, vals)), shape=(int(grps.max(initial=-1)) + 1, len(c)))
-    return np.asarray((M.T @ M).todense()).astype(np.int64)
+    creation on SA counts ``counts`` (Anatomy's rule, the decoy schedule of A')."""
+    return kernel_cooccurrence(counts, l_prime)
 
 
 def _audit_diverted(release, table) -> AuditResult:
     sa = release.schema["sensitive"][0]
     dom = release.domains[sa]
-    lp = int(release.certificate["l_prime"])
+    bound_of = claim_of(release.manifest).bound()
+    lp = int(release.claim.l_prime)
     y = _published_counts(release, sa, dom)
     notes = []
     if table is not None:
@@ -366,15 +362,16 @@ def _audit_diverted(release, table) -> AuditResult:
     else:
         counts = np.rint(y).astype(np.int64)  # E[published count of s] = f_s under A'
         notes.append("no source table given: decoy groups rebuilt from the published counts (the MLE of f_s)")
-    C = decoy_cooccurrence(counts, lp)
-    tot = C.sum(axis=0, keepdims=True)
-    post = np.divide(C, tot, out=np.zeros(C.shape, float), where=tot > 0).T  # post[s, x] = P(x | published s)
-    m = len(dom)
+    model = TransitionModel.diverted(sa, counts, lp)  # the receiver-side model with the audit's counts
     prior = counts / max(counts.sum(), 1)
-    classes = _randomized_classes(post, y, prior, np.ones(m, bool), 1.0 / lp, np.arange(m), dom)
-    summary = _summarise(classes, dom, prior, np.full(m, 1.0 / lp), weights_col="count")
+    post = model.single.posterior(prior)  # post[s, x] = P(x | published s) = C[x, s]/Σ_z C[z, s]
+    m = len(dom)
+    bnd = float(bound_of["posterior"])
+    classes = _randomized_classes(post, y, prior, np.ones(m, bool), bnd, np.arange(m), dom)
+    summary = _summarise(classes, dom, prior, np.full(m, bnd), weights_col="count")
     notes.append(f"A' with ℓ' = {lp}: record class = published value s; posterior C[x,s]/Σ_z C[z,s]; bound 1/ℓ' = {1 / lp:.4g}")
-    return AuditResult("randomized", release.manifest.get("mechanism", "diverted"), f"1/ℓ' = 1/{lp}", classes, summary, notes)
+    return AuditResult("randomized", release.manifest.get("mechanism", "diverted"), bound_of.get("name", f"1/ℓ' = 1/{lp}"),
+                       classes, summary, notes)
 
 
 # ------------------------------------------------------------------------------- histogram

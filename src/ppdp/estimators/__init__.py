@@ -42,3 +42,5 @@ class Estimator(Parametrized):
 
 
 __all__ = ["Estimator"]
+from . import randomized  # noqa: E402,F401  (registers the randomized family's estimators)
+from . import answers  # noqa: E402,F401  (registers the answers family's estimator)

@@ -125,6 +125,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     from ..mechanisms.randomization import guarantees as g
     from ..mechanisms.randomization.laplace import laplace_answers
     from ..queries.workloads import point_workload
+    from ..estimators.randomized import FullClosed
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -280,9 +281,9 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     for s in seeds:
         rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
         for k in methods:
-            m_err[k].append(rel_errors(rel.answer(wl, method=k), act))
+            m_err[k].append(rel_errors(rel.answer(wl, estimator=k), act))
     div_err = m_err["full-iterative"]
-    glob_err = [rel_errors(ppdp.publish(t100, ppdp.UniformPerturbation(retention=1 / lp), seed=s).answer(wl), act) for s in seeds]
+    glob_err = [rel_errors(ppdp.publish(t100, ppdp.GlobalRandomization(lp), seed=s).answer(wl), act) for s in seeds]
     anat_err = [rel_errors(ppdp.publish(t100, ppdp.Anatomy(lp), seed=s).answer(wl), act) for s in seeds]
     res10 = {}
     for name, errs in ([(f"diverted l'=5 {k}", e) for k, e in m_err.items()]
@@ -328,16 +329,16 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     # ---------------------------------------------------------------- bias over repeated releases
     R = 10 if quick else 100
     f_true = t100.counts("occupation")  # N = 100,000 is a multiple of 5: nothing is dropped
-    variants = {"full-closed, true counts (oracle)": dict(method="full-closed", transition_counts=[f_true]),
-                "full-closed, published counts": dict(method="full-closed"),
-                "full-iterative, published counts (default)": dict(method="full-iterative"),
-                "4-state iterative (paper)": dict(method="iterative"),
-                "4-state closed form (paper)": dict(method="closed")}
+    variants = {"full-closed, true counts (oracle)": FullClosed(transition_counts=[f_true]),
+                "full-closed, published counts": "full-closed",
+                "full-iterative, published counts (default)": "full-iterative",
+                "4-state iterative (paper)": "iterative",
+                "4-state closed form (paper)": "closed"}
     reps = {k: [] for k in variants}
     for s in tqdm(range(1000, 1000 + R), desc="bias: repeated releases"):
         rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
-        for k, opts in variants.items():
-            reps[k].append(rel.answer(wl, **opts))
+        for k, est in variants.items():
+            reps[k].append(rel.answer(wl, estimator=est))
     # distinct queries with selectivity ≥ 0.5% (the workload repeats some queries)
     _, first = np.unique([repr(q) for q in wl], return_index=True)
     big = np.zeros(len(act), dtype=bool)
@@ -385,7 +386,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
                 rows12.append({"l_prime": lp, "note": str(e)})
                 break
             for k in errs:
-                errs[k].append(rel_errors(rel2.answer(wl2, method=k), act2))
+                errs[k].append(rel_errors(rel2.answer(wl2, estimator=k), act2))
         for k, ek in errs.items():
             if not ek:
                 continue

@@ -263,7 +263,7 @@ def load_release(directory: str | os.PathLike) -> Release:
 def _import_families() -> None:
     import importlib
 
-    for mod in ("bucketized", "randomized", "histogram"):
+    for mod in ("bucketized", "randomized", "histogram", "answers"):
         try:
             importlib.import_module(f"ppdp.releases.{mod}")
         except ModuleNotFoundError as e:  # a family not built yet

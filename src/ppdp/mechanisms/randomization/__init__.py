@@ -1,7 +1,6 @@
-"""Randomization mechanisms: uniform perturbation (global randomization), SDR and A'.
-
-Each module registers its estimator and verifier with ppdp.releases.randomized.
-"""
-from .uniform import UniformPerturbation  # noqa: F401
+"""Randomization mechanisms: uniform perturbation, global randomization A, SDR, A' and the
+Laplace answer baseline. Defining each class registers it (:mod:`ppdp.registry`)."""
+from .uniform import GlobalRandomization, UniformPerturbation  # noqa: F401
 from .diverted import Diverted  # noqa: E402,F401
 from .sdr import SDR  # noqa: F401
+from .laplace import LaplaceBaseline  # noqa: F401

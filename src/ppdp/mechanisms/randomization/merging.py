@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .uniform import gamma_for
+from ...kernels.transition import gamma_for
 
 STRATEGIES = ("objective", "none", "min-size")
 

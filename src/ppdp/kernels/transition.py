@@ -1,0 +1,383 @@
+"""The randomized family's one transition model, and the formulas behind it.
+
+Uniform perturbation, SDR, A' (Fu et al. 2014) and global randomization A all publish, for
+each record, a value drawn from a known distribution given the record's true value and its
+*group*: a :class:`TransitionModel` is a tuple of :class:`TransitionGroup` — a domain of SA
+codes and a transition matrix ``T[x, y] = P(published y | true x)`` on it.
+
+- uniform perturbation / A (Agrawal et al. 2005; Chaytor & Wang 2010): one group, the whole
+  SA domain of m values, ``T = q·J + p·I`` with retention γ/(m−1+γ), q = 1/(m−1+γ),
+  p = (γ−1)/(m−1+γ);
+- SDR: one group per sub-table T_j, on its own domain D_j with (m_j, γ_j);
+- A': the decoy groups are not published, so the receiver's model is one group on the whole
+  domain whose matrix comes from the group schedule re-run on the (published) SA counts:
+  T[x, y] = g[x, y]/(ℓ' f_x), g = number of decoy groups holding both x and y.
+
+The estimators invert these matrices, ``verify`` re-derives their parameters and the audit
+computes the adversary's Bayes posterior from them (:meth:`TransitionGroup.posterior`).
+This module also holds the per-row kernels that apply a plan (perturbation inside a domain,
+assignment of rows to decoy groups, uniform draw inside a group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import sparse
+
+from ..errors import InfeasibleError, PpdpError
+
+#: relative tolerance of every re-derivation of a γ, p, q or retention
+TOL = 1e-9
+
+
+# --------------------------------------------------------------------------- (ρ1, ρ2) formulas
+def gamma_for(rho1, rho2):
+    """Amplification γ = ρ2(1−ρ1)/(ρ1(1−ρ2)) that caps the posterior of a prior-ρ1 value at ρ2."""
+    rho1 = np.asarray(rho1, dtype=float)
+    return rho2 * (1.0 - rho1) / (rho1 * (1.0 - rho2))
+
+
+def perturbation_params(m, gamma):
+    """(retention, p, q) for domain size m and amplification γ: retention = γ/(m−1+γ),
+    q = 1/(m−1+γ), p = retention − q (the coefficient of the reconstruction)."""
+    s = np.asarray(m, dtype=float) - 1.0 + np.asarray(gamma, dtype=float)
+    return np.asarray(gamma) / s, (np.asarray(gamma) - 1.0) / s, 1.0 / s
+
+
+def gamma_from_retention(m, retention):
+    """Inverse of the retention formula: γ = retention·(m−1)/(1−retention)."""
+    return retention * (m - 1.0) / (1.0 - retention)
+
+
+def posterior_retained(prior, gamma):
+    """Exact Bayes posterior P(X = x | Y = x) of a value with the given prior (the largest
+    posterior the release allows about x: for Y = y ≠ x it is at most the prior)."""
+    prior = np.asarray(prior, dtype=float)
+    return prior * gamma / (1.0 + (gamma - 1.0) * prior)
+
+
+def sa_prime_mask(counts: np.ndarray, rho1: float) -> np.ndarray:
+    """SA': the observed values whose relative frequency in the table is ≤ ρ1."""
+    counts = np.asarray(counts)
+    return (counts > 0) & (counts <= rho1 * counts.sum() * (1 + 1e-12))
+
+
+def close(a: float, b: float, tol: float = TOL) -> bool:
+    """|a − b| ≤ tol·max(1, |b|) — the comparison every re-derivation uses."""
+    return abs(float(a) - float(b)) <= tol * max(1.0, abs(float(b)))
+
+
+# --------------------------------------------------------------------------- A' decoy groups
+def _first_failure(ok, hi: int) -> int:
+    """Smallest j in [0, hi) with ok(j) False (ok is monotone: True…True False…), else hi."""
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.ndarray]:
+    """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
+
+    Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
+    group (0 … N/ℓ'−1, in creation order) it goes to. Group g takes one tuple from each of
+    the ℓ' values with the most remaining tuples (ties: smaller code first).
+
+    The greedy is evaluated in runs instead of one group at a time. At any moment the values
+    split into F (strictly above the ℓ'-th largest remaining count L: each is taken by every
+    group), a block at level L (possibly with the level L−1 values when those are exactly the
+    block's smaller codes) and values below. Inside the block the greedy takes the a = ℓ' − |F|
+    largest by (count, −code) — a cyclic walk over the block in code order, a units per group.
+    That walk stays exact while the F values remain strictly above it and the values below stay
+    strictly below the lowest level it touches; both conditions are monotone in the number of
+    groups, so the longest valid run is found by bisection and written out with array
+    arithmetic. A run ends only when a value enters the block or a wrap breaks the code-order
+    pattern, so there are O(#values) runs (a few hundred on OCC), not N/ℓ' iterations.
+    """
+    r = np.asarray(counts, dtype=np.int64).copy()
+    n = int(r.sum())
+    if n % l_prime:
+        raise PpdpError(f"the number of tuples ({n}) is not a multiple of ℓ' = {l_prime}")
+    G = n // l_prime
+    if G and r.max() > G:
+        raise InfeasibleError(f"not eligible: a value occurs {int(r.max())} times > N/ℓ' = {G}")
+    codes = np.arange(len(r))
+    vals, grps = [], []
+    t = 0
+    while t < G:
+        order = np.lexsort((codes, -r))
+        L = int(r[order[l_prime - 1]])
+        F = np.flatnonzero(r > L)
+        a = l_prime - len(F)
+        top = np.flatnonzero(r == L)
+        low = np.flatnonzero(r == L - 1) if L >= 2 else np.zeros(0, dtype=np.int64)
+        if len(low) and low.max() < top.min():  # the level-L values are the block's largest codes
+            block, p = np.concatenate([low, top]), len(low)
+            below = r[r < L - 1]
+        else:
+            block, p = top, 0
+            below = r[r < L]
+        b = len(block)
+        max_below = int(below.max()) if len(below) else 0
+        min_f = int(r[F].min()) if len(F) else None
+
+        def ok(j: int) -> bool:
+            if L - (p + a * j + a - 1) // b <= max_below:  # lowest level the walk touches at group j
+                return False
+            return min_f is None or min_f - j > L - (p + a * j) // b
+
+        J = _first_failure(ok, G - t)
+        assert J >= 1
+        if len(F):
+            vals.append(np.repeat(F, J))
+            grps.append(np.tile(np.arange(t, t + J), len(F)))
+            r[F] -= J
+        u = np.arange(a * J, dtype=np.int64)
+        pos = (p + u) % b
+        vals.append(block[pos])
+        grps.append(t + u // a)
+        r[block] -= np.bincount(pos, minlength=b)
+        t += J
+    assert not r.any(), "decoy schedule did not use every tuple"
+    if not vals:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(vals).astype(np.int64), np.concatenate(grps).astype(np.int64)
+
+
+def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """C[x, s]: number of decoy groups holding both x and s (C[x, x] = f_x) for the group
+    schedule on SA counts ``counts``."""
+    c = np.asarray(counts, dtype=np.int64)
+    vals, grps = decoy_schedule(c, int(l_prime))
+    M = sparse.csr_matrix((np.ones(len(vals)), (grps, vals)), shape=(int(grps.max(initial=-1)) + 1, len(c)))
+    return np.asarray((M.T @ M).todense()).astype(np.int64)
+
+
+def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """The SA counts a receiver plugs into the group schedule: the published counts f'_s (the
+    MLE, Theorem 3), with any count above N/ℓ' (possible only through the randomization)
+    clipped to N/ℓ' and the excess spread over the other published values in proportion to
+    their room below N/ℓ' (largest remainder), so that the schedule is feasible."""
+    f = np.asarray(published_counts, dtype=np.int64).copy()
+    G = int(f.sum()) // l_prime
+    excess = int(np.clip(f - G, 0, None).sum())
+    if not excess:
+        return f
+    f = np.minimum(f, G)
+    room = np.where((f > 0) & (f < G), G - f, 0).astype(np.float64)
+    share = excess * room / room.sum()
+    add = np.floor(share).astype(np.int64)
+    rest = excess - int(add.sum())
+    add[np.argsort(-(share - add), kind="stable")[:rest]] += 1
+    return f + add
+
+
+def diverted_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """T[x, y] = P(published y | true x) for the decoy groups that the group schedule builds
+    from the SA ``counts`` (the groups depend on the counts only).
+
+    With g[x, y] = number of groups holding both x and y (g[x, x] = f_x), a tuple of value x
+    lies in one of x's f_x groups uniformly at random (its id is random) and publishes each
+    of the group's ℓ' values with probability 1/ℓ', so T[x, y] = g[x, y]/(ℓ' f_x); rows sum to
+    1 and f·T = f (so the inversion reproduces Theorem 3). A value with no tuple gets the
+    identity row."""
+    counts = np.asarray(counts, dtype=np.int64)
+    m = len(counts)
+    v, g = decoy_schedule(counts, l_prime)
+    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(len(v) // l_prime, m))
+    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    f = np.diag(C).copy()
+    T = C / (l_prime * np.maximum(f, 1.0))[:, None]
+    empty = np.flatnonzero(f == 0)
+    T[empty, empty] = 1.0
+    return T
+
+
+# --------------------------------------------------------------------------- the model
+def _readonly(a, dtype) -> np.ndarray:
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class TransitionGroup:
+    """Records of one group publish a value of ``domain`` (global SA codes): the record with
+    true value ``domain[i]`` publishes ``domain[k]`` with probability ``matrix[i, k]``.
+
+    ``p``/``q`` are set for a uniform matrix (``q·J + p·I``: keep with p + q, each value with
+    q); ``n`` is the group's number of published rows when public."""
+
+    domain: np.ndarray
+    matrix: np.ndarray
+    p: float | None = None
+    q: float | None = None
+    n: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "domain", _readonly(self.domain, np.int64))
+        object.__setattr__(self, "matrix", _readonly(self.matrix, np.float64))
+        if self.matrix.shape != (len(self.domain), len(self.domain)):
+            raise PpdpError(f"a transition matrix on {len(self.domain)} values must be square of that size, "
+                            f"got {self.matrix.shape}")
+
+    @classmethod
+    def uniform(cls, domain: Sequence[int], gamma: float, n: int | None = None) -> "TransitionGroup":
+        """Uniform perturbation with amplification γ on ``domain`` (m = its size)."""
+        m = len(domain)
+        retention, p, q = (float(v) for v in perturbation_params(m, gamma))
+        matrix = np.full((m, m), q)
+        np.fill_diagonal(matrix, retention)
+        return cls(np.asarray(domain), matrix, p=p, q=q, n=n)
+
+    @property
+    def m(self) -> int:
+        return len(self.domain)
+
+    @property
+    def is_uniform(self) -> bool:
+        return self.p is not None and self.q is not None
+
+    @property
+    def retention(self) -> np.ndarray:
+        """P(published = true) per domain value (the matrix diagonal)."""
+        return np.diag(self.matrix).copy()
+
+    def invert(self, published_counts: np.ndarray) -> np.ndarray:
+        """Unbiased true counts from published counts on the domain: x̂ = y T⁻¹ — for a
+        uniform matrix x̂ = (y − n·q)/p with n = Σ y (can be negative)."""
+        y = np.asarray(published_counts, dtype=float)
+        if self.is_uniform:
+            return (y - y.sum() * self.q) / self.p
+        return y @ np.linalg.pinv(self.matrix)
+
+    def posterior(self, prior: np.ndarray) -> np.ndarray:
+        """The adversary's Bayes posterior ``post[y, x] = P(true x | published y)`` (local
+        coordinates) for the prior ``prior`` over the group's domain."""
+        prior = np.asarray(prior, dtype=float)
+        joint = self.matrix.T * prior[None, :]  # joint[y, x] = P(y | x)·π_x
+        tot = joint.sum(axis=1, keepdims=True)
+        return np.divide(joint, tot, out=np.zeros_like(joint), where=tot > 0)
+
+
+@dataclass(frozen=True, eq=False)
+class TransitionModel:
+    """The public randomization model of one sensitive attribute of a release.
+
+    ``groups``: the transition groups; ``group_column``: the published column telling each
+    row's group (``"subtable"`` for SDR), or None when there is one group."""
+
+    attribute: str
+    n_values: int
+    groups: tuple[TransitionGroup, ...]
+    group_column: str | None = None
+    kind: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "groups", tuple(self.groups))
+        if len(self.groups) > 1 and self.group_column is None:
+            raise PpdpError("a transition model with several groups needs the column that names each row's group")
+        for g in self.groups:
+            if len(g.domain) and (g.domain.min() < 0 or g.domain.max() >= self.n_values):
+                raise PpdpError(f"a transition group's domain lies outside the {self.n_values} values of {self.attribute!r}")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def uniform(cls, attribute: str, m: int, gamma: float, kind: str = "uniform") -> "TransitionModel":
+        """Uniform perturbation (or global randomization) of the whole domain of m values."""
+        return cls(attribute, m, (TransitionGroup.uniform(np.arange(m), gamma),), None, kind)
+
+    @classmethod
+    def subtables(cls, attribute: str, n_values: int, domains: Sequence[Sequence[int]], gammas: Sequence[float],
+                  ns: Sequence[int] | None = None) -> "TransitionModel":
+        """SDR: sub-table j perturbs uniformly on its own domain with γ_j."""
+        ns = [None] * len(domains) if ns is None else ns
+        return cls(attribute, n_values, tuple(TransitionGroup.uniform(d, g, n) for d, g, n in zip(domains, gammas, ns)),
+                   "subtable", "sdr")
+
+    @classmethod
+    def diverted(cls, attribute: str, counts: np.ndarray, l_prime: int) -> "TransitionModel":
+        """A': the receiver-side model — one group on the whole domain, T from the group schedule
+        on ``counts`` (the receiver's counts, :func:`receiver_counts`, or the true ones)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        return cls(attribute, len(counts), (TransitionGroup(np.arange(len(counts)), diverted_matrix(counts, l_prime)),),
+                   None, "diverted")
+
+    # ------------------------------------------------------------------ views
+    @property
+    def single(self) -> TransitionGroup:
+        if len(self.groups) != 1:
+            raise PpdpError(f"the {self.kind or 'transition'} model of {self.attribute!r} has {len(self.groups)} groups")
+        return self.groups[0]
+
+    def membership(self) -> np.ndarray:
+        """(J, n_values) boolean: value x lies in group j's domain."""
+        out = np.zeros((len(self.groups), self.n_values), dtype=bool)
+        for j, g in enumerate(self.groups):
+            out[j, g.domain] = True
+        return out
+
+    def uniform_pq(self) -> tuple[np.ndarray, np.ndarray]:
+        """(p_j, q_j) per group; every group must be uniform."""
+        if not all(g.is_uniform for g in self.groups):
+            raise PpdpError(f"the {self.kind} model of {self.attribute!r} is not uniform perturbation")
+        return np.array([g.p for g in self.groups], dtype=float), np.array([g.q for g in self.groups], dtype=float)
+
+
+# --------------------------------------------------------------------------- per-row kernels
+def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Vectorised uniform perturbation of local codes in [0, m) (m, retention per row): keep
+    with probability ``retention``, otherwise a uniformly chosen *other* local code."""
+    n = len(local)
+    keep = rng.random(n) < retention
+    r = np.minimum(np.floor(rng.random(n) * (m - 1)).astype(np.int64), m - 2)
+    other = r + (r >= local)
+    return np.where(keep, local, other).astype(np.int64)
+
+
+def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, groups: np.ndarray,
+                   l_prime: int, n_values: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows → decoy groups for a schedule ``(values, groups)``: value s's k-th tuple by id goes
+    to the k-th group (in creation order) holding s — Anatomy's "smallest id first".
+
+    Returns ``(group_of_row, group_values)`` with the (G, ℓ') SA codes of every group."""
+    sa = np.asarray(sa_codes, dtype=np.int64)
+    n, G, m = len(sa), len(values) // l_prime, n_values
+    # unique int64 sort keys (faster than lexsort): (value, group) per slot, (value, id) per row
+    slot_order = np.argsort(values * G + groups)
+    row_order = np.argsort(sa * n + np.asarray(ids, dtype=np.int64))
+    group_of_row = np.empty(n, dtype=np.int64)
+    group_of_row[row_order] = groups[slot_order]
+    group_values = values[np.argsort(groups * m + values)].reshape(-1, l_prime)  # a group's values are distinct
+    return group_of_row, group_values
+
+
+def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own: np.ndarray,
+                        rng: np.random.Generator, retention: float | None = None) -> np.ndarray:
+    """Published SA codes: uniform over the row's group values (``retention=None``, p = q = 1/ℓ').
+
+    ``retention`` = p keeps the row's own value ``own`` with probability p and picks one of
+    the other ℓ'−1 group values uniformly otherwise (q = (1−p)/(ℓ'−1)); only tests use it, to
+    show that p ≠ q breaks Theorem 1 (Theorem 2).
+    """
+    lp = group_values.shape[1]
+    n = len(group_of_row)
+    if retention is None:
+        return group_values[group_of_row, rng.integers(lp, size=n)]
+    vals = group_values[group_of_row]
+    own_pos = np.argmax(vals == np.asarray(own)[:, None], axis=1)
+    other = (own_pos + 1 + rng.integers(lp - 1, size=n)) % lp
+    pick = np.where(rng.random(n) < retention, own_pos, other)
+    return vals[np.arange(n), pick]
+
+
+__all__ = ["TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
+           "diverted_matrix", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
+           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask"]
