@@ -42,3 +42,5 @@ class Estimator(Parametrized):
 
 
 __all__ = ["Estimator"]
+
+from . import histogram  # noqa: E402,F401  (registers the histogram estimators)

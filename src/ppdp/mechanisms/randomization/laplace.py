@@ -2,7 +2,7 @@
 ε-differential privacy by adding noise of scale m/ε to each (sensitivity 1 per count,
 sequential composition over the m queries, Dwork 2008).
 
-The noise is the hardened discrete Laplace of :mod:`ppdp.mechanisms.noise` with parameter
+The noise is the hardened discrete Laplace of :mod:`ppdp.kernels.noise` with parameter
 ε/m (pmf ∝ exp(−(ε/m)|k|), the integer analogue of Lap(m/ε)); floating-point Laplace draws
 are never released (Mironov 2012). A custom ``sampler(rng, epsilon, size)`` may be passed,
 e.g. for experiments that compare samplers.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import PpdpError
-from ..noise import discrete_laplace
+from ...kernels.noise import discrete_laplace
 
 __all__ = ["laplace_answers", "laplace_scale"]
 
