@@ -38,6 +38,9 @@ from .base import Release, VerifyReport, register_family
 
 @register_family("histogram")
 class HistogramRelease(Release):
+    """A noisy data cube: its public model (``dims``, ``shape``, ``bins``, the released cells
+    and partitions) and the box form of queries; answering goes through the estimators."""
+
     # ------------------------------------------------------------- building
     @classmethod
     def build(cls, spec, n_rows: int, claim, cells=None, partitions=None, extra=None):
@@ -90,6 +93,11 @@ class HistogramRelease(Release):
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(int(s) for s in self.certificate["shape"])
+
+    @property
+    def bins(self) -> dict:
+        """Dimension → its bin edges (binned numeric) or its labels (as in the source table)."""
+        return dict(self.certificate["bins"])
 
     def cell_index(self) -> tuple[list[np.ndarray], np.ndarray]:
         t = self.tables["cells"]
