@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 import ppdp
 from ppdp.errors import PpdpError, SchemaError
+from ppdp.kernels import grid as grid_mod
+from ppdp.kernels.grid import box_sums, cover_counts, summed_area, tree_levels
+from ppdp.kernels.noise import discrete_laplace, discrete_laplace_variance
 from ppdp.mechanisms.histogram import CellHistogram, ConsistentHierarchy, DPCube, HierarchicalKDTree
-from ppdp.mechanisms.histogram import cube as cube_mod
-from ppdp.mechanisms.histogram.baselines import tree_least_squares, tree_levels
-from ppdp.mechanisms.histogram.cube import box_sums, cover_counts, summed_area
 from ppdp.mechanisms.histogram.kdtree import vopt_kdtree
-from ppdp.mechanisms.noise import discrete_laplace_variance
+from ppdp.mechanisms.histogram.operators import tree_least_squares
 from ppdp.queries import Predicate, Query, answer_exact
 from ppdp.queries.workloads import range_workload
 
@@ -132,7 +132,7 @@ def test_dpcube_tree_ignores_pure_noise():
     v = discrete_laplace_variance(0.1)
     roots = 0
     for _ in range(40):
-        y = 50 + ppdp.mechanisms.noise.discrete_laplace(rng, 0.1, (30, 40)).astype(float)
+        y = 50 + discrete_laplace(rng, 0.1, (30, 40)).astype(float)
         roots += len(vopt_kdtree(y, 0.25 * v, noise_var=v)[0]) == 1
     assert roots >= 36  # P(s² − v > v/4 | n = 1200) ≈ 2e-4 per cube (normal approx., κ4 of the noise)
 
@@ -183,7 +183,7 @@ def test_uniform_and_ls_match_brute_force(seed, frac):
     t = small_table(seed)
     r = ppdp.publish(t, DPCube(0.7, ["x", "y"], alpha1_fraction=frac, xi0=5.0), seed=seed)
     for est in ("uniform", "ls"):
-        assert np.allclose(r.estimate_cells(est), brute_force_estimates(r, est), atol=1e-6)
+        assert np.allclose(r.estimator(est).cells(r), brute_force_estimates(r, est), atol=1e-6)
 
 
 def test_equal_budgets_give_the_papers_H_plus():
@@ -191,7 +191,7 @@ def test_equal_budgets_give_the_papers_H_plus():
     r = ppdp.publish(t, DPCube(1.0, ["x", "y"], alpha1_fraction=0.5, xi0=3.0), seed=2)
     y = r.noisy_cells()
     lo, hi, yp = r.partition_boxes()
-    est = r.estimate_cells("ls")
+    est = r.estimator("ls").cells(r)
     for p in range(len(yp)):  # x̂ = H⁺ y with H = [ones; I] per partition (Xiao et al. Theorem 4.6)
         sl = tuple(slice(a, b + 1) for a, b in zip(lo[p], hi[p]))
         n = y[sl].size
@@ -204,7 +204,7 @@ def test_ls_eb_keeps_ls_partition_totals():
     t = small_table(5)
     r = ppdp.publish(t, DPCube(1.0, ["x", "y"], xi0=3.0), seed=2)
     lo, hi, _ = r.partition_boxes()
-    a, b = r.answer_boxes(lo, hi, "ls"), r.answer_boxes(lo, hi, "ls-eb")
+    a, b = r.estimator("ls").answer_boxes(r, lo, hi), r.estimator("ls-eb").answer_boxes(r, lo, hi)
     assert np.allclose(a, b)
 
 
@@ -238,7 +238,7 @@ def test_range_answers_match_cellwise_sums(seed):
         queries.append(Query(tuple(preds)))
         boxes.append(box)
     for est in ("uniform", "ls", "cells", "ls-eb"):
-        cells = r.estimate_cells(est)
+        cells = r.estimator(est).cells(r)
         want = [cells[np.ix_(*b)].sum() for b in boxes]
         assert np.allclose(r.answer(queries, estimator=est), want)
 
@@ -299,7 +299,7 @@ def test_bins_and_exact_counts_at_huge_epsilon(adult):
 
 
 def test_sparse_cell_histogram(monkeypatch):
-    monkeypatch.setattr(cube_mod, "DENSE_MAX_CELLS", 10)
+    monkeypatch.setattr(grid_mod, "DENSE_MAX_CELLS", 10)
     t = small_table(0)
     r = ppdp.publish(t, CellHistogram(2.0, ["x", "y"]), seed=0)
     assert r.certificate["storage"] == "sparse" and r.certificate["threshold"] >= 1

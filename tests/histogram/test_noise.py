@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from ppdp.errors import PpdpError
-from ppdp.mechanisms.noise import (Budget, discrete_laplace, discrete_laplace_mean_abs, discrete_laplace_pmf,
-                                   discrete_laplace_variance, noisy_counts)
+from ppdp.kernels.noise import (Budget, Step, discrete_laplace, discrete_laplace_mean_abs, discrete_laplace_pmf,
+                                discrete_laplace_variance)
 
 
 @pytest.mark.parametrize("eps", [0.1, 0.5, 1.0, 2.0])
@@ -49,13 +49,16 @@ def test_variance_and_mean_abs(eps):
     assert abs(z.mean()) < 5 * math.sqrt(var / n)
 
 
-def test_noisy_counts_are_integer_and_seeded():
+def test_measured_counts_are_integer_and_seeded():
     c = np.arange(10)
-    a = noisy_counts(np.random.default_rng(1), c, 0.5)
-    b = noisy_counts(np.random.default_rng(1), c, 0.5)
+    a = Budget(1.0).measure(np.random.default_rng(1), c, Step(0.5, "cells"))
+    b = Budget(1.0).measure(np.random.default_rng(1), c, Step(0.5, "cells"))
     assert a.dtype == np.int64 and np.array_equal(a, b)
-    with pytest.raises(PpdpError):
-        noisy_counts(np.random.default_rng(1), c.astype(float), 0.5)
+    assert np.array_equal(a, c + discrete_laplace(np.random.default_rng(1), 0.5, c.shape))  # one draw, same stream
+    budget = Budget(1.0)
+    with pytest.raises(PpdpError, match="integer"):
+        budget.measure(np.random.default_rng(1), c.astype(float), Step(0.5, "cells"))
+    assert budget.ledger == ()  # a refused measurement spends nothing
 
 
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "x"])
@@ -64,12 +67,18 @@ def test_bad_epsilon(bad):
         discrete_laplace(np.random.default_rng(0), bad, 3)
 
 
-def test_budget_ledger():
+def test_budget_ledger_spending_and_drawing_are_one_call():
     b = Budget(1.0)
-    b.spend(0.4, "cells", parallel_over=100)
-    b.spend(0.6, "partitions", parallel_over=7)
+    rng = np.random.default_rng(0)
+    y = b.measure(rng, np.zeros(100, np.int64), Step(0.4, "cells"))
+    parts = b.measure_parts(rng, [np.zeros(3, np.int64), np.zeros(4, np.int64)], Step(0.6, "partitions"),
+                            parallel_over=7)
+    assert len(y) == 100 and [len(p) for p in parts] == [3, 4]
     assert math.isclose(b.spent, 1.0) and abs(b.remaining) < 1e-12
-    assert [e["composition"] for e in b.ledger] == ["parallel", "parallel"]
+    assert [(s.epsilon, s.what, s.parallel_over) for s in b.ledger] == [(0.4, "cells", 100), (0.6, "partitions", 7)]
+    assert [e["composition"] for e in b.to_json()] == ["parallel", "parallel"]
     with pytest.raises(PpdpError, match="budget exceeded"):
-        b.spend(0.01, "more")
+        b.measure(rng, np.zeros(1, np.int64), Step(0.01, "more"))
+    assert len(b.ledger) == 2  # overspending draws nothing and records nothing
     assert math.isclose(Budget.total_of(b.to_json()), 1.0)
+    assert not hasattr(b, "spend")  # no way to spend without drawing

@@ -376,6 +376,8 @@ def _audit_diverted(release, table) -> AuditResult:
 
 # ------------------------------------------------------------------------------- histogram
 def _audit_histogram(release, table) -> AuditResult:
+    from ..claims import claim_of
+
     cells = release.tables.get("cells")
     if cells is None:
         raise ReleaseError("a histogram release needs cells.parquet")
@@ -401,7 +403,7 @@ def _audit_histogram(release, table) -> AuditResult:
     classes = pd.DataFrame({"class": inv, "code": idx[target], "value": np.asarray(labels, object)[idx[target]],
                             "count": X[inv], "posterior": ratio, "bound": np.nan, "violation": False})
     classes = classes[classes["count"] > 0].reset_index(drop=True)
-    eps = release.certificate.get("epsilon")
+    eps = claim_of(release.manifest).bound()["epsilon"]  # ε-DP bounds no posterior: only ε is reported
     big = classes[(classes["count"] >= 100) & (classes["posterior"] >= 0.9)]
     notes.append(f"record class = a cell of ({', '.join(others) or '—'}); posterior = Y/X, the ratio of the noisy count of "
                  f"(cell, {target}) to the noisy cell total; ε = {eps}: differential privacy bounds no such ratio, so "

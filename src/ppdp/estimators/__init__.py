@@ -44,3 +44,4 @@ class Estimator(Parametrized):
 __all__ = ["Estimator"]
 from . import randomized  # noqa: E402,F401  (registers the randomized family's estimators)
 from . import answers  # noqa: E402,F401  (registers the answers family's estimator)
+from . import histogram  # noqa: E402,F401  (registers the histogram estimators)

@@ -53,7 +53,7 @@ def _plot(df, x, ys, path, title, logx=False, logy=False, ylabel="mean absolute 
 # ------------------------------------------------------------ Figures 9–12
 def _partition_errors(n_p, s, a1, a2, x, trials, rng):
     """Monte-Carlo mean |error| of uniform and LS estimates of the first s cells of one partition."""
-    from ..mechanisms.noise import discrete_laplace, discrete_laplace_variance
+    from ..kernels.noise import discrete_laplace, discrete_laplace_variance
 
     x = np.asarray(x, float)
     y1 = x[None, :] + discrete_laplace(rng, a1, (trials, n_p))
@@ -79,7 +79,7 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
     for s in range(1, n_p + 1):
         u, l = _partition_errors(n_p, s, a1, a2, _smooth_x(n_p, s, gamma), T, rng)
         # "any distribution": the uniform error given an observed inconsistency η (eq 34)
-        from ..mechanisms.noise import discrete_laplace
+        from ..kernels.noise import discrete_laplace
 
         z = discrete_laplace(rng, a1, (T, s)).sum(1)
         rows.append({"s": s, "uniform_smooth": u, "ls": l, "uniform_any_eta5": float(np.abs(eta + z).mean())})
@@ -91,7 +91,7 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
     for a1_ in np.round(np.arange(0.02, 0.2, 0.02), 3):
         s = 5
         u, l = _partition_errors(n_p, s, a1_, 0.2 - a1_, _smooth_x(n_p, s, gamma), T, rng)
-        from ..mechanisms.noise import discrete_laplace
+        from ..kernels.noise import discrete_laplace
 
         z = discrete_laplace(rng, a1_, (T, s)).sum(1)
         rows.append({"alpha1": a1_, "uniform_smooth": u, "ls": l, "uniform_any_eta5": float(np.abs(eta + z).mean())})
@@ -115,7 +115,7 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
     f11b.to_csv(out / "fig11b_error_vs_smoothness.csv", index=False)
     _plot(f11b, "gamma", ["uniform_smooth", "ls", "uniform_bound_eq33"], out / "fig11b_error_vs_smoothness.png", "Fig 11b")
     rows = []
-    from ..mechanisms.noise import discrete_laplace
+    from ..kernels.noise import discrete_laplace
 
     for e in [0, 2, 5, 10, 20, 40]:
         z = discrete_laplace(rng, a1, (T, 5)).sum(1)
@@ -133,7 +133,7 @@ def _mae(release, wl, truth, estimator=None):
 
 def _weighted_variance(release, x):
     """V = Σ_p x_p · Var_p (true counts) over the released partitions (Xiao et al. §6.2)."""
-    from ..mechanisms.histogram.cube import paint
+    from ..kernels.grid import paint
 
     lo, hi, _ = release.partition_boxes()
     pid = paint(release.shape, lo, hi).ravel()
@@ -156,7 +156,7 @@ def _datasets(quick):
 def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
     import ppdp
     from ..mechanisms.histogram import DPCube
-    from ..mechanisms.histogram.cube import cube_codes, dense_counts
+    from ..kernels.grid import cube_codes, dense_counts
     from ..queries import answer_exact
     from ..queries.workloads import range_workload
 
@@ -303,7 +303,7 @@ def fig18(out, quick, seed, partition_setting) -> tuple[pd.DataFrame, pd.DataFra
     import ppdp
     from ..mechanisms.histogram import DPCube, HierarchicalKDTree
     from ..mechanisms.histogram.applications import blocks_of, reduction_ratio
-    from ..mechanisms.histogram.cube import cube_codes
+    from ..kernels.grid import cube_codes
 
     t = ppdp.datasets.load("adult")
     perm = np.random.default_rng(seed).permutation(t.n_rows)
@@ -372,7 +372,7 @@ def defaults_experiment(out, quick, seed) -> pd.DataFrame:
             qlo, qhi, owner = r0.query_boxes(wl)
 
             def mae(r, est):
-                return float(np.abs(r.answer_boxes(qlo, qhi, est, owner, len(wl)) - truth).mean())
+                return float(np.abs(r.estimator(est).answer_boxes(r, qlo, qhi, owner, len(wl)) - truth).mean())
             cells = np.mean([mae(ppdp.publish(t, CellHistogram(eps, dims), seed=s), "cells") for s in range(trials)])
             rows.append({"data": name, "epsilon": eps, "alpha1_fraction": np.nan, "count_threshold": np.nan,
                          "xi0": "", "estimator": "cells (CellHistogram)", "mae": cells, "partitions": np.nan})
@@ -406,7 +406,7 @@ def run(out_dir: Path, quick: bool) -> Path:
     datasets = _datasets(quick)
     meta = provenance(seed, paper="Xiao, Xiong, Fan & Goryczka, DPCube", quick=quick,
                       datasets=[{"name": n, **{k: v for k, v in i.items()}} for n, _, i in datasets],
-                      dims=DIMS, sampler="discrete Laplace (ppdp.mechanisms.noise)")
+                      dims=DIMS, sampler="discrete Laplace (ppdp.kernels.noise)")
     sims = figs_9_12(out, quick, seed)
     heldout = defaults_experiment(out, quick, seed)
     f1415 = figs_14_15(out, quick, seed, datasets)

@@ -294,7 +294,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
         lap = [rel_errors(laplace_answers(act, eps, m=m_batch, rng=rng), act) for _ in seeds]
         res10[f"laplace eps={eps} m={m_batch}"] = {k: float(np.mean([by_bins(e, act, N)[0][k] for e in lap])) for k in [*BIN_LABELS, "small<=10"]}
     rows10 = [{"method": k, **v} for k, v in res10.items()]
-    _write_csv(out / "fig10_vs_laplace_and_global.csv", rows10, {**meta, "l_prime": lp, "m": m_batch, "laplace_sampler": "discrete Laplace (ppdp.mechanisms.noise)"})
+    _write_csv(out / "fig10_vs_laplace_and_global.csv", rows10, {**meta, "l_prime": lp, "m": m_batch, "laplace_sampler": "discrete Laplace (ppdp.kernels.noise)"})
     _line_plot(out / "fig10_vs_laplace_and_global.png", BIN_LABELS[1:], {k: [v[b] for b in BIN_LABELS[1:]] for k, v in res10.items()
                                                                           if "full-closed" not in k and "closed" not in k.split()[-1]},
                "selectivity", "mean relative error (log)", "Fig 10: A' vs Laplace DP (m=100) and global randomization, OCC-100K", logy=True)

@@ -8,19 +8,18 @@ Files:
 * ``partitions.parquet`` — ``pid``, ``<dim>_lo``, ``<dim>_hi`` (inclusive cell indices),
   ``count`` (noisy partition counts; empty for the cell histogram).
 
-Certificate: ``epsilon``, ``epsilon_cells`` (α1), ``epsilon_partitions`` (α2),
-``epsilon_other`` (tree structure / inner levels of a baseline; 0 for DPCube and cells),
-``sampler``, ``bins``, ``shape``, ``storage``, ``ledger`` (every ε spent and on what).
+Certificate: the ε-DP claim (:class:`~ppdp.claims.dp.DPClaim`: ``model``, ``epsilon``,
+``epsilon_cells`` (α1), ``epsilon_partitions`` (α2), ``epsilon_other`` (tree structure of a
+baseline), ``sampler``, ``ledger``, and ``depth``/``levels``/``epsilon_per_level`` for the tree
+mechanisms) plus the public cube model: ``bins``, ``dims``, ``shape``, ``storage``,
+``n_cells``, ``n_partitions`` (and descriptive extras of a mechanism, e.g. DPCube's
+``split_rule``).
 
-Estimators (``answer(workload, estimator=…)``): ``"cells"`` (the noisy cells as they are),
-``"uniform"`` (each partition's count spread evenly over its cells), ``"ls"`` (weighted least
-squares over both histograms, weights = inverse noise variances; Xiao et al.'s H⁺ is the
-α1 = α2 case), ``"ls-eb"`` (the same least squares plus the partitions' uniformity as a
-prior: penalty Σ(x_c − x̄_p)²/τ_p with τ_p the within-partition variance of the noisy cells
-beyond the noise variance, an empirical-Bayes estimate — see docs/dpcube.md). Partitions are disjoint, so the least-squares problem splits by partition
-and has a closed form: every cell of partition p moves by the same
-δ_p = (y_p − Σ_{c∈p} y_c)·v1/(v2 + n_p·v1). Range queries are answered for the whole
-workload from one summed-area table of the estimated cells (2^d look-ups per box).
+The release is data and its public model only: the estimators that turn it into answers
+(cells, uniform, least squares) are objects of :mod:`ppdp.estimators.histogram`, used through
+``release.answer(workload, estimator=…)``. Queries become boxes on the cube
+(:meth:`HistogramRelease.query_boxes`), answered from one summed-area table of the estimated
+cells (2^d look-ups per box).
 """
 
 from __future__ import annotations
@@ -30,22 +29,25 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..claims import claim_of
 from ..errors import QueryError, ReleaseError, SchemaError
+from ..kernels.grid import DENSE_MAX_CELLS, cover_counts, cube_codes
 from ..queries.model import _is_number, _normalise
 from .base import Release, VerifyReport, register_family
-
-ESTIMATORS = ("cells", "uniform", "ls", "ls-eb")
-_TOL = 1e-9
 
 
 @register_family("histogram")
 class HistogramRelease(Release):
+    """A noisy data cube: its public model (``dims``, ``shape``, ``bins``, the released cells
+    and partitions) and the box form of queries; answering goes through the estimators."""
+
     # ------------------------------------------------------------- building
     @classmethod
-    def build(cls, spec, table, budget, epsilons, cells=None, partitions=None, estimator="cells", extra=None):
+    def build(cls, spec, n_rows: int, claim, cells=None, partitions=None, extra=None):
+        """The release of a cube ``spec`` with the claim ``claim`` (a DPClaim): ``cells`` a dense
+        array or (linear indices, counts) when sparse, ``partitions`` (lo, hi, counts)."""
         dims = list(spec.dims)
         shape = spec.shape
-        eps_c, eps_p = float(epsilons[0]), float(epsilons[1])
         storage = (extra or {}).get("storage", "dense")
         if cells is None:
             cell_cols = {d: np.zeros(0, np.int32) for d in dims}
@@ -69,28 +71,15 @@ class HistogramRelease(Release):
             pcols[f"{d}_lo"] = pa.array(np.asarray(lo[:, i], np.int32))
             pcols[f"{d}_hi"] = pa.array(np.asarray(hi[:, i], np.int32))
         pcols["count"] = pa.array(np.asarray(pc))
-        cert = {
-            "epsilon": budget.total,
-            "epsilon_cells": eps_c,
-            "epsilon_partitions": eps_p,
-            "epsilon_other": budget.total - eps_c - eps_p,
-            "sampler": _sampler(),
-            "bins": spec.bins,
-            "dims": dims,
-            "shape": list(shape),
-            "storage": storage,
-            "estimator": estimator,
-            "n_cells": spec.n_cells,
-            "n_partitions": int(len(lo)),
-            "ledger": budget.to_json(),
-        }
+        cert = {**claim.to_certificate(), "bins": spec.bins, "dims": dims, "shape": list(shape), "storage": storage,
+                "n_cells": spec.n_cells, "n_partitions": int(len(lo))}
         cert.update({k: v for k, v in (extra or {}).items() if k != "storage"})
         manifest = {
             "schema": {"quasi": dims, "sensitive": [],
                        "domains": {d: list(lab) for d, lab in zip(dims, spec.labels)},
                        "numeric": {d: (None if nv is None else list(nv)) for d, nv in zip(dims, spec.numeric)}},
-            "n_input": table.n_rows,
-            "n_published": table.n_rows,
+            "n_input": int(n_rows),
+            "n_published": int(n_rows),
             "dropped": 0,
             "certificate": cert,
         }
@@ -105,6 +94,11 @@ class HistogramRelease(Release):
     def shape(self) -> tuple[int, ...]:
         return tuple(int(s) for s in self.certificate["shape"])
 
+    @property
+    def bins(self) -> dict:
+        """Dimension → its bin edges (binned numeric) or its labels (as in the source table)."""
+        return dict(self.certificate["bins"])
+
     def cell_index(self) -> tuple[list[np.ndarray], np.ndarray]:
         t = self.tables["cells"]
         idx = [t.column(d).to_numpy().astype(np.int64) for d in self.dims]
@@ -116,85 +110,31 @@ class HistogramRelease(Release):
         hi = np.stack([t.column(f"{d}_hi").to_numpy().astype(np.int64) for d in self.dims], axis=1) if t.num_rows else np.zeros((0, len(self.dims)), np.int64)
         return lo, hi, t.column("count").to_numpy().astype(np.float64)
 
+    @property
+    def storage(self) -> str:
+        return self.certificate.get("storage", "dense")
+
+    @property
+    def has_cells(self) -> bool:
+        """True when the release holds a cell histogram (a sparse one may hold no row)."""
+        return self.tables["cells"].num_rows > 0 or self.storage == "sparse"
+
+    @property
+    def has_partitions(self) -> bool:
+        return self.tables["partitions"].num_rows > 0
+
     def noisy_cells(self) -> np.ndarray:
         """The released cell histogram as a dense float array (zeros where not released)."""
-        from ..mechanisms.histogram.cube import DENSE_MAX_CELLS
-
         if int(np.prod(self.shape, dtype=np.int64)) > DENSE_MAX_CELLS:
             raise ReleaseError("this cube is too large for a dense array; answer queries instead")
         idx, cnt = self.cell_index()
         if not len(cnt):
-            raise ReleaseError("this release has no cell histogram (estimator 'cells'/'ls' unavailable); use 'uniform'")
+            raise ReleaseError("this release has no cell histogram; use an estimator on its partitions ('uniform')")
         out = np.zeros(self.shape, np.float64)
         out[tuple(idx)] = cnt
         return out
 
-    def estimate_cells(self, estimator: str | None = None) -> np.ndarray:
-        """Estimated count of every cell (dense float array) under ``estimator``."""
-        from ..mechanisms.histogram.cube import paint
-        from ..mechanisms.noise import discrete_laplace_variance
-
-        est = estimator or self.certificate.get("estimator", "cells")
-        cache = self.__dict__.setdefault("_est_cache", {})
-        if est in cache:
-            return cache[est]
-        if est not in ESTIMATORS:
-            raise QueryError(f"unknown estimator {est!r}; choose one of {list(ESTIMATORS)}")
-        if est == "cells":
-            out = self.noisy_cells()
-        else:
-            lo, hi, yp = self.partition_boxes()
-            if not len(yp):
-                raise ReleaseError(f"this release has no partitions; estimator {est!r} needs them (use 'cells')")
-            n_p = np.prod(hi - lo + 1, axis=1).astype(np.float64)
-            if est == "uniform":
-                out = paint(self.shape, lo, hi, yp / n_p, dtype=np.float64)
-            else:
-                y = self.noisy_cells()
-                pid = paint(self.shape, lo, hi)
-                v1 = discrete_laplace_variance(self.certificate["epsilon_cells"])
-                v2 = discrete_laplace_variance(self.certificate["epsilon_partitions"])
-                sums = np.bincount(pid.ravel(), weights=y.ravel(), minlength=len(yp))
-                delta = (yp - sums) * v1 / (v2 + n_p * v1)
-                out = y + delta[pid]
-                if est == "ls-eb":
-                    # same partition totals; deviations from the partition mean shrunk by
-                    # τ_p/(τ_p + v1), τ_p = max(0, within-partition variance of y − v1)
-                    mean_y = sums / n_p
-                    var_y = np.bincount(pid.ravel(), weights=(y * y).ravel(), minlength=len(yp)) / n_p - mean_y**2
-                    tau = np.maximum(var_y - v1, 0.0)
-                    shrink = tau / (tau + v1)
-                    total = sums + n_p * delta
-                    out = (total / n_p)[pid] + (y - mean_y[pid]) * shrink[pid]
-        cache[est] = out
-        return out
-
-    # ------------------------------------------------------------ answering
-    def answer(self, workload, estimator: str | None = None) -> np.ndarray:
-        from ..queries import as_workload
-
-        wl = as_workload(workload)
-        if self.certificate.get("storage") == "sparse":
-            return self._answer_sparse(wl, estimator)
-        lo, hi, owner = self.query_boxes(wl)
-        return self.answer_boxes(lo, hi, estimator, owner, len(wl))
-
-    def answer_boxes(self, lo, hi, estimator=None, owner=None, n_queries=None) -> np.ndarray:
-        """Sums of the estimated cells over boxes (inclusive cell indices, shape (B, d)).
-
-        With ``owner`` (query number of each box) the box sums are added per query.
-        """
-        from ..mechanisms.histogram.cube import box_sums, summed_area
-
-        cache = self.__dict__.setdefault("_sat_cache", {})
-        est = estimator or self.certificate.get("estimator", "cells")
-        if est not in cache:
-            cache[est] = summed_area(self.estimate_cells(est))
-        sums = box_sums(cache[est], lo, hi) if len(lo) else np.zeros(0)
-        if owner is None:
-            return sums
-        return np.bincount(owner, weights=sums, minlength=n_queries).astype(np.float64)
-
+    # ------------------------------------------------------------ queries as boxes
     def query_boxes(self, wl) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Translate queries into boxes on the cube: (lo, hi, owner query index).
 
@@ -278,48 +218,17 @@ class HistogramRelease(Release):
                     owner.append(np.array([qi]))
         return np.concatenate(boxes_lo), np.concatenate(boxes_hi), np.concatenate(owner).astype(np.int64)
 
-    def _answer_sparse(self, wl, estimator):
-        from ..queries import CountIndex
-
-        if estimator not in (None, "cells"):
-            raise QueryError("a sparse cell histogram is answered with the 'cells' estimator only")
-        _, masks = self.resolve(wl)
-        for m in masks:
-            for c in m:
-                if c not in self.dims:
-                    raise QueryError(f"{c!r} is not a dimension of this histogram; its dimensions are {self.dims}")
-        idx, cnt = self.cell_index()
-        index = CountIndex(dict(zip(self.dims, idx)), dict(zip(self.dims, self.shape)), cnt[:, None])
-        return index.sums(masks)[:, 0]
-
     # --------------------------------------------------------------- verify
     def _verify(self, rep: VerifyReport, table) -> None:
-        from ..mechanisms.histogram.cube import DENSE_MAX_CELLS, cover_counts, cube_codes
-        from ..mechanisms.noise import HARDENED_SAMPLERS, Budget
-
+        """File format and the cube model; the ε-DP claim is re-derived by its claim object."""
         c = self.certificate
-        for k in ("epsilon", "epsilon_cells", "epsilon_partitions", "sampler", "bins", "dims", "shape", "ledger"):
+        for k in ("dims", "shape", "bins"):
             if not rep.check(k in c, f"certificate has {k!r}", f"certificate lacks {k!r}"):
                 return
-        eps, e1, e2, eo = (float(c["epsilon"]), float(c["epsilon_cells"]), float(c["epsilon_partitions"]),
-                           float(c.get("epsilon_other", 0.0)))
-        rep.check(eps > 0 and e1 >= 0 and e2 >= 0 and eo >= -_TOL * eps, "budgets are non-negative, ε > 0",
-                  f"bad budgets: ε={eps}, α1={e1}, α2={e2}, other={eo}")
-        rep.check(abs(e1 + e2 + eo - eps) <= _TOL * max(eps, 1), "α1 + α2 (+ structure) = α",
-                  f"epsilon_cells {e1} + epsilon_partitions {e2} + epsilon_other {eo} != epsilon {eps}")
-        if self.manifest.get("mechanism") == "dpcube":
-            rep.check(abs(e1 + e2 - eps) <= _TOL * max(eps, 1) and e1 > 0 and e2 > 0, "DPCube: α1 + α2 = α, both > 0",
-                      f"DPCube certificate: α1 {e1} + α2 {e2} != α {eps}")
-        led = Budget.total_of(c["ledger"])
-        rep.check(abs(led - eps) <= _TOL * max(eps, 1), "ledger adds up to ε (sequential composition)",
-                  f"the ledger spends {led}, the certificate says ε = {eps}")
-        rep.check(c["sampler"] in HARDENED_SAMPLERS, "noise sampler is hardened (discrete Laplace)",
-                  f"sampler {c['sampler']!r} is not one of the hardened samplers {list(HARDENED_SAMPLERS)}")
         dims, shape = list(c["dims"]), tuple(int(s) for s in c["shape"])
         rep.check(list(self.domains) == dims and tuple(len(self.domains[d]) for d in dims) == shape,
                   "shape matches the published domains", f"shape {shape} does not match the domains of {dims}")
         m = int(np.prod(shape, dtype=np.int64))
-        # cells
         ct = self.tables.get("cells")
         pt = self.tables.get("partitions")
         if not rep.check(ct is not None and pt is not None, "cells.parquet and partitions.parquet present",
@@ -328,31 +237,29 @@ class HistogramRelease(Release):
         if not rep.check(all(d in ct.column_names for d in dims) and "count" in ct.column_names,
                          "cells.parquet has a column per dimension and 'count'", "cells.parquet lacks columns"):
             return
+        if not rep.check(all(f"{d}_{e}" in pt.column_names for d in dims for e in ("lo", "hi")) and "count" in pt.column_names,
+                         "partitions.parquet has <dim>_lo, <dim>_hi per dimension and 'count'", "partitions.parquet lacks columns"):
+            return
+        # cells
         idx, _ = self.cell_index()
         in_range = all(len(i) == 0 or (i.min() >= 0 and i.max() < s) for i, s in zip(idx, shape))
         rep.check(in_range, "cell indices within the cube", "cells.parquet has cell indices outside the cube")
-        if e1 > 0 and in_range:
-            lin = np.ravel_multi_index(idx, shape) if len(idx[0]) else np.zeros(0, np.int64)
+        if in_range and ct.num_rows:
+            lin = np.ravel_multi_index(idx, shape)
             rep.check(len(np.unique(lin)) == len(lin), "each cell released once", "cells.parquet repeats cells")
-            if c.get("storage", "dense") == "dense":
-                rep.check(len(lin) == m, "dense storage: every cell released (no cell may be left out)",
-                          f"cells.parquet has {len(lin)} rows, the cube has {m} cells")
-        elif e1 == 0:
-            rep.check(ct.num_rows == 0, "no cell budget, no cells", "cells released without a cell budget")
         # partitions
         lo, hi, _ = self.partition_boxes()
-        if e2 > 0:
-            ok = rep.check(len(lo) > 0 and bool(np.all(lo <= hi)) and bool(np.all(lo >= 0)) and bool(np.all(hi < np.asarray(shape))),
+        if len(lo):
+            ok = rep.check(bool(np.all(lo <= hi)) and bool(np.all(lo >= 0)) and bool(np.all(hi < np.asarray(shape))),
                            "partition boxes are well-formed and inside the cube", "partitions.parquet has malformed or out-of-range boxes")
             if ok and m <= DENSE_MAX_CELLS:
                 cov = cover_counts(shape, lo, hi)
                 rep.check(bool(np.all(cov == 1)), "partitions tile the cube (disjoint and covering)",
                           f"partitions do not tile the cube: {int(np.sum(cov == 0))} cells uncovered, "
                           f"{int(np.sum(cov > 1))} covered more than once")
-        else:
-            rep.check(len(lo) == 0, "no partition budget, no partitions", "partitions released without a partition budget")
-        rep.facts.update({"epsilon": eps, "epsilon_cells": e1, "epsilon_partitions": e2, "n_cells": m,
-                          "n_partitions": int(len(lo)), "sampler": c["sampler"]})
+        rep.facts.update({"n_cells": m, "n_partitions": int(len(lo))})
+        # the privacy claim: re-derived from params and checked against the files
+        claim_of(self.manifest).check(self, rep, table)
         if table is not None:
             try:
                 binned = {d: b for d, b in c["bins"].items()
@@ -372,10 +279,4 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     d = np.diff(np.concatenate([[0], m, [0]]))
     starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
     return list(zip(starts.tolist(), ends.tolist()))
-
-
-def _sampler() -> str:
-    from ..mechanisms.noise import SAMPLER
-
-    return SAMPLER
 

@@ -1,7 +1,8 @@
 """Differentially private multidimensional histograms (Xiao et al., DPCube) and baselines."""
 
 from .baselines import ConsistentHierarchy, HierarchicalKDTree
-from .dpcube import DEFAULT_ALPHA1_FRACTION, DEFAULT_XI0, DEFAULT_COUNT_THRESHOLD, CellHistogram, DPCube
+from .dpcube import (DEFAULT_ALPHA1_FRACTION, DEFAULT_COUNT_THRESHOLD, DEFAULT_XI0, CellHistogram, DPCube,
+                     HistogramMechanism)
 
-__all__ = ["DPCube", "CellHistogram", "HierarchicalKDTree", "ConsistentHierarchy",
+__all__ = ["DPCube", "CellHistogram", "HierarchicalKDTree", "ConsistentHierarchy", "HistogramMechanism",
            "DEFAULT_ALPHA1_FRACTION", "DEFAULT_XI0", "DEFAULT_COUNT_THRESHOLD"]

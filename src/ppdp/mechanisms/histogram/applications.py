@@ -8,17 +8,19 @@ import math
 
 import numpy as np
 
-from ..noise import noisy_counts
+from ...kernels.grid import paint
+from ...kernels.noise import discrete_laplace
 
 
 # ----------------------------------------------------------------- classification
-def synthesize(release, estimator: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def synthesize(release, estimator=None) -> tuple[np.ndarray, np.ndarray]:
     """Weighted synthetic records from a histogram release: (cell index matrix (k, d), weights).
 
-    Every cell with a positive estimated count becomes one record weighted by that count
+    Every cell with a positive estimated count (``estimator``: None for the mechanism's
+    default, a name or an estimator object) becomes one record weighted by that count
     (negative estimates are clipped to 0) — equivalent to replicating records.
     """
-    est = np.maximum(release.estimate_cells(estimator), 0.0)
+    est = np.maximum(release.estimator(estimator).cells(release), 0.0)
     nz = np.flatnonzero(est.ravel() > 0)
     idx = np.stack(np.unravel_index(nz, est.shape), axis=1)
     return idx, est.ravel()[nz]
@@ -47,17 +49,21 @@ def private_id3(X: np.ndarray, y: np.ndarray, sizes: list[int], n_classes: int, 
     gain score (sensitivity log2(N+1) + 1/ln 2). Nodes of one level hold disjoint records, so
     their queries compose in parallel. Returns a predict(X) function.
 
-    Note: the exponential mechanism here samples with floating-point weights (a baseline,
-    not a release; the released histograms use the hardened sampler).
+    Note: an interactive baseline, not a release: its noisy counts use the hardened sampler
+    directly (its composition is the one stated above, not a :class:`~ppdp.kernels.noise.Budget`
+    ledger), and the exponential mechanism samples with floating-point weights.
     """
     d = depth if depth is not None else X.shape[1]
     eps_q = epsilon / (2 * (d + 1))
     max_a = max(sizes)
 
+    def noisy(counts):
+        return counts + discrete_laplace(rng, eps_q, counts.shape)
+
     def build(rows, attrs, level):
-        n_noisy = float(noisy_counts(rng, np.array([len(rows)]), eps_q)[0])
+        n_noisy = float(noisy(np.array([len(rows)]))[0])
         if not attrs or level >= d or n_noisy / (max_a * n_classes) < math.sqrt(2) / eps_q:
-            cc = noisy_counts(rng, np.bincount(y[rows], minlength=n_classes), eps_q)
+            cc = noisy(np.bincount(y[rows], minlength=n_classes))
             return ("leaf", int(np.argmax(cc)))
         scores = []
         for a in attrs:
@@ -104,8 +110,6 @@ def reduction_ratio(block_of_1: np.ndarray, block_of_2: np.ndarray, n_blocks: in
 def blocks_of(release, cell_codes: list[np.ndarray]) -> tuple[np.ndarray, int]:
     """Block (partition id) of every record whose cell indices are ``cell_codes``; the blocks
     are the release's partitions (or its cells when it has none)."""
-    from .cube import paint
-
     shape = release.shape
     lo, hi, _ = release.partition_boxes()
     if len(lo):

@@ -2,7 +2,7 @@
 Xiao, Xiong, Fan & Goryczka (DPCube).
 
 Privacy: every noisy count is a sensitivity-1 count of a disjoint part of the data plus
-discrete Laplace noise (:mod:`ppdp.mechanisms.noise`), so each phase is ε_i-DP by parallel
+discrete Laplace noise (:mod:`ppdp.kernels.noise`), so each phase is ε_i-DP by parallel
 composition and the two phases compose sequentially: α = α1 + α2 (Theorem 4.3). The
 kd-tree (phase II's partitioning) reads only the phase-I noisy cells, never the data.
 
@@ -21,27 +21,35 @@ than the evaluation workload):
   Thresholding the *raw* variance of the noisy cells (a literal reading of Algorithm 3)
   degenerates at small α1: the noise alone exceeds any fixed ξ0 and the tree splits down
   to (near) single cells whatever the data.
+
+Every ``_publish`` is a short plan of the shared operators (:mod:`.operators`): select the
+cube, measure (charge and draw in one call), partition, measure again; the ε split comes
+from the one rule :func:`ppdp.claims.dp.budget_plan`, which ``verify`` re-derives.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 
-from ...errors import ParameterError, PpdpError
+from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas
+from ...errors import ParameterError
+from ...kernels.grid import box_counts, check_bins, cube_codes, dense_counts, sparse_counts, summed_area
+from ...kernels.noise import Budget, discrete_laplace_variance
+from ...releases.histogram import HistogramRelease
 from ...validation import Edges, Labels, Optional, Real
 from ..base import Mechanism
-from ..noise import Budget, discrete_laplace, discrete_laplace_variance, noisy_counts
-from .cube import DENSE_MAX_CELLS, box_sums, check_bins, cube_codes, dense_counts, sparse_counts, summed_area
 from .kdtree import vopt_kdtree
+from .operators import dense_cube
 
 DEFAULT_ALPHA1_FRACTION = 0.9
 DEFAULT_XI0 = None
 DEFAULT_COUNT_THRESHOLD = 100.0
 
 
-class _HistogramMechanism(Mechanism):
+class HistogramMechanism(Mechanism):
+    """Base of the histogram mechanisms (not registered): the cube, the ε plan, the release."""
+
     family = "histogram"
     default_estimator = "cells"
     _cli_names = {"epsilon": ("--epsilon", "-e")}
@@ -70,14 +78,19 @@ class _HistogramMechanism(Mechanism):
     def _cube(self, table):
         return cube_codes(table, self.dims, self.bins)
 
-    def _release(self, table, spec, budget: Budget, epsilons, cells=None, partitions=None, extra=None):
-        from ...releases.histogram import HistogramRelease
+    def _dense_cube(self, table):
+        return dense_cube(table, self.dims, self.bins, type(self).__name__)
 
-        return HistogramRelease.build(spec, table, budget, epsilons, cells=cells, partitions=partitions,
-                                      estimator=self.default_estimator, extra=extra)
+    def _plan(self, n_rows: int, shape) -> BudgetPlan:
+        """The ε split (:func:`ppdp.claims.dp.budget_plan`: the rule ``verify`` re-derives)."""
+        return budget_plan(self.name, self.get_params(), n_rows, shape)
+
+    def _release(self, table, spec, plan: BudgetPlan, budget: Budget, cells=None, partitions=None, extra=None):
+        return HistogramRelease.build(spec, table.n_rows, DPClaim.derive(plan, budget), cells=cells,
+                                      partitions=partitions, extra=extra)
 
 
-class CellHistogram(_HistogramMechanism):
+class CellHistogram(HistogramMechanism):
     """Algorithm 1: a noisy count for every cell of the cube (the identity strategy).
 
     Cubes of more than 2^24 cells are released sparsely (Cormode, Procopiuc, Srivastava &
@@ -91,53 +104,26 @@ class CellHistogram(_HistogramMechanism):
     name = "cells"
     default_estimator = "cells"
 
-    _parameter_constraints = _HistogramMechanism._common_constraints
-    _parameter_help = _HistogramMechanism._common_help
+    _parameter_constraints = HistogramMechanism._common_constraints
+    _parameter_help = HistogramMechanism._common_help
 
     def __init__(self, epsilon: float, dims, bins=None):
         self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, codes = self._cube(table)
-        budget = Budget(self.epsilon)
-        budget.spend(self.epsilon, "noisy count of every cell (Algorithm 1)", parallel_over=spec.n_cells)
+        plan = self._plan(table.n_rows, spec.shape)
+        budget = Budget(plan.epsilon)
+        (every_cell,) = plan.cells
         if spec.dense:
-            counts = noisy_counts(rng, dense_counts(codes, spec.shape), self.epsilon)
-            return self._release(table, spec, budget, (self.epsilon, 0.0), cells=counts)
-        idx, cnt, tau = _sparse_noisy_cells(rng, codes, spec.shape, self.epsilon, table.n_rows)
-        return self._release(table, spec, budget, (self.epsilon, 0.0), cells=(idx, cnt),
-                             extra={"storage": "sparse", "threshold": tau})
+            y = budget.measure(rng, dense_counts(codes, spec.shape), every_cell)
+            return self._release(table, spec, plan, budget, cells=y)
+        idx, cnt = sparse_counts(codes, spec.shape)
+        idx, y, tau = budget.measure_sparse(rng, idx, cnt, spec.n_cells, every_cell, table.n_rows)
+        return self._release(table, spec, plan, budget, cells=(idx, y), extra={"storage": "sparse", "threshold": tau})
 
 
-def _sparse_noisy_cells(rng, codes, shape, eps, n_rows):
-    m = int(np.prod(shape, dtype=np.int64))
-    idx, cnt = sparse_counts(codes, shape)
-    nonempty = idx
-    m0 = m - len(idx)
-    p = math.exp(-eps)
-    tail1 = p / (1 + p)  # P(Z ≥ 1); P(Z ≥ τ) = p^τ/(1+p)
-    tau = 1
-    while m0 * tail1 * p ** (tau - 1) > max(n_rows, 1):
-        tau += 1
-    noisy = cnt + discrete_laplace(rng, eps, len(cnt))
-    keep = noisy >= tau
-    idx, noisy = idx[keep], noisy[keep]
-    k = int(rng.binomial(m0, tail1 * p ** (tau - 1)))
-    chosen = np.zeros(0, dtype=np.int64)
-    taken = set(nonempty.tolist())
-    while len(chosen) < k:
-        cand = rng.integers(0, m, size=2 * (k - len(chosen)) + 16)
-        fresh = [c for c in dict.fromkeys(cand.tolist()) if c not in taken][: k - len(chosen)]
-        taken.update(fresh)
-        chosen = np.concatenate([chosen, np.asarray(fresh, dtype=np.int64)])
-    extra_vals = tau + rng.geometric(-math.expm1(-eps), size=k).astype(np.int64) - 1
-    all_idx = np.concatenate([idx, chosen])
-    all_cnt = np.concatenate([noisy, extra_vals])
-    order = np.argsort(all_idx)
-    return all_idx[order], all_cnt[order], tau
-
-
-class DPCube(_HistogramMechanism):
+class DPCube(HistogramMechanism):
     """Algorithms 2–3: noisy cells with α1, kd-tree on them (variance threshold ξ0, SSE
     split on the widest dimension), noisy partition counts with α2 = α − α1 on the true data.
 
@@ -152,13 +138,13 @@ class DPCube(_HistogramMechanism):
     default_estimator = "ls"
 
     _parameter_constraints = {
-        **_HistogramMechanism._common_constraints,
+        **HistogramMechanism._common_constraints,
         "alpha1_fraction": Optional(Real(0, 1, closed="neither")),
         "xi0": Optional(Real(0, None)),
         "count_threshold": Optional(Real(0, None)),
     }
     _parameter_help = {
-        **_HistogramMechanism._common_help,
+        **HistogramMechanism._common_help,
         "alpha1_fraction": "α1/α for phase I (default: the documented rule).",
         "xi0": "kd-tree threshold ξ0 on the de-noised variance of a box's cells (default: off).",
         "count_threshold": "θ: boxes whose noisy total is ≤ θ·sd(partition noise) are not split (default: the documented rule).",
@@ -178,8 +164,7 @@ class DPCube(_HistogramMechanism):
 
     @property
     def alphas(self) -> tuple[float, float]:
-        a1 = self.epsilon * self.alpha1_fraction
-        return a1, self.epsilon - a1
+        return dpcube_alphas(self.epsilon, self.alpha1_fraction)
 
     def split_rule(self) -> dict:
         """Parameters of the kd-tree's leaf test (:func:`~ppdp.mechanisms.histogram.kdtree.leaf_threshold`)."""
@@ -188,19 +173,13 @@ class DPCube(_HistogramMechanism):
                 "min_count": self.count_threshold * math.sqrt(discrete_laplace_variance(a2))}
 
     def _publish(self, table, rng):
-        spec, codes = self._cube(table)
-        if spec.n_cells > DENSE_MAX_CELLS:
-            raise PpdpError(f"the cube has {spec.n_cells:,} cells, more than DPCube's dense limit {DENSE_MAX_CELLS:,}; "
-                            "bin the dimensions coarser or use CellHistogram (sparse)")
-        a1, a2 = self.alphas
-        budget = Budget(self.epsilon)
-        x = dense_counts(codes, spec.shape)
-        budget.spend(a1, "phase I: noisy count of every cell", parallel_over=spec.n_cells)
-        y1 = noisy_counts(rng, x, a1)
+        spec, x = self._dense_cube(table)                              # select: the cube
+        plan = self._plan(table.n_rows, spec.shape)
+        budget = Budget(plan.epsilon)
+        (phase1,), (phase2,) = plan.cells, plan.partitions
+        y1 = budget.measure(rng, x, phase1)                            # measure every cell with α1
         rule = self.split_rule()
-        lo, hi = vopt_kdtree(y1, **rule)
-        true_p = np.rint(box_sums(summed_area(x), lo, hi)).astype(np.int64)
-        budget.spend(a2, "phase II: noisy count of every kd-tree partition", parallel_over=len(lo))
-        y2 = noisy_counts(rng, true_p, a2)
-        return self._release(table, spec, budget, (a1, a2), cells=y1, partitions=(lo, hi, y2),
-                             extra={"split_rule": rule})
+        lo, hi = vopt_kdtree(y1, **rule)                               # partition the noisy cells
+        y2 = budget.measure(rng, box_counts(summed_area(x), lo, hi), phase2)  # measure every partition with α2
+        return self._release(table, spec, plan, budget, cells=y1, partitions=(lo, hi, y2),
+                             extra={"split_rule": rule})              # infer: the release's estimators

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...kernels.grid import box_sums, summed_area
+
 
 def vopt_kdtree(y: np.ndarray, xi0: float | None, noise_var: float = 0.0,
                 min_count: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -32,8 +34,6 @@ def vopt_kdtree(y: np.ndarray, xi0: float | None, noise_var: float = 0.0,
     sums of y and y² from summed-area tables (exact for integer counts) and every candidate
     cut of every box evaluated in one vectorised pass.
     """
-    from .cube import box_sums, summed_area
-
     y = np.asarray(y, dtype=np.float64)
     d = y.ndim
     sat, sat2 = summed_area(y), summed_area(y * y)

@@ -8,7 +8,7 @@ workload (WHERE clauses), or by default one query per SA value; the claim is
 :class:`~ppdp.claims.laplace.LaplaceAnswersClaim` with its ledger. Only that workload can be
 answered (estimator ``"lookup"``).
 
-The noise is the hardened discrete Laplace of :mod:`ppdp.mechanisms.noise` with parameter
+The noise is the hardened discrete Laplace of :mod:`ppdp.kernels.noise` with parameter
 ε/m (pmf ∝ exp(−(ε/m)|k|), the integer analogue of Lap(m/ε)); floating-point Laplace draws
 are never released (Mironov 2012). A custom ``sampler(rng, epsilon, size)`` may be passed,
 e.g. for experiments that compare samplers.
@@ -25,7 +25,7 @@ from ...queries import Predicate, Query, Workload, answer_exact, as_workload
 from ...releases.answers import AnswersRelease, query_key
 from ...validation import Labels, Optional, Real
 from ..base import Mechanism
-from ..noise import discrete_laplace
+from ...kernels.noise import discrete_laplace
 from .uniform import schema_of
 
 __all__ = ["LaplaceBaseline", "laplace_answers", "laplace_scale"]

@@ -1,4 +1,5 @@
-"""The data cube (base cuboid) of a Table over chosen dimensions, and box arithmetic on it.
+"""The data cube (base cuboid) of a Table over chosen dimensions, box arithmetic on it, and
+the data-independent trees over its cells.
 
 A cube has one axis per dimension; a dimension's cells are its domain labels (categorical,
 or numeric value by value) or explicit bins (``bins={"age": [17, 20, 30, …]}``), so the cell
@@ -15,13 +16,14 @@ from one summed-area table (prefix sums along every axis) by inclusion–exclusi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...errors import PpdpError, SchemaError
-from ...table import Binning
+from ..errors import PpdpError, SchemaError
+from ..table import Binning
 
 DENSE_MAX_CELLS = 2**24
 
@@ -180,3 +182,64 @@ def cover_counts(shape: Sequence[int], lo: np.ndarray, hi: np.ndarray) -> np.nda
     for ax in range(d):
         np.cumsum(diff, axis=ax, out=diff)
     return diff[tuple(slice(0, n) for n in shape)]
+
+
+# ---------------------------------------------------------------------------- trees
+def tree_levels(shape, fanout: str = "quad") -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Data-independent tree down to single cells: per level (lo, hi, parent index).
+
+    ``fanout="quad"``: every box is halved on every dimension with more than one cell at once
+    (up to 2^d children: the quadtree of 2-D data, Cormode et al. 2012); ``"binary"``: a box
+    is halved on its widest dimension only (ties → earlier), a binary kd-tree. Halves: the
+    lower one gets ⌊ext/2⌋ cells.
+    """
+    if fanout not in ("quad", "binary"):
+        raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
+    shape = np.asarray(shape, np.int64)
+    D = len(shape)
+    lo, hi, parent = np.zeros((1, D), np.int64), (shape - 1)[None, :], np.full(1, -1)
+    levels = [(lo, hi, parent)]
+    while True:
+        ext = hi - lo + 1
+        split = np.flatnonzero(ext.max(axis=1) > 1)
+        if not len(split):
+            return levels
+        e = ext[split]
+        if fanout == "quad":
+            cut = e > 1
+        else:
+            cut = np.zeros_like(e, bool)
+            cut[np.arange(len(split)), e.argmax(axis=1)] = True
+        mid = lo[split] + e // 2 - 1  # last cell of the lower half
+        new_lo, new_hi, new_parent = [], [], []
+        for corner in range(1 << D):  # child = choice of lower/upper half per cut dimension
+            upper = np.array([(corner >> ax) & 1 for ax in range(D)], bool)
+            ok = np.all(cut | ~upper[None, :], axis=1)  # uncut dimensions only take "lower" (= whole)
+            c_lo, c_hi = lo[split].copy(), hi[split].copy()
+            for ax in range(D):
+                sel = cut[:, ax]
+                if upper[ax]:
+                    c_lo[sel, ax] = mid[sel, ax] + 1
+                else:
+                    c_hi[sel, ax] = mid[sel, ax]
+            new_lo.append(c_lo[ok])
+            new_hi.append(c_hi[ok])
+            new_parent.append(split[ok])
+        lo, hi, parent = np.concatenate(new_lo), np.concatenate(new_hi), np.concatenate(new_parent)
+        levels.append((lo, hi, parent))
+
+
+def tree_height(shape: Sequence[int], fanout: str = "quad") -> int:
+    """Number of levels of :func:`tree_levels` (root included), without building the tree:
+    a quadtree halves every dimension at once, 1 + max_d ⌈log2 n_d⌉ levels; a binary tree
+    one dimension per level, and its deepest path (the upper halves, ⌈n/2⌉ cells) halves
+    every dimension in turn, 1 + Σ_d ⌈log2 n_d⌉ levels."""
+    if fanout not in ("quad", "binary"):
+        raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
+    halvings = [math.ceil(math.log2(int(n))) if int(n) > 1 else 0 for n in shape]
+    return 1 + (max(halvings, default=0) if fanout == "quad" else sum(halvings))
+
+
+def box_counts(sat: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Exact (int64) counts over boxes from the summed-area table ``sat`` of an integer cube."""
+    return np.rint(box_sums(sat, lo, hi)).astype(np.int64)

@@ -1,0 +1,262 @@
+"""ε-differential privacy of the histogram family (Dwork, McSherry, Nissim & Smith 2006).
+
+Privacy map. Every measurement adds discrete Laplace noise of parameter ε_i
+(:mod:`ppdp.kernels.noise`) to sensitivity-1 counts of disjoint parts of the data (cells,
+partitions, the nodes of one tree level): by parallel composition the measurement is
+ε_i-DP (Xiao et al., Theorem 3.2). The measurements of one release compose sequentially,
+ε = Σ ε_i (Theorem 3.1), and whatever is computed from noisy counts only — the kd-tree on the
+noisy cells, least squares, consistency — is post-processing and costs nothing.
+
+How a mechanism splits ε is a rule of its parameters and of two public facts, the input size
+and the cube's shape: :func:`budget_plan`, the one place the split is written. At publish time
+the mechanism measures along the plan (:class:`~ppdp.kernels.noise.Budget`, each step charged
+and drawn in one call) and :meth:`DPClaim.derive` turns plan and ledger into the claim. At
+verify time :meth:`DPClaim.check` re-derives the plan from ``manifest["params"]`` and compares
+it with the claim, the claim's ledger and the files: any disagreement is a problem.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import PpdpError, ReleaseError
+from ..kernels.grid import tree_height
+from ..kernels.noise import HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon, sampler_is_integer
+from . import Claim
+
+__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dpcube_alphas", "kdtree_default_depth"]
+
+
+# ------------------------------------------------------------------------- the split rules
+@dataclass(frozen=True)
+class BudgetPlan:
+    """The planned measurements of one release, in ledger order: ``structure`` (steps that only
+    shape the partitions, e.g. noisy medians), ``cells`` (the steps whose counts are, or are
+    post-processed into, the released cells), ``partitions`` (the released partition counts)."""
+
+    epsilon: float
+    epsilon_cells: float
+    epsilon_partitions: float
+    structure: tuple[Step, ...] = ()
+    cells: tuple[Step, ...] = ()
+    partitions: tuple[Step, ...] = ()
+    #: the released cells are a post-processing (not raw noisy counts)
+    cells_postprocessed: bool = False
+    depth: int | None = None
+    levels: int | None = None
+    epsilon_per_level: float | None = None
+
+    @property
+    def epsilon_other(self) -> float:
+        return self.epsilon - self.epsilon_cells - self.epsilon_partitions
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return self.structure + self.cells + self.partitions
+
+
+def _fraction(params: Mapping[str, Any], name: str) -> float:
+    v = float(params[name])
+    if not 0 < v < 1:
+        raise PpdpError(f"{name} must be in (0, 1), got {v}")
+    return v
+
+
+def dpcube_alphas(epsilon: float, alpha1_fraction: float) -> tuple[float, float]:
+    """DPCube's phases: α1 = α·(α1/α) for the cells, α2 = α − α1 for the partitions."""
+    a1 = epsilon * alpha1_fraction
+    return a1, epsilon - a1
+
+
+def kdtree_default_depth(n_rows: int, eps_leaf: float, shape: Sequence[int]) -> int:
+    """The hierarchical kd-tree's documented depth rule: the largest d with n·ε_leaf/2^d ≥ 10
+    (leaves expected to hold ≥ 10 noise scales), capped by the halvings that reach single cells."""
+    max_depth = int(sum(math.ceil(math.log2(s)) for s in shape if s > 1)) or 1
+    return max(1, min(max_depth, int(math.floor(math.log2(max(n_rows * eps_leaf / 10, 2))))))
+
+
+def _cells_plan(p, n_rows, shape) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    return BudgetPlan(e, e, 0.0, cells=(Step(e, "noisy count of every cell (Algorithm 1)", "cells"),))
+
+
+def _dpcube_plan(p, n_rows, shape) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    a1, a2 = dpcube_alphas(e, _fraction(p, "alpha1_fraction"))
+    return BudgetPlan(e, a1, a2, cells=(Step(a1, "phase I: noisy count of every cell", "cells"),),
+                      partitions=(Step(a2, "phase II: noisy count of every kd-tree partition", "partitions"),))
+
+
+def _kdtree_plan(p, n_rows, shape) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    mf = _fraction(p, "median_fraction")
+    eps_leaf = e * (1 - mf)
+    depth = p.get("depth")
+    if depth is not None and (isinstance(depth, bool) or int(depth) != depth or depth < 1):
+        raise PpdpError(f"depth must be an integer ≥ 1, got {depth!r}")
+    depth = int(depth) if depth else kdtree_default_depth(n_rows, eps_leaf, shape)
+    eps_level = e * mf / depth
+    return BudgetPlan(e, 0.0, eps_leaf, structure=tuple(Step(eps_level, f"level {lv}: noisy medians") for lv in range(depth)),
+                      partitions=(Step(eps_leaf, "noisy leaf counts", "partitions"),), depth=depth, epsilon_per_level=eps_level)
+
+
+def _hierarchy_plan(p, n_rows, shape) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    H = tree_height(shape, p["fanout"])
+    eps_level = e / H
+    return BudgetPlan(e, e, 0.0, cells=tuple(Step(eps_level, f"tree level {i}: noisy node counts") for i in range(H)),
+                      cells_postprocessed=True, levels=H, epsilon_per_level=eps_level)
+
+
+_RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan}
+
+
+def budget_plan(mechanism: str, params: Mapping[str, Any], n_rows: int, shape: Sequence[int]) -> BudgetPlan:
+    """The ε split of ``mechanism`` under ``params`` for ``n_rows`` input rows and a cube of ``shape``."""
+    rule = _RULES.get(mechanism)
+    if rule is None:
+        raise ReleaseError(f"no ε-DP budget rule for mechanism {mechanism!r}; known: {', '.join(_RULES)}")
+    return rule(params, int(n_rows), tuple(int(s) for s in shape))
+
+
+# ------------------------------------------------------------------------------- the claim
+def _close(a: float, b: float) -> bool:
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+
+
+@dataclass(frozen=True)
+class DPClaim(Claim):
+    """ε-DP: total ε, its phases (cells, partitions, other = tree structure), the noise
+    sampler, the ledger of every measurement, and the per-level ε of tree mechanisms."""
+
+    model = "epsilon-DP"
+
+    epsilon: float
+    epsilon_cells: float
+    epsilon_partitions: float
+    epsilon_other: float
+    sampler: str
+    ledger: tuple[Spend, ...]
+    depth: int | None = None
+    levels: int | None = None
+    epsilon_per_level: float | None = None
+
+    # ------------------------------------------------------------------ publish time
+    @classmethod
+    def derive(cls, plan: BudgetPlan, budget: Budget, sampler: str = SAMPLER) -> "DPClaim":
+        """The claim of a release measured along ``plan`` with ``budget`` (its ledger)."""
+        claim = cls(plan.epsilon, plan.epsilon_cells, plan.epsilon_partitions, plan.epsilon_other, sampler,
+                    budget.ledger, plan.depth, plan.levels, plan.epsilon_per_level)
+        wrong = claim.disagreements(plan)
+        if wrong:  # the mechanism did not measure what its rule says: never publish that
+            raise PpdpError("internal error: the measurements disagree with the budget plan: " + "; ".join(wrong))
+        return claim
+
+    # ------------------------------------------------------------------ manifest form
+    def to_certificate(self) -> dict[str, Any]:
+        cert: dict[str, Any] = {"model": self.model, "epsilon": self.epsilon, "epsilon_cells": self.epsilon_cells,
+                                "epsilon_partitions": self.epsilon_partitions, "epsilon_other": self.epsilon_other,
+                                "sampler": self.sampler, "ledger": [s.to_json() for s in self.ledger]}
+        for k in ("depth", "levels", "epsilon_per_level"):
+            if getattr(self, k) is not None:
+                cert[k] = getattr(self, k)
+        return cert
+
+    @classmethod
+    def from_certificate(cls, cert: Mapping[str, Any]) -> "DPClaim":
+        def opt(k, f):
+            return None if cert.get(k) is None else f(cert[k])
+
+        return cls(float(cert["epsilon"]), float(cert["epsilon_cells"]), float(cert["epsilon_partitions"]),
+                   float(cert.get("epsilon_other", 0.0)), str(cert["sampler"]),
+                   tuple(Spend.from_json(e) for e in cert["ledger"]), opt("depth", int), opt("levels", int),
+                   opt("epsilon_per_level", float))
+
+    # ------------------------------------------------------------------ verification
+    def disagreements(self, plan: BudgetPlan) -> list[str]:
+        """Where this claim differs from the plan re-derived from the parameters."""
+        out = []
+        for k in ("epsilon", "epsilon_cells", "epsilon_partitions", "epsilon_other", "epsilon_per_level"):
+            want, got = getattr(plan, k), getattr(self, k)
+            if (want is None) != (got is None) or (want is not None and not _close(want, got)):
+                out.append(f"params give {k} = {want}, the certificate says {got}")
+        for k in ("depth", "levels"):
+            if getattr(plan, k) != getattr(self, k):
+                out.append(f"params give {k} = {getattr(plan, k)}, the certificate says {getattr(self, k)}")
+        if len(self.ledger) != len(plan.steps):
+            out.append(f"the ledger has {len(self.ledger)} entries, params give {len(plan.steps)} measurements")
+        for i, (s, step) in enumerate(zip(self.ledger, plan.steps)):
+            if not _close(s.epsilon, step.epsilon) or s.what != step.what:
+                out.append(f"ledger entry {i} spends ε = {s.epsilon} on {s.what!r}; params give ε = {step.epsilon} "
+                           f"on {step.what!r}")
+        return out
+
+    def check(self, release, report, source=None) -> None:
+        eps, e1, e2, eo = self.epsilon, self.epsilon_cells, self.epsilon_partitions, self.epsilon_other
+        tol = 1e-9 * max(eps, 1)
+        # the claim itself
+        report.check(eps > 0 and e1 >= 0 and e2 >= 0 and eo >= -tol, "budgets are non-negative, ε > 0",
+                     f"bad budgets: ε={eps}, α1={e1}, α2={e2}, other={eo}")
+        report.check(abs(e1 + e2 + eo - eps) <= tol, "α1 + α2 (+ structure) = α",
+                     f"epsilon_cells {e1} + epsilon_partitions {e2} + epsilon_other {eo} != epsilon {eps}")
+        bad = [s for s in self.ledger if not s.epsilon > 0 or s.parallel_over < 1]
+        report.check(not bad, "every ledger spend is > 0 on ≥ 1 part",
+                     f"ledger entries with ε ≤ 0 or no part (a spend cannot refund budget): {[s.what for s in bad]}")
+        led = Budget.total_of(self.ledger)
+        report.check(abs(led - eps) <= tol, "ledger adds up to ε (sequential composition)",
+                     f"the ledger spends {led}, the certificate says epsilon = {eps}")
+        report.check(self.sampler in HARDENED_SAMPLERS, "noise sampler is hardened (discrete Laplace)",
+                     f"sampler {self.sampler!r} is not one of the hardened samplers {list(HARDENED_SAMPLERS)}")
+        report.facts.update({"epsilon": eps, "epsilon_cells": e1, "epsilon_partitions": e2, "sampler": self.sampler})
+        # the claim against the parameters
+        m = release.manifest
+        try:
+            params = m["params"]
+            shape = tuple(len(release.domains[d]) for d in params["dims"])
+            plan = budget_plan(m["mechanism"], params, int(m["n_input"]), shape)
+        except (PpdpError, KeyError, TypeError, ValueError) as e:
+            report.check(False, "ε split re-derived from params", f"cannot re-derive the ε split from params: {e}")
+            return
+        wrong = self.disagreements(plan)
+        report.check(not wrong, "ε, its phases and the ledger re-derived from params", "; ".join(wrong) or None)
+        # the claim against the files
+        cells, parts = release.tables.get("cells"), release.tables.get("partitions")
+        if cells is None or parts is None or "count" not in cells.column_names or "count" not in parts.column_names:
+            return  # the family's file checks report it
+        n_cells, n_parts = int(np.prod(shape, dtype=np.int64)), parts.num_rows
+        for s, step in zip(self.ledger, plan.steps):
+            want = {"cells": n_cells, "partitions": n_parts}.get(step.over)
+            if want is not None:
+                report.check(s.parallel_over == want, f"ledger: {s.what!r} over the {want} released {step.over}",
+                             f"the ledger says {s.what!r} measured {s.parallel_over} {step.over}, the files hold {want}")
+        storage = release.certificate.get("storage", "dense")
+        if e1 > 0:
+            if storage == "dense":
+                report.check(cells.num_rows == n_cells, "dense storage: every cell released (no cell may be left out)",
+                             f"cells.parquet has {cells.num_rows} rows, the cube has {n_cells} cells")
+        else:
+            report.check(cells.num_rows == 0, "no cell budget, no cells", "cells released without a cell budget")
+        if e2 > 0:
+            report.check(n_parts > 0, "a partition budget, partitions released", "partitions.parquet is empty")
+        else:
+            report.check(n_parts == 0, "no partition budget, no partitions", "partitions released without a partition budget")
+        if sampler_is_integer(self.sampler):
+            raw = [("partitions", parts)] + ([] if plan.cells_postprocessed else [("cells", cells)])
+            for name, t in raw:
+                c = np.asarray(t.column("count").to_numpy(), dtype=np.float64)
+                report.check(bool(np.all(np.isfinite(c) & (c == np.round(c)))),
+                             f"{name}.parquet counts are integers (integer-valued sampler)",
+                             f"{name}.parquet has non-integer counts, impossible with the integer sampler {self.sampler!r}")
+
+    # ------------------------------------------------------------------ audit / words
+    def bound(self) -> Mapping[str, Any]:
+        """ε bounds the likelihood ratio of neighbouring inputs, not a posterior: no posterior bound."""
+        return {"epsilon": self.epsilon, "posterior": None}
+
+    def statement(self) -> str:
+        return (f"ε-differential privacy with ε = {self.epsilon:g}: {len(self.ledger)} measurement(s) with "
+                f"{self.sampler} noise on disjoint counts, composed sequentially")
