@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Estimator
+from .base import Estimator
 
 
 class Lookup(Estimator):

@@ -28,7 +28,7 @@ from ..errors import QueryError
 from ..kernels.grid import box_sums, paint, summed_area
 from ..kernels.noise import discrete_laplace_variance
 from ..queries import CountIndex, as_workload
-from . import Estimator
+from .base import Estimator
 
 __all__ = ["HistogramEstimator", "CellsEstimator", "UniformEstimator", "LeastSquaresEstimator",
            "EmpiricalBayesEstimator"]

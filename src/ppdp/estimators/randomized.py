@@ -46,7 +46,7 @@ import numpy as np
 from ..errors import ParameterError, QueryError, ReleaseError
 from ..queries import CountIndex, split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
-from . import Estimator
+from .base import Estimator
 
 METHODS = ("full-iterative", "full-closed", "iterative", "closed")
 DEFAULT_TOL = 0.01

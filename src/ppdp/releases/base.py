@@ -109,10 +109,10 @@ class Release:
 
     @property
     def numeric(self) -> dict[str, np.ndarray | None]:
-        from ..table import _numeric_values
+        from ..table import domain_numeric_values
 
         given = self.schema.get("numeric", {})
-        return {c: (np.asarray(given[c], float) if given.get(c) is not None else _numeric_values(d)) for c, d in self.domains.items()}
+        return {c: (np.asarray(given[c], float) if given.get(c) is not None else domain_numeric_values(d)) for c, d in self.domains.items()}
 
     @property
     def certificate(self) -> dict:

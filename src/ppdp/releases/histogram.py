@@ -32,7 +32,7 @@ import pyarrow as pa
 from ..claims import claim_of
 from ..errors import QueryError, ReleaseError, SchemaError
 from ..kernels.grid import DENSE_MAX_CELLS, cover_counts, cube_codes
-from ..queries.model import _is_number, _normalise
+from ..queries.model import is_number, normalise_label
 from .base import Release, VerifyReport, register_family
 
 
@@ -166,17 +166,17 @@ class HistogramRelease(Release):
                 if p.kind == "between":
                     if not p.closed_range:
                         pass  # open or one-sided range: the general mask path below
-                    elif sorted_num[j] and _is_number(p.low) and _is_number(p.high):
+                    elif sorted_num[j] and is_number(p.low) and is_number(p.high):
                         num_q[j].append(qi)
                         num_lo[j].append(float(p.low))
                         num_hi[j].append(float(p.high))
                         continue
                     else:
-                        a, b = lookups[j].get(_normalise(p.low)), lookups[j].get(_normalise(p.high))
+                        a, b = lookups[j].get(normalise_label(p.low)), lookups[j].get(normalise_label(p.high))
                         if a is not None and b is not None:
                             r = (min(a, b), max(a, b))
                 elif p.kind == "eq" and len(p.values) == 1:
-                    a = lookups[j].get(_normalise(p.values[0]))
+                    a = lookups[j].get(normalise_label(p.values[0]))
                     if a is not None:
                         r = (a, a)
                 if r is None:  # general path: the predicate's mask over the domain → runs
