@@ -50,10 +50,17 @@ def register_estimator(cls: type) -> type:
     return cls
 
 
+def _package_rank(cls: type) -> int:
+    mod = cls.__module__
+    return next((i for i, p in enumerate(PLUGIN_PACKAGES) if mod == p or mod.startswith(p + ".")), len(PLUGIN_PACKAGES))
+
+
 def mechanisms() -> dict[str, type]:
-    """Every registered mechanism, name → class, in registration order."""
+    """Every registered mechanism, name → class: by plugin package, then in definition order
+    (the same order whichever package was imported first)."""
     _load()
-    return dict(_MECHANISMS)
+    order = list(_MECHANISMS)
+    return {n: _MECHANISMS[n] for n in sorted(order, key=lambda n: (_package_rank(_MECHANISMS[n]), order.index(n)))}
 
 
 def mechanism(name: str) -> type:

@@ -24,8 +24,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import PpdpError, ReleaseError
-from ..kernels.grid import tree_height
-from ..kernels.noise import HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon, sampler_is_integer
+from ..kernels.grid import tree_levels
+from ..kernels.noise import (HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon, discrete_laplace_variance,
+                              sampler_is_integer)
 from . import Claim
 
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dpcube_alphas", "kdtree_default_depth"]
@@ -106,10 +107,21 @@ def _kdtree_plan(p, n_rows, shape) -> BudgetPlan:
 
 def _hierarchy_plan(p, n_rows, shape) -> BudgetPlan:
     e = check_epsilon(p["epsilon"])
-    H = tree_height(shape, p["fanout"])
+    nodes = [len(lo) for lo, _, _ in tree_levels(shape, p["fanout"])]  # data-independent: public
+    H = len(nodes)
     eps_level = e / H
-    return BudgetPlan(e, e, 0.0, cells=tuple(Step(eps_level, f"tree level {i}: noisy node counts") for i in range(H)),
+    return BudgetPlan(e, e, 0.0, cells=tuple(Step(eps_level, f"tree level {i}: noisy node counts", parts=n)
+                                             for i, n in enumerate(nodes)),
                       cells_postprocessed=True, levels=H, epsilon_per_level=eps_level)
+
+
+def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
+    """DPCube's kd-tree leaf test from its parameters (published as the certificate's ``split_rule``):
+    the threshold ξ0, the phase-I noise variance and the smallest partition worth splitting
+    (``count_threshold`` × the phase-II noise standard deviation)."""
+    a1, a2 = dpcube_alphas(check_epsilon(params["epsilon"]), _fraction(params, "alpha1_fraction"))
+    return {"xi0": params.get("xi0"), "noise_var": discrete_laplace_variance(a1),
+            "min_count": float(params["count_threshold"]) * math.sqrt(discrete_laplace_variance(a2))}
 
 
 _RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan}
@@ -229,10 +241,17 @@ class DPClaim(Claim):
             return  # the family's file checks report it
         n_cells, n_parts = int(np.prod(shape, dtype=np.int64)), parts.num_rows
         for s, step in zip(self.ledger, plan.steps):
-            want = {"cells": n_cells, "partitions": n_parts}.get(step.over)
+            want = step.parts if step.parts is not None else {"cells": n_cells, "partitions": n_parts}.get(step.over)
             if want is not None:
                 report.check(s.parallel_over == want, f"ledger: {s.what!r} over the {want} released {step.over}",
                              f"the ledger says {s.what!r} measured {s.parallel_over} {step.over}, the files hold {want}")
+        if m["mechanism"] == "dpcube":
+            rule, given = dpcube_split_rule(params), release.certificate.get("split_rule")
+            same = isinstance(given, Mapping) and set(given) == set(rule) and all(
+                (given[k] is None and rule[k] is None) or (rule[k] is not None and isinstance(given[k], (int, float))
+                                                           and _close(float(given[k]), float(rule[k]))) for k in rule)
+            report.check(same, "kd-tree split rule re-derived from params",
+                         f"the certificate's split_rule {given} differs from the one params give {rule}")
         storage = release.certificate.get("storage", "dense")
         if e1 > 0:
             if storage == "dense":

@@ -108,6 +108,8 @@ class Step:
     epsilon: float
     what: str
     over: str | None = None
+    #: the number of disjoint parts when it follows from public quantities (e.g. a data-independent tree level)
+    parts: int | None = None
 
 
 @dataclass(frozen=True)

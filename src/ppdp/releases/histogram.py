@@ -258,6 +258,17 @@ class HistogramRelease(Release):
                           f"partitions do not tile the cube: {int(np.sum(cov == 0))} cells uncovered, "
                           f"{int(np.sum(cov > 1))} covered more than once")
         rep.facts.update({"n_cells": m, "n_partitions": int(len(lo))})
+        rep.check(c.get("n_cells") == m and c.get("n_partitions") == int(len(lo)),
+                  "certificate n_cells / n_partitions match the files",
+                  f"certificate n_cells {c.get('n_cells')} / n_partitions {c.get('n_partitions')}, the files give {m} / {len(lo)}")
+        params = self.manifest.get("params", {})
+        rep.check(list(params.get("dims") or []) == dims, "dimensions as requested (params.dims)",
+                  f"the certificate's dims {dims} differ from params.dims {params.get('dims')}")
+        asked = params.get("bins") or {}
+        bins = c["bins"] if isinstance(c["bins"], dict) else {}
+        wrong = [d for d, e in asked.items() if [float(x) for x in bins.get(d) or []] != [float(x) for x in e]]
+        rep.check(not wrong, "bin edges as requested (params.bins)",
+                  f"the certificate's bins of {wrong} differ from params.bins")
         # the privacy claim: re-derived from params and checked against the files
         claim_of(self.manifest).check(self, rep, table)
         if table is not None:

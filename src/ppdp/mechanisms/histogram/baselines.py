@@ -29,6 +29,7 @@ class HierarchicalKDTree(HistogramMechanism):
     """
 
     name = "kdtree"
+    paper = "Inan, Kantarcioglu, Ghinita, Bertino 2010"
     default_estimator = "uniform"
 
     _parameter_constraints = {
@@ -73,6 +74,7 @@ class ConsistentHierarchy(HistogramMechanism):
     """
 
     name = "consistency"
+    paper = "Hay, Rastogi, Miklau, Suciu 2010"
     default_estimator = "cells"
 
     _parameter_constraints = {**HistogramMechanism._common_constraints, "fanout": Options("quad", "binary")}

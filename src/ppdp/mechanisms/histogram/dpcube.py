@@ -29,13 +29,12 @@ from the one rule :func:`ppdp.claims.dp.budget_plan`, which ``verify`` re-derive
 
 from __future__ import annotations
 
-import math
 
 
-from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas
+from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas, dpcube_split_rule
 from ...errors import ParameterError
 from ...kernels.grid import box_counts, check_bins, cube_codes, dense_counts, sparse_counts, summed_area
-from ...kernels.noise import Budget, discrete_laplace_variance
+from ...kernels.noise import Budget
 from ...releases.histogram import HistogramRelease
 from ...validation import Edges, Labels, Optional, Real
 from ..base import Mechanism
@@ -167,10 +166,8 @@ class DPCube(HistogramMechanism):
         return dpcube_alphas(self.epsilon, self.alpha1_fraction)
 
     def split_rule(self) -> dict:
-        """Parameters of the kd-tree's leaf test (:func:`~ppdp.mechanisms.histogram.kdtree.leaf_threshold`)."""
-        a1, a2 = self.alphas
-        return {"xi0": self.xi0, "noise_var": discrete_laplace_variance(a1),
-                "min_count": self.count_threshold * math.sqrt(discrete_laplace_variance(a2))}
+        """Parameters of the kd-tree's leaf test (:func:`ppdp.claims.dp.dpcube_split_rule`)."""
+        return dpcube_split_rule(self.get_params())
 
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)                              # select: the cube
