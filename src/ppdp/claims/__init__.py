@@ -10,6 +10,7 @@ files is a problem in the report. ``audit`` reads its bounds from the same objec
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Mapping
 
 from ..errors import ReleaseError
@@ -41,6 +42,15 @@ class Claim:
         and record every disagreement in ``report`` (a :class:`~ppdp.releases.base.VerifyReport`)."""
         raise NotImplementedError
 
+    def agrees_with(self, derived: "Claim", report) -> bool:
+        """Record whether this (published) claim equals ``derived``, the claim re-derived from
+        params and the files: every field of the certificate form, floats to 1e-9 relative."""
+        got, want = self.to_certificate(), derived.to_certificate()
+        wrong = sorted(k for k in set(got) | set(want) if not _same(got.get(k), want.get(k)))
+        return report.check(not wrong, f"{self.model} claim re-derived from params and files",
+                            f"the certificate's {', '.join(wrong)} differ from what params and the files give: "
+                            + "; ".join(f"{k} = {want.get(k)!r}, not {got.get(k)!r}" for k in wrong))
+
     # ---------------------------------------------------------------- audit / words
     def bound(self) -> Mapping[str, Any]:
         """What the claim bounds, for the audit (e.g. SA label → largest allowed posterior)."""
@@ -49,6 +59,18 @@ class Claim:
     def statement(self) -> str:
         """The claim in plain words (for the CLI, the report and the release README)."""
         raise NotImplementedError
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def claim_class(model: str) -> type[Claim]:

@@ -77,6 +77,7 @@ class DivertedClaim(Claim):
                          f"ℓ' = {lp} exceeds the {len(release.domains[s])} values of {s!r}")
         report.facts["l_prime"] = lp
         report.facts["dropped"] = dropped
+        self.agrees_with(DivertedClaim.derive(lp, sas, N, dropped), report)
         if source is None:
             return
         for s in sas:

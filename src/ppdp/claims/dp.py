@@ -101,7 +101,8 @@ def _kdtree_plan(p, n_rows, shape) -> BudgetPlan:
         raise PpdpError(f"depth must be an integer ≥ 1, got {depth!r}")
     depth = int(depth) if depth else kdtree_default_depth(n_rows, eps_leaf, shape)
     eps_level = e * mf / depth
-    return BudgetPlan(e, 0.0, eps_leaf, structure=tuple(Step(eps_level, f"level {lv}: noisy medians") for lv in range(depth)),
+    return BudgetPlan(e, 0.0, eps_leaf, structure=tuple(Step(eps_level, f"level {lv}: noisy medians", parts=1 if lv == 0 else None)
+                                                      for lv in range(depth)),
                       partitions=(Step(eps_leaf, "noisy leaf counts", "partitions"),), depth=depth, epsilon_per_level=eps_level)
 
 
@@ -113,6 +114,10 @@ def _hierarchy_plan(p, n_rows, shape) -> BudgetPlan:
     return BudgetPlan(e, e, 0.0, cells=tuple(Step(eps_level, f"tree level {i}: noisy node counts", parts=n)
                                              for i, n in enumerate(nodes)),
                       cells_postprocessed=True, levels=H, epsilon_per_level=eps_level)
+
+
+#: the post-processing a mechanism applies to its noisy cells (published as ``cells_postprocessed``)
+POSTPROCESSING = {"consistency": "hierarchical constrained inference (Hay et al. 2010)"}
 
 
 def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -252,6 +257,9 @@ class DPClaim(Claim):
                                                            and _close(float(given[k]), float(rule[k]))) for k in rule)
             report.check(same, "kd-tree split rule re-derived from params",
                          f"the certificate's split_rule {given} differs from the one params give {rule}")
+        post = POSTPROCESSING.get(m["mechanism"])
+        report.check(release.certificate.get("cells_postprocessed") == post, "cell post-processing as the mechanism does it",
+                     f"the certificate's cells_postprocessed {release.certificate.get('cells_postprocessed')!r} is not {post!r}")
         storage = release.certificate.get("storage", "dense")
         if e1 > 0:
             if storage == "dense":

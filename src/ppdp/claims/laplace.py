@@ -16,7 +16,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..errors import PpdpError
 from ..kernels.transition import close
+from ..queries.parser import parse_where
 from ..validation import freeze, to_json
 from . import Claim
 
@@ -62,6 +64,16 @@ class LaplaceAnswersClaim(Claim):
         per = [float(e.get("per_query", np.nan)) for e in self.ledger]
         report.check(bool(per) and all(close(p, self.epsilon / max(m, 1)) for p in per), "ε/m per query",
                      f"per-query spend {per} is not ε/m = {self.epsilon / max(m, 1)}")
+        if eps is not None and m:
+            self.agrees_with(LaplaceAnswersClaim.derive(float(eps), m), report)
+        if params.get("queries") is not None:
+            try:
+                asked = [str(parse_where(q)) for q in params["queries"]]
+                held = [str(parse_where(w)) for w in release.answers.column("where").to_pylist()]
+            except (PpdpError, TypeError) as e:
+                asked, held = ["unparseable"], [str(e)]
+            report.check(asked == held, "the answered queries are params.queries, in order",
+                         f"answers.parquet answers {held}, params.queries asks {asked}")
         report.check(self.sampler == SAMPLER, f"sampler is {SAMPLER}", f"sampler {self.sampler!r} is not {SAMPLER!r}")
         c = release.counts()
         report.check(bool(np.all(np.isfinite(c)) and np.all(c == np.round(c))), "every answer is an integer (discrete noise)",

@@ -136,6 +136,9 @@ class RhoClaim(Claim):
         rep.facts["gamma"] = round(float(self.gamma), 6)
 
     def _check_sdr(self, release, rep, source, rho1, rho2) -> None:
+        asked = release.manifest.get("params", {}).get("merge")
+        rep.check(self.stats.get("merge") == asked, "Phase-2 merging as requested (params.merge)",
+                  f"the certificate's merge {self.stats.get('merge')!r} is not params.merge {asked!r}")
         sa = release.schema["sensitive"][0]
         labels = list(release.domains[sa])
         pos = {lab: i for i, lab in enumerate(labels)}

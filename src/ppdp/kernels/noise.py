@@ -126,7 +126,11 @@ class Spend:
 
     @classmethod
     def from_json(cls, entry) -> "Spend":
-        return cls(float(entry["epsilon"]), str(entry["what"]), int(entry["parts"]))
+        spend = cls(float(entry["epsilon"]), str(entry["what"]), int(entry["parts"]))
+        if entry.get("composition") != spend.to_json()["composition"]:
+            raise ValueError(f"ledger entry {spend.what!r}: composition {entry.get('composition')!r} does not match "
+                             f"its {spend.parallel_over} part(s)")
+        return spend
 
 
 def _integer_counts(counts) -> np.ndarray:

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ..claims import claim_of
 from ..errors import QueryError, ReleaseError, SchemaError
+from ..kernels import grid
 from ..kernels.grid import DENSE_MAX_CELLS, cover_counts, cube_codes
 from ..queries.model import is_number, normalise_label
 from .base import Release, VerifyReport, register_family
@@ -269,6 +270,15 @@ class HistogramRelease(Release):
         wrong = [d for d, e in asked.items() if [float(x) for x in bins.get(d) or []] != [float(x) for x in e]]
         rep.check(not wrong, "bin edges as requested (params.bins)",
                   f"the certificate's bins of {wrong} differ from params.bins")
+        unbinned = [d for d in dims if d not in asked and list(bins.get(d) or []) != list(self.domains.get(d, []))]
+        rep.check(not unbinned, "value-by-value dimensions list their published labels as bins",
+                  f"the certificate's bins of {unbinned} are not their published labels")
+        want = "sparse" if m > grid.DENSE_MAX_CELLS else "dense"  # read at call time: the limit is a module setting
+        rep.check(c.get("storage", "dense") == want, f"{want} storage for a cube of {m} cells",
+                  f"storage {c.get('storage')!r} for a cube of {m} cells (expected {want!r})")
+        if "fanout" in params or "fanout" in c:
+            rep.check(c.get("fanout") == params.get("fanout"), "tree fanout as requested (params.fanout)",
+                      f"the certificate's fanout {c.get('fanout')!r} is not params.fanout {params.get('fanout')!r}")
         # the privacy claim: re-derived from params and checked against the files
         claim_of(self.manifest).check(self, rep, table)
         if table is not None:

@@ -7,6 +7,7 @@ Both draw every noisy count with the hardened discrete Laplace sampler.
 
 from __future__ import annotations
 
+from ...claims.dp import POSTPROCESSING
 from ...kernels.grid import box_counts, summed_area, tree_levels
 from ...kernels.noise import Budget, discrete_laplace_variance
 from ...validation import Integer, Optional, Options, Real
@@ -96,4 +97,4 @@ class ConsistentHierarchy(HistogramMechanism):
                                  discrete_laplace_variance(plan.epsilon_per_level))
         return self._release(table, spec, plan, budget, cells=leaf_cells(spec.shape, levels, est),
                              extra={"fanout": self.fanout,
-                                    "cells_postprocessed": "hierarchical constrained inference (Hay et al. 2010)"})
+                                    "cells_postprocessed": POSTPROCESSING[self.name]})
