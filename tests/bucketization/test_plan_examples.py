@@ -10,7 +10,7 @@ from ppdp.mechanisms.bucketization.assignment import record_partition, round_rob
 from ppdp.mechanisms.bucketization.multi_size import multi_size_bucketing
 from ppdp.mechanisms.bucketization.optimal import optimal_bucketing
 from ppdp.mechanisms.bucketization.plan import BucketSetting, check_setting, min_bucket_size, privacy_cap
-from ppdp.mechanisms.bucketization.thresholds import fprime_thresholds
+from ppdp.claims.fprivacy import fprime_thresholds
 from ppdp.mechanisms.bucketization.two_size import gamma_list, gamma_params, two_size_bucketing, two_size_search
 from ppdp.mechanisms.bucketization.validity import one_size_valid, two_size_check, two_size_valid
 

@@ -42,3 +42,5 @@ class Estimator(Parametrized):
 
 
 __all__ = ["Estimator"]
+
+from . import bucketized  # noqa: E402,F401  (registers the bucketized family's estimators)
