@@ -164,6 +164,8 @@ def _param_agrees(report, params: Mapping[str, Any], key: str, value: Any, label
         report.check(False, f"params has {key!r}", f"params lacks {key!r} (the claim's {label} cannot be re-derived)")
         return
     p = params[key]
+    if isinstance(p, (Mapping, list, tuple)) and not p and not value:
+        p = value  # an empty mapping / list states the same as none
     same = (p == value) if not (_is_number(p) and _is_number(value)) else math.isclose(float(p), float(value), rel_tol=1e-12)
     report.check(bool(same), f"certificate {label} = params.{key}",
                  f"certificate {label} = {value!r} but params.{key} = {p!r}")
