@@ -16,19 +16,19 @@ def small_table(n=600, m=8, seed=0):
 def round_robin_release(table, ell: int, seed: int = 0, fake_values: int = 0):
     """An ℓ-diverse bucketized release built without the bucketing planner: records sorted by
     SA value are dealt round-robin into N // ℓ buckets (distinct values when every SA count
-    ≤ N // ℓ); thresholds f' = 1/ℓ for every value."""
-    from ppdp.api import publish  # noqa: F401  (common manifest fields are added below)
-    from ppdp.mechanisms.bucketization.mechanisms import publish_setting
+    ≤ N // ℓ), published as an Anatomy(ℓ) plan (thresholds 1/ℓ) through the local engine."""
+    from ppdp.api import stamp_manifest
+    from ppdp.engines.local import apply_bucketized
+    from ppdp.mechanisms.bucketization import SACounts
 
     codes = np.sort(table.codes(table.sa))
     nb = table.n_rows // ell
     m = len(table.domain(table.sa))
     counts = np.bincount((np.arange(len(codes)) % nb) * m + codes, minlength=nb * m).reshape(nb, m)
     rng = np.random.default_rng(seed)
-    rel = publish_setting(table, counts, np.full(m, 1.0 / ell), {"method": "round-robin (test)"}, rng, fake_values)
-    rel.manifest.update(format="ppdp-release/1", family="bucketized", mechanism="test-round-robin", params={"l": ell},
-                        seed=seed, fit_for_publication=False, library_version=ppdp.__version__)
-    return rel
+    mech = ppdp.Anatomy(ell, fake_values=fake_values)
+    plan = mech.plan_for_counts(SACounts.of_table(table), counts)
+    return stamp_manifest(apply_bucketized(plan, table, rng), mech, seed)
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,9 @@ import itertools
 
 import numpy as np
 
+from ppdp.api import stamp_manifest
+from ppdp.engines.local import apply_bucketized
+from ppdp.mechanisms.bucketization import FPrivacy, SACounts
 from ppdp.table import Table
 
 
@@ -34,6 +37,18 @@ def random_counts(rng: np.random.Generator, sa_codes: np.ndarray, m: int, n_buck
 def max_shares(counts: np.ndarray) -> np.ndarray:
     """The smallest thresholds the setting satisfies (so it is valid by construction)."""
     return (counts / counts.sum(axis=1, keepdims=True)).max(axis=0).clip(1e-3, 1.0)
+
+
+def publish_counts(table: Table, counts: np.ndarray, rng: np.random.Generator, fake_values: int = 0,
+                   negative_associations=None, publish_fake_flag: bool = True, thresholds=None):
+    """Publish a hand-built bucket setting under F'-privacy whose thresholds are given as
+    per-value overrides (default: :func:`max_shares`), through the public plan → local apply."""
+    labels = table.domain(table.sa)
+    thr = max_shares(counts) if thresholds is None else np.asarray(thresholds, dtype=float)
+    mech = FPrivacy(overrides={lab: float(f) for lab, f in zip(labels, thr)}, fake_values=fake_values,
+                    negative_associations=negative_associations, publish_fake_flag=publish_fake_flag)
+    plan = mech.plan_for_counts(SACounts.of_table(table), counts)
+    return stamp_manifest(apply_bucketized(plan, table, rng), mech, 0)
 
 
 def brute_estimates(release, queries) -> np.ndarray:

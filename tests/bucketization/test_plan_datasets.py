@@ -11,7 +11,7 @@ from ppdp.mechanisms.bucketization.anatomy_plan import anatomy_eligible, anatomy
 from ppdp.mechanisms.bucketization.multi_size import multi_size_bucketing
 from ppdp.mechanisms.bucketization.optimal import optimal_bucketing
 from ppdp.mechanisms.bucketization.plan import check_setting
-from ppdp.mechanisms.bucketization.thresholds import fprime_thresholds
+from ppdp.claims.fprivacy import fprime_thresholds
 from ppdp.mechanisms.bucketization.two_size import two_size_bucketing, two_size_search
 
 

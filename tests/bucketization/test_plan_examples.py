@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from ppdp.errors import InfeasibleError, PpdpError
-from ppdp.mechanisms.bucketization.anatomy_plan import (_group_creation, anatomy_eligible, anatomy_mse_from_sizes,
+from ppdp.mechanisms.bucketization.anatomy_plan import (group_creation, anatomy_eligible, anatomy_mse_from_sizes,
                                                         anatomy_setting, anatomy_sizes)
 from ppdp.mechanisms.bucketization.assignment import record_partition, round_robin_assign, two_size_assign
 from ppdp.mechanisms.bucketization.multi_size import multi_size_bucketing
 from ppdp.mechanisms.bucketization.optimal import optimal_bucketing
 from ppdp.mechanisms.bucketization.plan import BucketSetting, check_setting, min_bucket_size, privacy_cap
-from ppdp.mechanisms.bucketization.thresholds import fprime_thresholds
+from ppdp.claims.fprivacy import fprime_thresholds
 from ppdp.mechanisms.bucketization.two_size import gamma_list, gamma_params, two_size_bucketing, two_size_search
 from ppdp.mechanisms.bucketization.validity import one_size_valid, two_size_check, two_size_valid
 
@@ -225,7 +225,7 @@ def test_anatomy_matches_naive_simulation():
             top = np.lexsort((np.arange(m), -rest))[:l]
             rest[top] -= 1
             groups.append(sorted(top.tolist()))
-        created, residue = _group_creation(o, l)
+        created, residue = group_creation(o, l)
         assert [sorted(np.flatnonzero(r).tolist()) for r in created] == groups
         assert residue.tolist() == rest.tolist() and residue.max() <= 1 and (residue > 0).sum() < l
         s = anatomy_setting(o, l)

@@ -13,20 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from release_helpers import brute_estimates, eligible_subsets, max_shares, random_counts, random_table  # noqa: E402
+from release_helpers import brute_estimates, eligible_subsets, publish_counts, random_counts, random_table  # noqa: E402
 
 import ppdp  # noqa: E402
 from ppdp.errors import InfeasibleError, SchemaError  # noqa: E402
 from ppdp.mechanisms.bucketization.apply import assign_buckets  # noqa: E402
-from ppdp.mechanisms.bucketization.fakes import correct_counts, draw_fakes  # noqa: E402
-from ppdp.mechanisms.bucketization.mechanisms import publish_setting  # noqa: E402
+from ppdp.estimators.bucketized import correct_counts  # noqa: E402
+from ppdp.mechanisms.bucketization.fakes import draw_fakes  # noqa: E402
 from ppdp.queries import Predicate, Query, answer_exact  # noqa: E402
 from ppdp.releases.base import load_release  # noqa: E402
-
-
-def _finish(rel):
-    rel.manifest.update(mechanism="test", params={}, seed=0, library_version="test")
-    return rel
 
 
 def _random_queries(rng, table, k):
@@ -61,7 +56,7 @@ def small_case(draw):
 def test_random_release_verifies_and_estimator_matches_brute_force(case):
     seed, t, counts, sigma = case
     rng = np.random.default_rng(seed + 1)
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=sigma))
+    rel = publish_counts(t, counts, rng, fake_values=sigma)
     rep = rel.verify(t)
     assert rep.ok, rep.problems
     # the published buckets realise the plan up to relabelling: same multiset of count rows
@@ -95,7 +90,7 @@ def test_estimator_exact_when_every_bucket_holds_one_sa_value():
     t = random_table(rng, 500, 5, (6, 7))
     o = t.counts("s")
     counts = np.diag(o)[o > 0]  # one bucket per SA value
-    rel = _finish(publish_setting(t, counts, np.ones(5), {"method": "test"}, rng))
+    rel = publish_counts(t, counts, rng)
     qs = _random_queries(rng, t, 200)
     np.testing.assert_allclose(rel.answer(qs), answer_exact(t, qs), atol=1e-8)
 
@@ -135,7 +130,7 @@ def test_estimator_with_fakes_is_unbiased_statistically():
     rng = np.random.default_rng(11)
     m = len(t.domain(t.sa))
     counts = random_counts(rng, t.codes(t.sa), m, 300)
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng))
+    rel = publish_counts(t, counts, rng)
     wl = anatomy_workload(t, 40, 0.05, seed=3)
     est0 = rel.answer(wl)
     b = rel.buckets()
@@ -170,7 +165,7 @@ def test_save_load_verify_round_trip(tmp_path):
     t = random_table(rng, 300, 5)
     counts = random_counts(rng, t.codes("s"), 5, 60)
     room = int((counts == 0).sum(axis=1).min())
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=min(room, 1)))
+    rel = publish_counts(t, counts, rng, fake_values=min(room, 1))
     rel.save(tmp_path / "rel")
     back = load_release(tmp_path / "rel")
     assert type(back).__name__ == "BucketizedRelease"
@@ -186,7 +181,7 @@ def _tamper(tmp_path, how):
     rng = np.random.default_rng(4)
     t = random_table(rng, 400, 5)
     counts = random_counts(rng, t.codes("s"), 5, 50)
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=0))
+    rel = publish_counts(t, counts, rng, fake_values=0)
     d = rel.save(tmp_path / "rel")
     st_t = pq.read_table(d / "st.parquet").to_pandas()
     how(st_t)
@@ -217,8 +212,7 @@ def test_fake_flag_stripped_still_verifies():
     rng = np.random.default_rng(8)
     t = random_table(rng, 200, 6)
     counts = random_counts(rng, t.codes("s"), 6, 60)
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=1,
-                                  publish_fake_flag=False))
+    rel = publish_counts(t, counts, rng, fake_values=1, publish_fake_flag=False)
     assert "fake" not in rel.tables["st"].column_names
     rep = rel.verify(t)
     assert rep.ok, rep.problems
@@ -230,8 +224,7 @@ def test_negative_associations_are_respected():
     t = random_table(rng, 240, 6)
     counts = random_counts(rng, t.codes("s"), 6, 120)
     assoc = [["q0", "a0_1", "x2"], ["q1", "a1_0", "x5"]]
-    rel = _finish(publish_setting(t, counts, max_shares(counts), {"method": "test"}, rng, fake_values=1,
-                                  negative_associations=assoc))
+    rel = publish_counts(t, counts, rng, fake_values=1, negative_associations=assoc)
     assert rel.verify(t).ok
     qit = rel.tables["qit"].to_pandas()
     st_df = rel.tables["st"].to_pandas()
@@ -248,9 +241,9 @@ def test_bad_negative_association_and_too_many_fakes():
     t = random_table(rng, 50, 3)
     counts = random_counts(rng, t.codes("s"), 3, 5)
     with pytest.raises(SchemaError, match="not a quasi-identifier"):
-        publish_setting(t, counts, np.ones(3), {}, rng, 0, [["nope", "a", "x0"]])
+        publish_counts(t, counts, rng, 0, [["nope", "a", "x0"]], thresholds=np.ones(3))
     with pytest.raises(InfeasibleError, match="cannot receive 3 distinct fake values"):
-        publish_setting(t, counts, np.ones(3), {}, rng, 3)
+        publish_counts(t, counts, rng, 3, thresholds=np.ones(3))
 
 
 def test_qi_only_and_sa_only_queries_are_exact_without_fakes_and_qi_only_with_fakes():
@@ -261,9 +254,9 @@ def test_qi_only_and_sa_only_queries_are_exact_without_fakes_and_qi_only_with_fa
     qi_only = ["age BETWEEN 30 AND 40", "sex = 'Female' AND race IN ('White', 'Black')", "age BETWEEN 17 AND 90"]
     sa_only = [f"{t.sa} IN ('2', '3', '7')", f"{t.sa} = '1'"]
     exact = answer_exact(t, qi_only + sa_only)
-    plain = _finish(publish_setting(t, counts, max_shares(counts), {}, rng))
+    plain = publish_counts(t, counts, rng)
     np.testing.assert_allclose(plain.answer(qi_only + sa_only), exact, atol=1e-6)
     room = int((counts == 0).sum(axis=1).min())
     assert room >= 2
-    faked = _finish(publish_setting(t, counts, max_shares(counts), {}, rng, fake_values=2))
+    faked = publish_counts(t, counts, rng, fake_values=2)
     np.testing.assert_allclose(faked.answer(qi_only), exact[: len(qi_only)], atol=1e-6)

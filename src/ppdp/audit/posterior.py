@@ -3,8 +3,8 @@
 A *record class* is the set of records the adversary cannot tell apart in the release:
 
 - bucketized (F'-privacy, Anatomy): a bucket g. For a record of g the posterior of SA
-  value x is the share |g,x|/|g| (Wang et al. 2011, §3); the bound is f'_x (the
-  certificate's ``thresholds``; 1/ℓ for an ℓ-diverse Anatomy release).
+  value x is the share |g,x|/|g| (Wang et al. 2011, §3); the bound is the claim's
+  (``claim_of(manifest).bound()``: f'_x for F'-privacy, 1/ℓ for an ℓ-diverse Anatomy release).
 - randomized, uniform perturbation: the published value y. Bayes posterior
   P(x | y) = P(y | x)·π_x / Σ_z P(y | z)·π_z with P(y | x) = γ/(m−1+γ) if y = x else
   1/(m−1+γ) and π the SA frequencies of T; (ρ1, ρ2)-privacy bounds P(x | y) by ρ2 for
@@ -147,14 +147,10 @@ def bucket_shares(release):
 
 
 def _thresholds(release, dom) -> tuple[np.ndarray, str]:
-    cert, params = release.certificate, release.manifest.get("params", {})
-    if "thresholds" in cert:
-        th = cert["thresholds"]
-        return np.array([float(th.get(v, 1.0)) for v in dom]), "f'_x (certificate thresholds)"
-    ell = cert.get("l", params.get("l"))
-    if ell:
-        return np.full(len(dom), 1.0 / float(ell)), f"1/ℓ = 1/{ell}"
-    raise ReleaseError("bucketized release: the certificate has neither 'thresholds' nor 'l'")
+    """The per-value posterior bound of the release's claim (f'_x, or 1/ℓ), in domain order."""
+    bound = claim_of(release.manifest).bound()
+    post = bound["posterior"]
+    return np.array([float(post.get(v, 1.0)) for v in dom]), str(bound["name"])
 
 
 def _audit_bucketized(release, table) -> AuditResult:

@@ -1,19 +1,21 @@
 """The Spark engine (SPEC §6): the same plan, applied by Apache Spark.
 
-A mechanism's plan is computed on the driver from small sufficient statistics (SA counts
-collected with one ``groupBy``); the apply step runs on the executors as a per-row,
-vectorised function of (SA code, rank within SA value):
+A mechanism's plan is computed on the driver from small sufficient statistics (the SA counts,
+collected with one ``groupBy``: :func:`sa_counts`) by the mechanism's public ``plan(stats)``;
+:func:`apply_bucketized` applies that plan object on the executors as a per-row, vectorised
+function of (SA code, rank within SA value):
 
 - the rank of a row within its SA value comes from a window ``row_number()`` over
   ``partitionBy(SA).orderBy(rand(seed))`` — a uniformly random order, like the local engine's
   random sort key;
 - ``mapInArrow`` maps (SA code, rank) → bucket with the plan's cumulative counts, then the
-  bucket id through the plan's random relabelling, batch by batch in NumPy;
-- the sensitive table (ST) needs no data at all: it is the plan's counts matrix (plus the
-  fake values drawn on the driver), exactly as in the local engine.
+  bucket id through a random relabelling, batch by batch in NumPy;
+- the sensitive table (ST) needs no data at all: it is the plan's counts matrix plus the fake
+  values drawn on the driver, built by the same function as in the local engine.
 
 The QIT is collected to the driver as Arrow (``toArrow``) to write the single-file
-``ppdp-release/1`` directory, so the release passes the very same ``ppdp.verify``.
+``ppdp-release/1`` directory; the manifest comes from the family's one builder
+(``release_from_plan``), so the release passes the very same ``ppdp.verify``.
 Negative-association constraints for fake values need per-bucket QI presence and are not
 supported here (a clear error). PySpark is an optional dependency: ``pip install 'ppdp[spark]'``.
 """
@@ -25,8 +27,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import PpdpError
-from ..table import _numeric_values
+from ..errors import PpdpError, SchemaError
+from ..mechanisms.bucketization.apply import release_from_plan, st_table
+from ..mechanisms.bucketization.fakes import draw_fakes
+from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
+from ..releases.base import codes_to_labels, labels_to_codes
+from ..table import Table
 
 
 def _require_spark():
@@ -53,70 +59,72 @@ def local_session(cores: int = 2, app: str = "ppdp"):
             .getOrCreate())
 
 
+def _schema_table(domains: Mapping[str, Sequence[str]]) -> Table:
+    """An empty Table over ``domains``: ppdp's ordering and numeric reading of labels."""
+    return Table({c: np.zeros(0, dtype=np.int32) for c in domains}, domains)
+
+
 def spark_domains(sdf, columns: Sequence[str]) -> dict[str, list[str]]:
     """Ordered domains of string columns, ordered as ``ppdp.Table`` orders them (numerically
     when every label is a number, else lexicographically)."""
     out = {}
     for c in columns:
         labels = sorted(str(r[0]) for r in sdf.select(c).distinct().collect())
-        nv = _numeric_values(labels)
+        nv = _schema_table({c: labels}).numeric_values(c)
         if nv is not None:
             labels = [labels[i] for i in np.argsort(nv, kind="stable")]
         out[c] = labels
     return out
 
 
-def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, seed: int | None = None,
-                       domains: Mapping[str, Sequence[str]] | None = None):
-    """Publish a Spark DataFrame (string columns) under ``FPrivacy`` or ``Anatomy``.
+def _prepare(sdf, quasi: Sequence[str], sensitive: str, domains: Mapping[str, Sequence[str]] | None):
+    from pyspark.sql import functions as F
 
-    Returns a ``BucketizedRelease`` with the same manifest, certificate and files as
-    ``ppdp.publish`` on a local table.
-    """
+    cols = [*quasi, sensitive]
+    missing = [c for c in cols if c not in sdf.columns]
+    if missing:
+        raise SchemaError(f"unknown column(s) {missing}; the DataFrame has {sdf.columns}")
+    sdf = sdf.select(*[F.col(c).cast("string").alias(c) for c in cols])
+    doms = {c: list(v) for c, v in (domains or {}).items() if c in cols}
+    doms.update(spark_domains(sdf, [c for c in cols if c not in doms]))
+    return sdf, doms
+
+
+def sa_counts(sdf, sensitive: str, labels: Sequence[str]) -> SACounts:
+    """The sufficient statistics of bucketization from a Spark DataFrame (one ``groupBy``)."""
+    _require_spark()
+    if sensitive not in sdf.columns:
+        raise SchemaError(f"unknown column {sensitive!r}; the DataFrame has {sdf.columns}")
+    by_label = {str(k): int(v) for k, v in sdf.groupBy(sensitive).count().collect()}
+    unknown = sorted(set(by_label) - set(map(str, labels)))
+    if unknown:
+        raise SchemaError(f"SA labels {unknown[:5]} are not in the given domain")
+    return SACounts(sensitive, tuple(labels), np.array([by_label.get(str(lab), 0) for lab in labels], dtype=np.int64))
+
+
+def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
+                     domains: Mapping[str, Sequence[str]] | None = None, rng: np.random.Generator | int | None = None):
+    """Apply a :class:`BucketizationPlan` to a Spark DataFrame (string columns): the same plan
+    object the local engine applies, the same files and manifest (``engine: "spark"``)."""
     _require_spark()
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from ..api import stamp_manifest
-    from ..mechanisms.bucketization.fakes import draw_fakes
-    from ..mechanisms.bucketization.mechanisms import _Bucketized, bucketized_certificate
-    from ..releases.base import codes_to_labels, labels_to_codes
-    from ..releases.bucketized import BucketizedRelease, st_table
-
-    if not isinstance(mechanism, _Bucketized):
-        raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
-    if getattr(mechanism, "negative_associations", None):
+    if not isinstance(plan, BucketizationPlan):
+        raise PpdpError(f"the Spark engine applies a BucketizationPlan; got {type(plan).__name__}")
+    if plan.negative_associations:
         raise PpdpError("negative associations for fake values are not supported on the Spark engine")
-    cols = [*quasi, sensitive]
-    missing = [c for c in cols if c not in sdf.columns]
-    if missing:
-        raise PpdpError(f"unknown column(s) {missing}; the DataFrame has {sdf.columns}")
-    sdf = sdf.select(*[F.col(c).cast("string").alias(c) for c in cols])
-    doms = {c: list(v) for c, v in (domains or {}).items()}
-    doms.update(spark_domains(sdf, [c for c in cols if c not in doms]))
-    labels = doms[sensitive]
-    rng = np.random.default_rng(seed)
-
-    # statistics → plan (driver)
-    counts_by_label = dict(sdf.groupBy(sensitive).count().collect())
-    unknown = set(counts_by_label) - set(labels)
-    if unknown:
-        raise PpdpError(f"SA labels {sorted(unknown)[:5]} are not in the given domain")
-    n = int(sum(counts_by_label.values()))
-    if n == 0:
-        raise PpdpError("the input table is empty")
-    o = np.array([counts_by_label.get(lab, 0) for lab in labels], dtype=np.int64)
-    if (o > 0).sum() < 2:
-        raise PpdpError(f"the sensitive attribute {sensitive!r} has a single value; bucketization cannot hide it")
-    setting, fprime, cert_extra = mechanism._plan(o, labels)
-    counts = np.asarray(setting.counts, dtype=np.int64)
+    sensitive = plan.sa
+    sdf, doms = _prepare(sdf, quasi, sensitive, {**(domains or {}), sensitive: plan.labels})
+    rng = np.random.default_rng(rng)
+    counts = np.asarray(plan.counts, dtype=np.int64)
     n_buckets, m = counts.shape
     perm = rng.permutation(n_buckets).astype(np.int64)
     relabelled = np.empty_like(counts)
     relabelled[perm] = counts
     cum = np.cumsum(counts, axis=0)  # (n_buckets × m): row j = records of value i in buckets ≤ j
-    sa_index = {lab: i for i, lab in enumerate(labels)}
+    sa_index = {lab: i for i, lab in enumerate(plan.labels)}
 
     # apply (executors): (SA code, rank within SA value) → bucket id
     ranked = sdf.withColumn("_rank", F.row_number().over(Window.partitionBy(sensitive).orderBy(F.rand(int(rng.integers(2**31))))) - 1)
@@ -129,24 +137,47 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
             uniq, inv = np.unique(sa_lab, return_inverse=True)
             for u, lab in enumerate(uniq):  # one vectorised lookup per SA value in the batch
                 rows = inv == u
-                bid[rows] = perm[np.searchsorted(cum[:, sa_index[lab]], rank[rows], side="right")]
+                col = cum[:, sa_index[lab]]
+                pos = np.searchsorted(col, rank[rows], side="right")
+                if len(pos) and pos.max() >= n_buckets:
+                    raise PpdpError(f"the data hold more records of {lab!r} than the plan places (plan and data disagree)")
+                bid[rows] = perm[pos]
             yield pa.RecordBatch.from_arrays([*(b.column(c) for c in quasi), pa.array(bid, pa.int64())], [*quasi, "bid"])
 
     schema = StructType([*(sdf.schema[c] for c in quasi), StructField("bid", LongType(), False)])
     qit_sdf = ranked.mapInArrow(to_bucket, schema).orderBy("bid", F.rand(int(rng.integers(2**31))))
     qit_raw = qit_sdf.toArrow()
+    if qit_raw.num_rows != plan.n_records:
+        raise PpdpError(f"the DataFrame has {qit_raw.num_rows} rows, the plan places {plan.n_records}")
 
     # release: QIT from the executors' output, ST from the plan (no data needed)
     qit = {c: codes_to_labels(labels_to_codes(qit_raw.column(c), doms[c], c), doms[c]) for c in quasi}
     qit["bid"] = qit_raw.column("bid").combine_chunks()
-    fake = draw_fakes(relabelled, mechanism.fake_values, rng, None)
-    st = st_table(relabelled, fake, rng, sensitive, labels, mechanism.publish_fake_flag)
-    cert = bucketized_certificate(labels, fprime, relabelled.sum(axis=1), n, mechanism.fake_values, None, cert_extra)
-    schema_m = {"quasi": list(quasi), "sensitive": [sensitive], "domains": {c: doms[c] for c in cols}}
-    numeric = {c: _numeric_values(doms[c]) for c in quasi}
-    if any(v is not None for v in numeric.values()):
-        schema_m["numeric"] = {c: (None if v is None else v.tolist()) for c, v in numeric.items()}
-    manifest = {"schema": schema_m, "n_input": n, "n_published": n, "dropped": 0, "engine": "spark", "certificate": cert}
-    release = BucketizedRelease(manifest, {"qit": pa.table(qit), "st": st})
-    stamp_manifest(release, mechanism, seed)
-    return release
+    fake = draw_fakes(relabelled, plan.fake_values, rng, None)
+    st = st_table(relabelled, fake, rng, sensitive, plan.labels, plan.publish_fake_flag)
+    published = {c: doms[c] for c in [*quasi, sensitive]}
+    schema_t = _schema_table(published)
+    numeric = {c: schema_t.numeric_values(c) for c in published}
+    return release_from_plan(plan, relabelled, pa.table(qit), st, list(quasi), published, numeric, {"engine": "spark"})
+
+
+def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, seed: int | None = None,
+                       domains: Mapping[str, Sequence[str]] | None = None):
+    """Publish a Spark DataFrame under ``FPrivacy`` or ``Anatomy``: SA counts → the mechanism's
+    public ``plan`` → :func:`apply_bucketized`. Returns a ``BucketizedRelease`` with the same
+    manifest, certificate and files as ``ppdp.publish`` on a local table."""
+    _require_spark()
+    from ..api import stamp_manifest  # the verb's shared stamping (mechanism, params, seed, version)
+
+    if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
+        raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
+    if getattr(mechanism, "negative_associations", None):
+        raise PpdpError("negative associations for fake values are not supported on the Spark engine")
+    sdf, doms = _prepare(sdf, quasi, sensitive, domains)
+    rng = np.random.default_rng(seed)
+    plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))
+    release = apply_bucketized(plan, sdf, quasi, doms, rng)
+    return stamp_manifest(release, mechanism, seed)
+
+
+__all__ = ["local_session", "spark_domains", "sa_counts", "apply_bucketized", "publish_bucketized"]

@@ -9,3 +9,5 @@ from . import answers, histogram, randomized  # noqa: F401  (define and register
 from .base import Estimator
 
 __all__ = ["Estimator"]
+
+from . import bucketized  # noqa: E402,F401  (registers the bucketized family's estimators)

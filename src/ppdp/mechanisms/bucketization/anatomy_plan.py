@@ -32,7 +32,7 @@ def anatomy_eligible(o, l: int) -> bool:  # noqa: E741
     return bool(int(o.max()) * int(l) <= int(o.sum()))
 
 
-def _group_creation(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
+def group_creation(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
     """Group-creation step: (groups × m) 0/1 counts and the residual counts (< ℓ values, ≤ 1 each)."""
     m = len(o)
     rest = o.copy()
@@ -73,7 +73,7 @@ def anatomy_setting(o, l: int, labels: Sequence[str] | None = None) -> BucketSet
         shown = ", ".join(f"{name(i)} (f = {o[i] / n:.4g})" for i in bad[:10])
         raise InfeasibleError(f"Anatomy with ℓ = {l} needs every SA frequency ≤ 1/ℓ = {1 / l:.4g} "
                               f"(eligibility of ℓ-diversity); too frequent: {shown}")
-    counts, rest = _group_creation(o, l)
+    counts, rest = group_creation(o, l)
     G = counts.shape[0]
     # residue assignment: each remaining record to a group without its value, distinct groups if possible
     used = np.zeros(G, dtype=bool)
@@ -112,4 +112,4 @@ def anatomy_mse_from_sizes(n: int, l: int) -> float:  # noqa: E741
     return 0.0 if n <= 1 else loss / (n - 1)
 
 
-__all__ = ["anatomy_setting", "anatomy_eligible", "anatomy_sizes", "anatomy_mse_from_sizes"]
+__all__ = ["anatomy_setting", "group_creation", "anatomy_eligible", "anatomy_sizes", "anatomy_mse_from_sizes"]

@@ -10,13 +10,25 @@ exactly such a matrix). Applying it needs no Python loop over rows:
    range for ``i`` contains k (``np.repeat`` of bucket ids by ``counts[:, i]``);
 3. bucket ids are relabelled by a random permutation so that ids reveal nothing about the
    order in which the planner produced the buckets.
+
+The sensitive table needs no rows at all (:func:`st_table`: the relabelled counts plus the
+fake values), and the manifest is built by one function (:func:`release_from_plan`) that
+every engine calls; :func:`apply_plan` is the in-memory (NumPy) apply of a
+:class:`~ppdp.mechanisms.bucketization.plan.BucketizationPlan` to a :class:`~ppdp.table.Table`.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Mapping, Sequence
 
-from ...errors import PpdpError
+import numpy as np
+import pyarrow as pa
+
+from ...errors import PpdpError, SchemaError
+from ...releases.base import codes_to_labels
+from ...releases.bucketized import BucketizedRelease, negative_association_mask
+from .fakes import draw_fakes
+from .plan import BucketizationPlan
 
 
 def assign_buckets(sa_codes: np.ndarray, counts: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -52,3 +64,65 @@ def grouped_random_order(groups: np.ndarray, rng: np.random.Generator) -> np.nda
     n = len(groups)
     key = np.asarray(groups, dtype=np.int64) * max(n, 1) + rng.permutation(n)
     return np.argsort(key)
+
+
+def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str, labels,
+             publish_fake_flag: bool = True) -> pa.Table:
+    """st.parquet from the counts and fake matrices alone (no rows needed): one row per
+    (bucket, value) with its count, each fake a count-1 row, random value order in a bucket."""
+    rb, rc = np.nonzero(counts)
+    fb, fc = np.nonzero(fake)
+    st_bid = np.concatenate([rb, fb]).astype(np.int64)
+    st_code = np.concatenate([rc, fc])
+    st_count = np.concatenate([counts[rb, rc], np.ones(len(fb), dtype=np.int64)]).astype(np.int64)
+    st_fake = np.concatenate([np.zeros(len(rb), bool), np.ones(len(fb), bool)])
+    st_order = grouped_random_order(st_bid, rng)  # value order inside a bucket is random
+    st = {"bid": pa.array(st_bid[st_order], pa.int64()),
+          sa: codes_to_labels(st_code[st_order], labels),
+          "count": pa.array(st_count[st_order], pa.int64())}
+    if publish_fake_flag:
+        st["fake"] = pa.array(st_fake[st_order], pa.bool_())
+    return pa.table(st)
+
+
+def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.Table, st: pa.Table,
+                      quasi: Sequence[str], domains: Mapping[str, Sequence[str]],
+                      numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None) -> BucketizedRelease:
+    """The release (manifest + files) of an applied plan; the one manifest builder of every engine.
+
+    ``relabelled``: the counts matrix in published bucket order; ``numeric``: numeric value of
+    each label (or None) per published column, for BETWEEN queries."""
+    sa = plan.sa
+    published = (*quasi, sa)
+    schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(domains[c]) for c in published}}
+    if any(numeric.get(c) is not None for c in published):
+        schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
+    manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
+                **dict(extra or {}), "certificate": plan.certificate(np.asarray(relabelled).sum(axis=1))}
+    return BucketizedRelease(manifest, {"qit": qit, "st": st})
+
+
+def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> BucketizedRelease:
+    """Apply ``plan`` to the rows of ``table`` in memory: rows → buckets, σ fake values per
+    bucket, QIT (rows grouped by bucket, random order inside) and ST."""
+    sa = plan.sa
+    if table.sa != sa or tuple(table.domain(sa)) != plan.labels:
+        raise SchemaError(f"the plan is for SA {sa!r} with {len(plan.labels)} labels; the table's SA is "
+                          f"{table.sa!r} with {len(table.domain(table.sa))}")
+    for c in table.quasi:
+        table.codes(c)  # SchemaError on an unknown column
+    bid, counts = assign_buckets(table.codes(sa), plan.counts, rng)
+    forbidden = None
+    if plan.negative_associations:  # validated even when σ = 0
+        forbidden = negative_association_mask(bid, counts.shape[0], {c: table.codes(c) for c in table.quasi},
+                                              table.domains, sa, plan.negative_associations)
+    fake = draw_fakes(counts, plan.fake_values, rng, forbidden)
+    qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
+    qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
+    qit["bid"] = pa.array(bid[qit_order], pa.int64())
+    st = st_table(counts, fake, rng, sa, table.domain(sa), plan.publish_fake_flag)
+    numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
+    return release_from_plan(plan, counts, pa.table(qit), st, table.quasi, table.domains, numeric)
+
+
+__all__ = ["assign_buckets", "grouped_random_order", "st_table", "release_from_plan", "apply_plan"]

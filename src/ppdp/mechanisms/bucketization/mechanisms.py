@@ -1,50 +1,65 @@
 """F'-privacy bucketization and Anatomy as ppdp mechanisms (SPEC §2.1, §5).
 
-``_publish`` follows statistics → plan → apply: the SA counts o_i of the table give the
-thresholds f'_i and a bucket setting (a counts matrix, see ``plan.BucketSetting``); the
-setting is applied to the rows (``apply.assign_buckets``), σ fake values are drawn
-(``fakes.draw_fakes``) and the QIT/ST files are built (``ppdp.releases.bucketized``).
+``_publish`` is statistics → plan → apply: the SA counts (:class:`SACounts`) give the claim
+(thresholds f'_i, :mod:`ppdp.claims.fprivacy`, or 1/ℓ) and a bucket setting; ``plan(stats)``
+returns them as a public :class:`BucketizationPlan`, which ``apply.apply_plan`` applies to the
+rows in memory (the Spark engine applies the very same plan object).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
-from ...errors import InfeasibleError, PpdpError
+from ...claims.fprivacy import FPrivacyClaim
+from ...claims.ldiversity import LDiversityClaim
+from ...errors import InfeasibleError
 from ...validation import Flag, Integer, LabelMap, Labels, Optional, Options, Real, Triples
 from ..base import Mechanism
+from .anatomy_plan import anatomy_setting
+from .apply import apply_plan
+from .multi_size import multi_size_bucketing
+from .optimal import optimal_bucketing
+from .plan import BucketizationPlan, SACounts
+from .two_size import two_size_bucketing
 
 METHODS = ("multi-size", "two-size", "optimal")
 
 
-def _sa_counts(table) -> tuple[str, np.ndarray, tuple[str, ...]]:
-    """The table's single SA, its counts o_i and labels; errors for empty / single-valued SA."""
-    sa = table.sa  # SchemaError unless exactly one sensitive attribute
-    if table.n_rows == 0:
-        raise PpdpError("the input table is empty")
-    o = table.counts(sa)
-    present = np.flatnonzero(o)
-    if len(present) < 2:
-        raise InfeasibleError(f"the sensitive attribute {sa!r} has a single value ({table.domain(sa)[present[0]]!r}) "
-                              "in this table; bucketization cannot hide it")
-    return sa, o, table.domain(sa)
-
-
 class _Bucketized(Mechanism):
+    """Shared by FPrivacy and Anatomy: SA counts → :class:`BucketizationPlan` → apply."""
     family = "bucketized"
     _cli_names = {"overrides": "--override", "negative_associations": "--negative-association",
                   "sensitive_values": "--sensitive-value", "publish_fake_flag": "--keep-fake-flag/--strip-fake-flag"}
 
-    def _plan(self, o: np.ndarray, labels: Sequence[str]) -> tuple[Any, np.ndarray, dict]:
+    family = "bucketized"
+    default_estimator = "anatomy"
+
+    def plan(self, stats: SACounts) -> BucketizationPlan:
+        """The public plan from the sufficient statistics (the SA counts)."""
         raise NotImplementedError
 
+    def claim(self, stats: SACounts):
+        """The typed claim the release makes for SA counts ``stats``."""
+        raise NotImplementedError
+
+    def details(self) -> dict:
+        """The certificate's descriptive entries beyond the claim and the bucket statistics."""
+        return {}
+
+    def plan_for_counts(self, stats: SACounts, counts) -> BucketizationPlan:
+        """The plan of a given bucket setting (counts matrix n_buckets × m, e.g. hand-built or
+        computed elsewhere) under this mechanism's claim; InfeasibleError if it violates it."""
+        claim = self.claim(stats)
+        return self._plan_of(stats, claim.threshold_array(stats.labels), counts, claim, self.details())
+
+    def _plan_of(self, stats: SACounts, thresholds, counts, claim, details) -> BucketizationPlan:
+        return BucketizationPlan(stats.sa, stats.labels, stats.counts, thresholds, counts, claim, self.fake_values,
+                                 tuple(self.negative_associations or ()), self.publish_fake_flag, details)
+
     def _publish(self, table, rng: np.random.Generator):
-        sa, o, labels = _sa_counts(table)
-        setting, fprime, cert = self._plan(o, labels)
-        return publish_setting(table, setting.counts, fprime, cert, rng, self.fake_values,
-                               self.negative_associations, self.publish_fake_flag)
+        return apply_plan(self.plan(SACounts.of_table(table)), table, rng)
 
 
 class FPrivacy(_Bucketized):
@@ -96,27 +111,28 @@ class FPrivacy(_Bucketized):
                  publish_fake_flag: bool = True):
         self._set_params(locals())
 
-    def _plan(self, o, labels):
-        from .thresholds import fprime_thresholds
+    def claim(self, stats: SACounts) -> FPrivacyClaim:
+        """The F'-privacy claim (thresholds f') for SA counts ``stats`` (InfeasibleError: Lemma 1)."""
+        return FPrivacyClaim.derive(stats.labels, stats.counts, self.theta, self.floor, self.overrides,
+                                    self.sensitive_values)
 
-        fprime = np.asarray(fprime_thresholds(o, labels, theta=self.theta, floor=self.floor, overrides=self.overrides,
-                                              sensitive=self.sensitive_values), dtype=np.float64)
+    def plan(self, stats: SACounts) -> BucketizationPlan:
+        claim = self.claim(stats)
+        fprime = claim.threshold_array(stats.labels)
+        o = np.asarray(stats.counts)
         if self.method == "two-size":
-            from .two_size import two_size_bucketing
-
             setting = two_size_bucketing(o, fprime, max_bucket=self.max_bucket)
         elif self.method == "multi-size":
-            from .multi_size import multi_size_bucketing
-
             setting = multi_size_bucketing(o, fprime, max_bucket=self.max_bucket)
         else:
-            from .optimal import optimal_bucketing
-
             setting = optimal_bucketing(o, fprime, max_bucket=self.max_bucket, time_limit=self.time_limit)
-        cert = {"method": self.method}
+        details = self.details()
         if self.method == "optimal":
-            cert["proven_optimal"] = bool(setting.proven_optimal)
-        return setting, fprime, cert
+            details["proven_optimal"] = bool(setting.proven_optimal)
+        return self._plan_of(stats, fprime, setting.counts, claim, details)
+
+    def details(self) -> dict:
+        return {"method": self.method}
 
 
 class Anatomy(_Bucketized):
@@ -139,63 +155,18 @@ class Anatomy(_Bucketized):
                  publish_fake_flag: bool = True):
         self._set_params(locals())
 
-    def _plan(self, o, labels):
-        from .anatomy_plan import anatomy_setting
-
+    def plan(self, stats: SACounts) -> BucketizationPlan:
+        o = np.asarray(stats.counts)
         distinct = int((o > 0).sum())
         if self.l > distinct:
             raise InfeasibleError(f"ℓ = {self.l} is larger than the number of SA values present ({distinct}); "
                                   "no bucket can hold ℓ distinct values")
-        setting = anatomy_setting(o, self.l, labels)
-        return setting, np.full(len(o), 1.0 / self.l), {"l": self.l}
+        setting = anatomy_setting(o, self.l, stats.labels)
+        claim = self.claim(stats)
+        return self._plan_of(stats, claim.threshold_array(stats.labels), setting.counts, claim, self.details())
+
+    def claim(self, stats: SACounts) -> LDiversityClaim:
+        return LDiversityClaim.derive(stats.labels, self.l)
 
 
-def bucketized_certificate(labels: Sequence[str], fprime: np.ndarray, sizes: np.ndarray, n_rows: int, fake_values: int,
-                           negative_associations, extra: Mapping[str, Any]) -> dict[str, Any]:
-    """The certificate of a bucketized release (thresholds, loss, MSE, size histogram, fakes)."""
-    from ...releases.bucketized import bucket_statistics
-
-    cert = {"thresholds": {lab: float(f) for lab, f in zip(labels, fprime)}}
-    cert.update(bucket_statistics(sizes, n_rows))
-    cert["fake_values"] = int(fake_values)
-    cert["negative_associations"] = [list(a) for a in negative_associations or []]
-    cert.update(extra)
-    return cert
-
-
-def publish_setting(table, counts: np.ndarray, fprime: np.ndarray, cert_extra: Mapping[str, Any],
-                    rng: np.random.Generator, fake_values: int = 0,
-                    negative_associations: Sequence[Sequence[str]] | None = None, publish_fake_flag: bool = True):
-    """Apply a bucket setting (counts matrix n_buckets × m) to ``table`` and build the release."""
-    from ...releases.bucketized import BucketizedRelease, build_tables
-    from .apply import assign_buckets
-    from .fakes import draw_fakes, negative_association_mask
-
-    sa = table.sa
-    for c in table.quasi:
-        table.codes(c)  # SchemaError on an unknown column
-    bid, counts = assign_buckets(table.codes(sa), counts, rng)
-    forbidden = None
-    if negative_associations:  # validated even when σ = 0
-        forbidden = negative_association_mask(bid, counts.shape[0], {c: table.codes(c) for c in table.quasi},
-                                              table.domains, sa, negative_associations)
-    fake = draw_fakes(counts, fake_values, rng, forbidden)
-    tables = build_tables(table, bid, counts, fake, rng, publish_fake_flag)
-    cert = bucketized_certificate(table.domain(sa), fprime, counts.sum(axis=1), table.n_rows, fake_values,
-                                  negative_associations, cert_extra)
-    manifest = {
-        "schema": {"quasi": list(table.quasi), "sensitive": [sa],
-                   "domains": {c: list(table.domain(c)) for c in (*table.quasi, sa)}},
-        "n_input": table.n_rows,
-        "n_published": table.n_rows,
-        "dropped": 0,
-        "certificate": cert,
-    }
-    published = (*table.quasi, sa)
-    if any(table.numeric_values(c) is not None for c in published):  # numeric values of labels, for BETWEEN
-        manifest["schema"]["numeric"] = {c: (None if table.numeric_values(c) is None else table.numeric_values(c).tolist())
-                                         for c in published}
-    return BucketizedRelease(manifest, tables)
-
-
-__all__ = ["FPrivacy", "Anatomy", "publish_setting", "bucketized_certificate", "METHODS"]
+__all__ = ["FPrivacy", "Anatomy", "METHODS"]

@@ -19,18 +19,18 @@ import numpy as np
 
 from .assignment import record_partition
 from .plan import BucketSetting, SizeClass, classes_loss, make_setting, merge_classes
-from .two_size import _no_setting, _prepare, _search
+from .two_size import no_setting_error, prepare_counts, search_present
 
 
 def multi_size_classes(o, fprime, max_bucket: int = 50) -> tuple[list[SizeClass], dict]:
     """The size classes of Algorithm 2 (not materialised) and search statistics."""
     o_full = np.asarray(o, dtype=np.int64)
     f_full = np.asarray(fprime, dtype=np.float64)
-    op, fp, n, M, Mp = _prepare(o_full, f_full, max_bucket)
+    op, fp, n, M, Mp = prepare_counts(o_full, f_full, max_bucket)
     t0 = time.perf_counter()
-    top = _search(op, fp, n, M, Mp, "full")
+    top = search_present(op, fp, n, M, Mp, "full")
     if top is None:
-        raise _no_setting(M, Mp, max_bucket)
+        raise no_setting_error(M, Mp, max_bucket)
     stats = {"M": M, "M_prime": Mp, "two_size_calls": 1, "splits": 0, "two_size_loss": top.loss}
     if top.loss >= (n - 1) ** 2:                     # a single bucket is already best
         return [SizeClass(n, 1, o_full.copy())], stats
@@ -45,7 +45,7 @@ def multi_size_classes(o, fprime, max_bucket: int = 50) -> tuple[list[SizeClass]
                 continue
             present = cls.n > 0
             size = cls.S * cls.b
-            sub = _search(cls.n[present], f_full[present], size, M, min(Mp, size), "full")
+            sub = search_present(cls.n[present], f_full[present], size, M, min(Mp, size), "full")
             stats["two_size_calls"] += 1
             if sub is not None and sub.loss < cls.loss:
                 stack.append((sub, cls.n))

@@ -31,7 +31,7 @@ from scipy.sparse.csgraph import maximum_flow
 from ...errors import PpdpError
 from .multi_size import multi_size_classes
 from .plan import BucketSetting, SizeClass, classes_loss, make_setting, privacy_cap
-from .two_size import _prepare
+from .two_size import prepare_counts
 
 
 def _integer_split(o: np.ndarray, caps: np.ndarray, sizes: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -68,7 +68,7 @@ def optimal_classes(o, fprime, max_bucket: int = 50, time_limit: float = 60.0,
     solution (default: the multi-size heuristic's)."""
     o_full = np.asarray(o, dtype=np.int64)
     f_full = np.asarray(fprime, dtype=np.float64)
-    op, fp, n, M, Mp = _prepare(o_full, f_full, max_bucket)
+    op, fp, n, M, Mp = prepare_counts(o_full, f_full, max_bucket)
     present = np.flatnonzero(o_full > 0)
     t0 = time.perf_counter()
     if upper_bound is None:

@@ -10,8 +10,10 @@ placed in bucket ``j``. Every setting a planner returns satisfies
 - no empty bucket.
 
 ``privacy_cap(f, S)`` is ``⌊f·S⌋`` computed so that it agrees exactly with the test
-``c / S ≤ f`` in floating point: a decimal threshold such as 0.29 therefore allows 29 records
-of 100 even though ``0.29 * 100 == 28.999999999999996`` in binary floating point.
+``c / S ≤ f`` in floating point (it lives with the claim, :mod:`ppdp.claims.fprivacy`).
+
+:class:`SACounts` (the sufficient statistics) and :class:`BucketizationPlan` (what an engine
+applies) are the public, typed halves of the plan/apply split (SPEC §6).
 
 Internally the planners work with *size classes* (:class:`SizeClass`: ``b`` buckets of size
 ``S`` holding ``n_i`` records of each value, with ``n_i ≤ cap_i(S)·b``); a class is turned
@@ -22,26 +24,15 @@ cap (Lemma 2).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ...claims import Claim
+from ...claims.fprivacy import privacy_cap
 from ...errors import InfeasibleError, PpdpError
-
-
-def privacy_cap(fprime, size) -> np.ndarray:
-    """Largest count ``c`` with ``c / size ≤ f'`` (float division), i.e. ``⌊f'·size⌋``, broadcast.
-
-    Computed as ``⌊f'·S⌋`` and corrected by one in either direction where the product is off
-    by a rounding error, so ``cap / S ≤ f' < (cap + 1) / S`` holds in floating point.
-    """
-    f = np.asarray(fprime, dtype=np.float64)
-    s = np.asarray(size, dtype=np.float64)
-    c = np.floor(f * s)
-    c = np.where((c + 1.0) / np.where(s > 0, s, 1.0) <= f, c + 1.0, c)
-    c = np.where((c > 0) & (c / np.where(s > 0, s, 1.0) > f), c - 1.0, c)
-    c = np.clip(c, 0.0, s)
-    return c.astype(np.int64)
+from ...releases.bucketized import bucket_statistics
+from ...validation import FrozenDict
 
 
 def min_bucket_size(o: np.ndarray, fprime: np.ndarray) -> int:
@@ -221,5 +212,100 @@ def classes_loss(classes: Iterable[SizeClass]) -> int:
     return int(sum(c.loss for c in classes))
 
 
-__all__ = ["BucketSetting", "SizeClass", "privacy_cap", "min_bucket_size", "round_robin_counts", "classes_to_counts",
+def _readonly(a, dtype) -> np.ndarray:
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class SACounts:
+    """Sufficient statistics of bucketization: the SA column's name, its labels (domain order)
+    and the counts o_i of the input table (from a :class:`~ppdp.table.Table`, a Spark
+    ``groupBy`` or any other source)."""
+
+    sa: str
+    labels: tuple[str, ...]
+    counts: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
+        object.__setattr__(self, "counts", _readonly(self.counts, np.int64))
+        if self.counts.ndim != 1 or len(self.counts) != len(self.labels):
+            raise PpdpError(f"need one SA count per label: {self.counts.shape} counts for {len(self.labels)} labels")
+        if (self.counts < 0).any():
+            raise PpdpError("SA counts must be non-negative")
+        if self.n == 0:
+            raise PpdpError("the input table is empty")
+        present = np.flatnonzero(self.counts)
+        if len(present) < 2:
+            raise InfeasibleError(f"the sensitive attribute {self.sa!r} has a single value "
+                                  f"({self.labels[present[0]]!r}) in this table; bucketization cannot hide it")
+
+    @classmethod
+    def of_table(cls, table) -> "SACounts":
+        sa = table.sa  # SchemaError unless exactly one sensitive attribute
+        if table.n_rows == 0:
+            raise PpdpError("the input table is empty")
+        return cls(sa, table.domain(sa), table.counts(sa))
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class BucketizationPlan:
+    """Everything an engine needs to write a bucketized release, computed from :class:`SACounts`
+    alone: ``counts[j, i]`` records of SA value i go to bucket j (planner order; the engine
+    relabels buckets at random), σ fake values per bucket, the negative associations fakes
+    must respect, whether the fake flag is published, the typed ``claim`` and the
+    certificate's descriptive ``details`` (method, proven_optimal)."""
+
+    sa: str
+    labels: tuple[str, ...]
+    sa_counts: np.ndarray
+    thresholds: np.ndarray
+    counts: np.ndarray
+    claim: Claim
+    fake_values: int = 0
+    negative_associations: tuple[tuple[str, str, str], ...] = ()
+    publish_fake_flag: bool = True
+    details: Mapping[str, Any] = field(default_factory=FrozenDict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
+        object.__setattr__(self, "sa_counts", _readonly(self.sa_counts, np.int64))
+        object.__setattr__(self, "thresholds", _readonly(self.thresholds, np.float64))
+        object.__setattr__(self, "counts", _readonly(self.counts, np.int64))
+        object.__setattr__(self, "negative_associations",
+                           tuple(tuple(str(x) for x in a) for a in self.negative_associations or ()))
+        object.__setattr__(self, "details", FrozenDict(self.details or {}))
+        problems = check_setting(self.counts, self.sa_counts, self.thresholds)
+        if problems:
+            raise InfeasibleError(f"the bucket setting does not fit the SA counts and thresholds: {'; '.join(problems)}")
+
+    @property
+    def n_records(self) -> int:
+        return int(self.sa_counts.sum())
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.counts.shape[0])
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.counts.sum(axis=1)
+
+    def certificate(self, sizes: np.ndarray | None = None) -> dict[str, Any]:
+        """The manifest certificate: the claim, the bucket statistics, σ, the associations and details."""
+        cert = self.claim.to_certificate()
+        cert.update(bucket_statistics(self.sizes if sizes is None else sizes, self.n_records))
+        cert["fake_values"] = int(self.fake_values)
+        cert["negative_associations"] = [list(a) for a in self.negative_associations]
+        cert.update(dict(self.details))
+        return cert
+
+
+__all__ = ["SACounts", "BucketizationPlan", "BucketSetting", "SizeClass", "privacy_cap", "min_bucket_size", "round_robin_counts", "classes_to_counts",
            "merge_classes", "check_setting", "make_setting", "classes_loss"]

@@ -142,7 +142,7 @@ def _scan_first_valid(o, c1, c2, S1, S2, b10, b20, d1, d2, t_end, counter) -> in
     return None
 
 
-def _prepare(o, fprime, max_bucket, M=None):
+def prepare_counts(o, fprime, max_bucket, M=None):
     o = np.asarray(o, dtype=np.int64)
     fprime = np.asarray(fprime, dtype=np.float64)
     if o.ndim != 1 or fprime.shape != o.shape:
@@ -163,13 +163,13 @@ def _prepare(o, fprime, max_bucket, M=None):
     return o[present], fprime[present], n, int(M), int(min(max_bucket, n))
 
 
-def _no_setting(M, Mp, max_bucket) -> InfeasibleError:
+def no_setting_error(M, Mp, max_bucket) -> InfeasibleError:
     return InfeasibleError(f"no valid bucket setting with sizes in [M, M'] = [{M}, {Mp}] "
                            f"(M = min_i ⌈1/f'_i⌉; max_bucket = {max_bucket}); raise max_bucket or the thresholds")
 
 
 # ---------------------------------------------------------------- search
-def _search(o: np.ndarray, f: np.ndarray, n: int, M: int, Mp: int, pruning: str) -> TwoSizeResult | None:
+def search_present(o: np.ndarray, f: np.ndarray, n: int, M: int, Mp: int, pruning: str) -> TwoSizeResult | None:
     """Algorithm 1 on present values (o > 0). Returns None if no valid setting in [M, Mp]."""
     stats = {"size_pairs": 0, "size_pairs_pruned_by_loss": 0, "size_pairs_with_valid": 0, "pairs_tested": 0,
              "rows_cut_by_bound": 0}
@@ -268,11 +268,11 @@ def two_size_search(o, fprime, max_bucket: int = 50, pruning: str = "full", M: i
     materialising the assignment. Raises :class:`InfeasibleError` if there is none."""
     if pruning not in PRUNING:
         raise PpdpError(f"pruning must be one of {', '.join(PRUNING)}; got {pruning!r}")
-    op, fp, n, M, Mp = _prepare(o, fprime, max_bucket, M)
+    op, fp, n, M, Mp = prepare_counts(o, fprime, max_bucket, M)
     t0 = time.perf_counter()
-    res = _search(op, fp, n, M, Mp, pruning)
+    res = search_present(op, fp, n, M, Mp, pruning)
     if res is None:
-        raise _no_setting(M, Mp, max_bucket)
+        raise no_setting_error(M, Mp, max_bucket)
     res.stats["search_seconds"] = time.perf_counter() - t0
     return res
 
@@ -293,4 +293,4 @@ def two_size_bucketing(o, fprime, max_bucket: int = 50, pruning: str = "full") -
     return make_setting(classes, len(np.asarray(o)), "two-size", None, res.as_dict())
 
 
-__all__ = ["two_size_bucketing", "two_size_search", "gamma_params", "gamma_list", "TwoSizeResult", "PRUNING"]
+__all__ = ["two_size_bucketing", "two_size_search", "prepare_counts", "search_present", "no_setting_error", "gamma_params", "gamma_list", "TwoSizeResult", "PRUNING"]

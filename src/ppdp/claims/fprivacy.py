@@ -1,0 +1,274 @@
+"""The F'-privacy claim of a bucketized release (Wang, Wang, Fu, Wong 2011, §3).
+
+Claim: for every bucket g and SA value x, the adversary's posterior Pr(x | t ∈ g) =
+|g, x|/|g| is at most f'_x (Definition 2), with the thresholds
+
+    f'_i = min(1, θ·f_i + b)   (f_i = o_i/|T|, the SA frequencies of the input table),
+
+overridden per label by ``overrides``, and f'_i = 1 for values outside ``sensitive_values``
+when that set is given. Lemma 1: a bucketization meeting them exists iff f'_i ≥ f_i.
+
+The thresholds are derived once at publish time from the parameters and the SA counts o_i
+(:func:`fprime_thresholds`, which the planners import from here) and written in the manifest
+as the certificate. ``verify`` re-derives them from ``params`` and the SA counts: from the
+published files when the real counts can be read there (no fake values, or the fake flag is
+published), from the source table when given; otherwise it reports that they cannot be
+re-derived — a threshold is never taken on trust.
+
+:func:`privacy_cap` is ⌊f'·S⌋ computed so that it agrees exactly with the test c/S ≤ f'.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Collection, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InfeasibleError
+from ..validation import FrozenDict
+from . import Claim
+
+#: relative tolerance when comparing re-derived thresholds with the certificate's
+THRESHOLD_TOL = 1e-12
+#: tolerance of the share test |g, x|/|g| ≤ f'
+SHARE_TOL = 1e-9
+
+
+def privacy_cap(fprime, size) -> np.ndarray:
+    """Largest count ``c`` with ``c / size ≤ f'`` (float division), i.e. ``⌊f'·size⌋``, broadcast.
+
+    Computed as ``⌊f'·S⌋`` and corrected by one in either direction where the product is off
+    by a rounding error, so ``cap / S ≤ f' < (cap + 1) / S`` holds in floating point (a
+    decimal threshold such as 0.29 allows 29 records of 100 although 0.29·100 < 29 in binary).
+    """
+    f = np.asarray(fprime, dtype=np.float64)
+    s = np.asarray(size, dtype=np.float64)
+    c = np.floor(f * s)
+    c = np.where((c + 1.0) / np.where(s > 0, s, 1.0) <= f, c + 1.0, c)
+    c = np.where((c > 0) & (c / np.where(s > 0, s, 1.0) > f), c - 1.0, c)
+    c = np.clip(c, 0.0, s)
+    return c.astype(np.int64)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def fprime_thresholds(counts: np.ndarray, labels: Sequence[str], theta: float = 8.0, floor: float = 0.02,
+                      overrides: Mapping[str, float] | None = None,
+                      sensitive: Collection[str] | None = None) -> np.ndarray:
+    """Thresholds f'_i (float64, one per label) for SA counts ``counts`` (o_i, in label order).
+
+    Raises :class:`InfeasibleError` for an override naming an unknown label or outside (0, 1],
+    an unknown label in ``sensitive``, bad θ / b, or when some f'_i < f_i (Lemma 1).
+    """
+    o = np.asarray(counts, dtype=np.int64)
+    labels = [str(x) for x in labels]
+    if o.ndim != 1 or len(o) != len(labels):
+        raise InfeasibleError(f"need one SA count per label: {o.shape} counts for {len(labels)} labels")
+    if (o < 0).any():
+        raise InfeasibleError("SA counts must be non-negative")
+    n = int(o.sum())
+    if n <= 0:
+        raise InfeasibleError("the table is empty: no thresholds to compute")
+    if not _is_number(theta) or not math.isfinite(theta) or theta <= 0:
+        raise InfeasibleError(f"theta must be a finite number > 0, got {theta!r}")
+    if not _is_number(floor) or not math.isfinite(floor) or not 0 <= floor <= 1:
+        raise InfeasibleError(f"floor b must be a number in [0, 1], got {floor!r}")
+    index = {lab: i for i, lab in enumerate(labels)}
+
+    f = o / n
+    fp = np.minimum(1.0, float(theta) * f + float(floor))
+    if sensitive is not None:
+        sens = {str(s) for s in sensitive}
+        unknown = sorted(sens - index.keys())
+        if unknown:
+            raise InfeasibleError(f"sensitive values not in the SA domain: {', '.join(map(repr, unknown))}")
+        mask = np.array([lab not in sens for lab in labels], dtype=bool)
+        fp[mask] = 1.0
+    if overrides:
+        bad_label = sorted(str(k) for k in overrides if str(k) not in index)
+        if bad_label:
+            raise InfeasibleError(f"threshold overrides name values not in the SA domain: {', '.join(map(repr, bad_label))}"
+                                  f" (known: {', '.join(map(repr, labels[:10]))}{', …' if len(labels) > 10 else ''})")
+        for k, v in overrides.items():
+            if not _is_number(v) or not math.isfinite(v) or not 0 < v <= 1:
+                raise InfeasibleError(f"threshold override for {str(k)!r} must be a number in (0, 1], got {v!r}")
+            fp[index[str(k)]] = float(v)
+
+    # Lemma 1: feasible iff f'_i ≥ f_i, i.e. o_i ≤ cap(f'_i, |T|) (one bucket holding the whole table)
+    bad = np.flatnonzero(o > privacy_cap(fp, n))
+    if len(bad):
+        shown = ", ".join(f"{labels[i]!r} (f = {f[i]:.4g} > f' = {fp[i]:.4g})" for i in bad[:10])
+        more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        raise InfeasibleError(f"F'-privacy is infeasible (Lemma 1 needs f'_i ≥ f_i for every value): {shown}{more}; "
+                              "raise these thresholds")
+    return fp
+
+
+# ---------------------------------------------------------------------------- shared checks
+def threshold_array(thresholds: Mapping[str, float], labels: Sequence[str]) -> np.ndarray:
+    """Thresholds in label order (NaN where a label has none)."""
+    return np.array([float(thresholds.get(lab, np.nan)) for lab in labels], dtype=np.float64)
+
+
+def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'-privacy") -> np.ndarray:
+    """Every bucket's real SA share |g, x|/|g| ≤ the bound of x (Definition 2); returns the
+    real counts matrix used. With the fake flag stripped, a count-1 value whose share would
+    exceed its bound must be a fake: at most σ such values per bucket."""
+    dom = release.domains[release.sa]
+    real, ambiguous = release.real_counts(thresholds)
+    sizes = release.bucket_sizes()
+    if ambiguous is not None:
+        sigma = release.fake_values
+        report.check(bool((ambiguous <= sigma).all()), "fake flag absent: values over threshold number ≤ σ per bucket",
+                     f"{int((ambiguous > sigma).sum())} bucket(s) have more over-threshold count-1 values than σ = {sigma}")
+    over = real / np.maximum(sizes, 1)[:, None] > thresholds[None, :] + SHARE_TOL
+    report.check(not over.any(), f"every bucket's SA shares ≤ its bound ({what})",
+                 f"{int(over.any(axis=1).sum())} bucket(s) exceed a threshold, e.g. value "
+                 f"{dom[int(np.argwhere(over)[0][1])]!r}" if over.any() else None)
+    return real
+
+
+def rederivation_counts(release, report, source=None) -> np.ndarray | None:
+    """The real SA counts o_i the thresholds are derived from: from the source table when
+    given, else from the files when they show the real counts (σ = 0 or the fake flag
+    published); otherwise None and a problem in ``report``."""
+    sa, dom = release.sa, list(release.domains[release.sa])
+    if source is not None:
+        if sa in source.column_names and list(source.domain(sa)) == dom:
+            return np.asarray(source.counts(sa), dtype=np.int64)
+        report.check(False, "SA counts from the source table",
+                     f"the thresholds cannot be re-derived from the source table: its {sa!r} column is missing or "
+                     "has another domain")
+        return None
+    real = release.real_counts_from_files()
+    if real is None:
+        report.check(False, "SA counts for the thresholds",
+                     f"the thresholds cannot be re-derived without the source table: the release carries "
+                     f"σ = {release.fake_values} fake values per bucket and no fake flag, so the real SA counts "
+                     "are not in the files (pass the source table to verify)")
+        return None
+    return real.sum(axis=0).astype(np.int64)
+
+
+def _same_thresholds(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.isclose(a, b, rtol=THRESHOLD_TOL, atol=THRESHOLD_TOL)
+
+
+def _param_agrees(report, params: Mapping[str, Any], key: str, value: Any, label: str | None = None) -> None:
+    label = label or key
+    if key not in params:
+        report.check(False, f"params has {key!r}", f"params lacks {key!r} (the claim's {label} cannot be re-derived)")
+        return
+    p = params[key]
+    if isinstance(p, (Mapping, list, tuple)) and not p and not value:
+        p = value  # an empty mapping / list states the same as none
+    same = (p == value) if not (_is_number(p) and _is_number(value)) else math.isclose(float(p), float(value), rel_tol=1e-12)
+    report.check(bool(same), f"certificate {label} = params.{key}",
+                 f"certificate {label} = {value!r} but params.{key} = {p!r}")
+
+
+def _frozen_map(v) -> FrozenDict | None:
+    return None if v is None else FrozenDict({str(k): float(x) for k, x in dict(v).items()})
+
+
+def _plain(v):
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------------------- the claim
+@dataclass(frozen=True)
+class FPrivacyClaim(Claim):
+    """F'-privacy: every bucket's share of x is ≤ f'_x, f' = min(1, θ·f + b) with overrides."""
+
+    model: ClassVar[str] = "F'-privacy"
+
+    thresholds: FrozenDict           # SA label → f'
+    theta: float
+    floor: float
+    overrides: FrozenDict | None = None
+    sensitive_values: tuple[str, ...] | None = None
+
+    # ------------------------------------------------------------------ derive
+    @classmethod
+    def derive(cls, labels: Sequence[str], counts, theta: float, floor: float,
+               overrides: Mapping[str, float] | None = None,
+               sensitive_values: Sequence[str] | None = None) -> "FPrivacyClaim":
+        """The claim for SA counts ``counts`` (in label order); InfeasibleError when Lemma 1 fails."""
+        fp = fprime_thresholds(counts, labels, theta=theta, floor=floor, overrides=overrides, sensitive=sensitive_values)
+        return cls(FrozenDict({str(lab): float(f) for lab, f in zip(labels, fp)}), float(theta), float(floor),
+                   _frozen_map(overrides) if overrides else None,
+                   None if sensitive_values is None else tuple(str(s) for s in sensitive_values))
+
+    def threshold_array(self, labels: Sequence[str]) -> np.ndarray:
+        return threshold_array(self.thresholds, labels)
+
+    # ------------------------------------------------------------------ manifest form
+    def to_certificate(self) -> dict[str, Any]:
+        return {"model": self.model, "thresholds": _plain(self.thresholds), "theta": self.theta, "floor": self.floor,
+                "overrides": _plain(self.overrides) if self.overrides else None,
+                "sensitive_values": None if self.sensitive_values is None else list(self.sensitive_values)}
+
+    @classmethod
+    def from_certificate(cls, cert: Mapping[str, Any]) -> "FPrivacyClaim":
+        sens = cert.get("sensitive_values")
+        return cls(_frozen_map(cert["thresholds"]), float(cert["theta"]), float(cert["floor"]),
+                   _frozen_map(cert.get("overrides")) if cert.get("overrides") else None,
+                   None if sens is None else tuple(str(s) for s in sens))
+
+    # ------------------------------------------------------------------ verify
+    def check(self, release, report, source=None) -> None:
+        params = release.manifest.get("params", {})
+        _param_agrees(report, params, "theta", self.theta, "θ")
+        _param_agrees(report, params, "floor", self.floor, "b (floor)")
+        _param_agrees(report, params, "overrides", _plain(self.overrides) if self.overrides else None)
+        _param_agrees(report, params, "sensitive_values",
+                      None if self.sensitive_values is None else list(self.sensitive_values))
+        dom = list(release.domains[release.sa])
+        thr = self.threshold_array(dom)
+        missing = [lab for lab, t in zip(dom, thr) if np.isnan(t)]
+        report.check(not missing, "a threshold for every SA value", f"certificate lacks thresholds for {missing[:5]}")
+        extra = sorted(set(self.thresholds) - set(dom))
+        report.check(not extra, "thresholds name only SA values", f"certificate thresholds name unknown values {extra[:5]}")
+        if missing:
+            return
+        o = rederivation_counts(release, report, source)
+        if o is not None and int(o.sum()) > 0 and all(k in params for k in ("theta", "floor")):
+            try:
+                derived = fprime_thresholds(o, dom, theta=params["theta"], floor=params["floor"],
+                                            overrides=params.get("overrides"), sensitive=params.get("sensitive_values"))
+            except InfeasibleError as e:
+                report.check(False, "thresholds re-derived from params", f"the thresholds cannot be re-derived: {e}")
+            else:
+                ok = _same_thresholds(derived, thr)
+                bad = [dom[i] for i in np.flatnonzero(~ok)]
+                report.check(bool(ok.all()), "certificate thresholds = min(1, θ·f + b) with overrides, re-derived",
+                             f"certificate thresholds differ from those re-derived from params and the SA counts for "
+                             f"{len(bad)} value(s), e.g. {bad[0]!r}: certificate {thr[dom.index(bad[0])]:.6g}, "
+                             f"re-derived {derived[dom.index(bad[0])]:.6g}" if bad else None)
+                thr = np.where(ok, thr, np.minimum(thr, derived))  # the share test uses the stricter bound
+        check_bucket_shares(release, report, thr)
+
+    # ------------------------------------------------------------------ audit / words
+    def bound(self) -> Mapping[str, Any]:
+        return {"name": "f'_x (certificate thresholds)", "posterior": self.thresholds}
+
+    def statement(self) -> str:
+        how = f"f'_x = min(1, {self.theta:g}·f_x + {self.floor:g})"
+        if self.overrides:
+            how += f", overridden for {', '.join(sorted(self.overrides))}"
+        if self.sensitive_values is not None:
+            how += "; f'_x = 1 for values not listed as sensitive"
+        return (f"F'-privacy: in every bucket, the share of each sensitive value x is at most its threshold "
+                f"f'_x ({how}), so no adversary who knows a person's QI values infers x with a probability above f'_x.")
+
+
+__all__ = ["FPrivacyClaim", "fprime_thresholds", "privacy_cap", "threshold_array", "check_bucket_shares",
+           "rederivation_counts", "THRESHOLD_TOL", "SHARE_TOL"]

@@ -1,0 +1,74 @@
+"""The ℓ-diversity claim of an Anatomy release (Xiao & Tao 2006).
+
+Claim: every bucket holds at least ℓ distinct SA values and no value more than |g|/ℓ times,
+so the adversary's posterior of any value is at most 1/ℓ. The per-value bound 1/ℓ is written
+as ``thresholds`` (the form every bucketized certificate shares); ``verify`` re-derives it
+from ``params.l`` alone — no SA statistics are needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+
+from ..validation import FrozenDict
+from . import Claim
+from .fprivacy import THRESHOLD_TOL, check_bucket_shares, threshold_array
+
+
+@dataclass(frozen=True)
+class LDiversityClaim(Claim):
+    """ℓ-diversity: ≥ ℓ distinct values per bucket, every share ≤ 1/ℓ."""
+
+    model: ClassVar[str] = "l-diversity"
+
+    l: int  # noqa: E741
+    thresholds: FrozenDict  # SA label → 1/ℓ
+
+    @classmethod
+    def derive(cls, labels, l: int) -> "LDiversityClaim":  # noqa: E741
+        return cls(int(l), FrozenDict({str(lab): 1.0 / int(l) for lab in labels}))
+
+    def threshold_array(self, labels) -> np.ndarray:
+        return threshold_array(self.thresholds, labels)
+
+    def to_certificate(self) -> dict[str, Any]:
+        return {"model": self.model, "l": self.l, "thresholds": {k: float(v) for k, v in self.thresholds.items()}}
+
+    @classmethod
+    def from_certificate(cls, cert: Mapping[str, Any]) -> "LDiversityClaim":
+        ell = cert["l"]
+        if isinstance(ell, bool) or not isinstance(ell, int) or ell < 1:
+            raise ValueError(f"l must be a whole number ≥ 1, got {ell!r}")
+        return cls(ell, FrozenDict({str(k): float(v) for k, v in dict(cert["thresholds"]).items()}))
+
+    def check(self, release, report, source=None) -> None:
+        params = release.manifest.get("params", {})
+        report.check(params.get("l") == self.l, "certificate ℓ = params.l",
+                     f"certificate l = {self.l!r} but params.l = {params.get('l')!r}")
+        dom = list(release.domains[release.sa])
+        thr = threshold_array(self.thresholds, dom)
+        want = 1.0 / self.l
+        ok = np.isclose(thr, want, rtol=THRESHOLD_TOL, atol=THRESHOLD_TOL)
+        report.check(bool(ok.all()) and len(self.thresholds) == len(dom), "certificate thresholds = 1/ℓ for every SA value",
+                     f"certificate thresholds are not 1/ℓ = {want:.6g} for every SA value "
+                     f"({int((~ok).sum())} differ or are missing)")
+        real = check_bucket_shares(release, report, np.full(len(dom), want), what="ℓ-diversity")
+        sizes = release.bucket_sizes()
+        distinct = (real > 0).sum(axis=1)
+        report.check(bool((distinct >= self.l).all()) and not (real * self.l > sizes[:, None]).any(),
+                     f"ℓ-diversity (Anatomy): each bucket ≥ ℓ = {self.l} distinct values, share ≤ 1/ℓ",
+                     f"{int((distinct < self.l).sum())} bucket(s) hold fewer than ℓ = {self.l} distinct values "
+                     "or a share > 1/ℓ")
+
+    def bound(self) -> Mapping[str, Any]:
+        return {"name": f"1/ℓ = 1/{self.l}", "posterior": self.thresholds}
+
+    def statement(self) -> str:
+        return (f"ℓ-diversity with ℓ = {self.l}: every bucket holds at least {self.l} distinct sensitive values and "
+                f"none more than 1/{self.l} of its records, so no value is inferred with a probability above 1/{self.l}.")
+
+
+__all__ = ["LDiversityClaim"]
