@@ -10,7 +10,8 @@ import numpy as np
 
 from .errors import PpdpError
 from .provenance import VERSION
-from .releases.base import FORMAT, Release, VerifyReport, load_release
+from .releases.base import Release, VerifyReport, load_release
+from .releases.base import stamp_manifest as stamp_release
 
 if TYPE_CHECKING:
     from .mechanisms.base import Mechanism
@@ -47,16 +48,7 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Rele
 
 def stamp_manifest(release: Release, mechanism: Mechanism, seed: int | None) -> Release:
     """Fill in the manifest fields every release shares (format, mechanism, seed …)."""
-    m = release.manifest
-    m["format"] = FORMAT
-    m["family"] = release.family
-    m["mechanism"] = mechanism.name
-    m["params"] = mechanism.get_params()
-    m["seed"] = "os-entropy" if seed is None else int(seed)
-    m["fit_for_publication"] = seed is None
-    m["library_version"] = VERSION
-    m.setdefault("dropped", 0)
-    return release
+    return stamp_release(release, mechanism.name, mechanism.get_params(), seed, VERSION)
 
 
 def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = None) -> VerifyReport:

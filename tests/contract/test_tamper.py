@@ -27,6 +27,11 @@ UNDETECTABLE_BY_DESIGN: dict[tuple[str, str], str] = {
     ("sdr", r"certificate/(lambda|lambda_prime|f_max|initial_groups|objective_initial|objective)"):
         "descriptive statistics of the Phase-1/2 plan, computed from the source's exact SA counts; "
         "not part of the (ρ1, ρ2) claim, which is re-derived from the sub-tables",
+    ("fprivacy", r"params/max_bucket"):
+        "an upper bound on the bucket sizes (checked: every bucket ≤ max_bucket); raising it leaves the files "
+        "consistent, and re-running the planner needs the source's SA counts",
+    ("fprivacy", r"params/time_limit"):
+        "the MILP solver's time budget (method optimal only); it leaves no trace in the files",
     ("sdr", r"params/min_size"):
         "steers Phase-2 merging only, which is re-derivable from the source's counts, not from the files",
     ("kdtree", r"certificate/ledger/[12]/parts"):  # median levels 1 and 2 of the example's depth 3

@@ -31,7 +31,8 @@ from ..errors import PpdpError, SchemaError
 from ..mechanisms.bucketization.apply import release_from_plan, st_table
 from ..mechanisms.bucketization.fakes import draw_fakes
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
-from ..releases.base import codes_to_labels, labels_to_codes
+from ..provenance import VERSION
+from ..releases.base import codes_to_labels, labels_to_codes, stamp_manifest
 from ..table import Table
 
 
@@ -167,8 +168,6 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     public ``plan`` → :func:`apply_bucketized`. Returns a ``BucketizedRelease`` with the same
     manifest, certificate and files as ``ppdp.publish`` on a local table."""
     _require_spark()
-    from ..api import stamp_manifest  # the verb's shared stamping (mechanism, params, seed, version)
-
     if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
         raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
     if getattr(mechanism, "negative_associations", None):
@@ -177,7 +176,7 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     rng = np.random.default_rng(seed)
     plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))
     release = apply_bucketized(plan, sdf, quasi, doms, rng)
-    return stamp_manifest(release, mechanism, seed)
+    return stamp_manifest(release, mechanism.name, mechanism.get_params(), seed, VERSION)
 
 
 __all__ = ["local_session", "spark_domains", "sa_counts", "apply_bucketized", "publish_bucketized"]

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import sparse
 
 from ..queries import CountIndex, split_masks
-from . import Estimator
+from .base import Estimator
 
 
 def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | None = None) -> tuple[np.ndarray, int]:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import ReleaseError
+from ..errors import PpdpError, ReleaseError
 
 FORMAT = "ppdp-release/1"
 _FAMILIES: dict[str, type["Release"]] = {}
@@ -176,7 +176,7 @@ class Release:
                       f"the source table has {table.n_rows} rows, the manifest says n_input = {m['n_input']}")
         try:
             self._verify(rep, table)
-        except ReleaseError as e:
+        except PpdpError as e:  # a malformed or inconsistent release is a problem, never a crash
             rep.problems.append(str(e))
         return rep
 
@@ -222,6 +222,22 @@ class Release:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} mechanism={self.manifest.get('mechanism')!r} n_published={self.manifest.get('n_published')}>"
+
+
+def stamp_manifest(release: "Release", mechanism_name: str, params: Mapping[str, Any], seed: int | None,
+                   library_version: str) -> "Release":
+    """Fill in the manifest fields every release shares (format, family, mechanism, params, seed …),
+    whichever engine applied the plan."""
+    m = release.manifest
+    m["format"] = FORMAT
+    m["family"] = release.family
+    m["mechanism"] = mechanism_name
+    m["params"] = dict(params)
+    m["seed"] = "os-entropy" if seed is None else int(seed)
+    m["fit_for_publication"] = seed is None
+    m["library_version"] = library_version
+    m.setdefault("dropped", 0)
+    return release
 
 
 def _json_default(o):

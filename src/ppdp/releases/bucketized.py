@@ -198,6 +198,11 @@ class BucketizedRelease(Release):
                 want = params[key] if key != "negative_associations" else [list(a) for a in params[key] or []]
                 rep.check(cert.get(key) == want, f"certificate {key} = params.{key}",
                           f"certificate {key} = {cert.get(key)!r} but params.{key} = {params[key]!r}")
+        if "publish_fake_flag" in params:
+            flagged = "fake" in self.tables["st"].column_names
+            rep.check(bool(params["publish_fake_flag"]) == flagged, "the fake flag is published iff params.publish_fake_flag",
+                      f"params.publish_fake_flag = {params['publish_fake_flag']!r} but st.parquet "
+                      f"{'has' if flagged else 'lacks'} the 'fake' column")
         if "method" in cert:
             rep.check(("proven_optimal" in cert) == (cert["method"] == "optimal"),
                       "proven_optimal is stated for the optimal method only",
@@ -208,6 +213,9 @@ class BucketizedRelease(Release):
         rep.checks.append("every published label lies in its domain")
         m, sizes = b["m"], b["sizes"]
         n = len(b["qb"])
+        if "max_bucket" in params and len(sizes):
+            rep.check(int(sizes.max()) <= int(params["max_bucket"]), "every bucket holds ≤ max_bucket records",
+                      f"a bucket holds {int(sizes.max())} records, more than params.max_bucket = {params['max_bucket']}")
         sigma = self.fake_values
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
