@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import PpdpError
 from .provenance import VERSION
-from .releases.base import Release, VerifyReport, load_release
+from .releases.base import Release, VerifyReport, load_custodian, load_release
 from .releases.base import stamp_manifest as stamp_release
 
 if TYPE_CHECKING:
@@ -51,11 +51,15 @@ def stamp_manifest(release: Release, mechanism: Mechanism, seed: int | None) -> 
     return stamp_release(release, mechanism.name, mechanism.get_params(), seed, VERSION)
 
 
-def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = None) -> VerifyReport:
+def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = None,
+           custodian: str | os.PathLike | None = None) -> VerifyReport:
     """Re-check a release's certificate from its files (and, given the source table, that
-    every input row is accounted for). Returns a report with ``.ok`` and ``.problems``."""
+    every input row is accounted for; given the custodian-side file, what only the custodian
+    keeps). Returns a report with ``.ok`` and ``.problems``."""
     if isinstance(release_or_dir, (str, os.PathLike, Path)):
         release = load_release(release_or_dir)
     else:
         release = release_or_dir
+    if custodian is not None:
+        release.custodian = load_custodian(custodian)
     return release.verify(table)

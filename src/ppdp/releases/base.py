@@ -92,11 +92,15 @@ class Release:
 
     family: ClassVar[str] = "abstract"
 
-    def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table]):
+    def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table],
+                 custodian: Mapping[str, Any] | None = None):
         self.manifest: dict[str, Any] = dict(manifest)
         self.manifest.setdefault("format", FORMAT)
         self.manifest.setdefault("family", self.family)
         self.tables: dict[str, pa.Table] = dict(tables)
+        #: what only the custodian keeps (e.g. the seed, which values are fake): never written into
+        #: the release directory; ``save`` writes it to :func:`custodian_path` beside it
+        self.custodian: dict[str, Any] = dict(custodian or {})
 
     # -------------------------------------------------------------- schema
     @property
@@ -205,6 +209,11 @@ class Release:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        if self.custodian:
+            path = custodian_path(target)
+            part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            part.write_text(json.dumps(self.custodian, indent=2, default=_json_default) + "\n")
+            os.replace(part, path)
         return target
 
     def export_csv(self, directory: str | os.PathLike) -> list[Path]:
@@ -248,6 +257,27 @@ def _json_default(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def custodian_path(directory: str | os.PathLike) -> Path:
+    """Where ``Release.save(directory)`` keeps the custodian-side file: ``<directory>.custodian.json``,
+    a sibling of the release directory, never inside it (it is not handed out)."""
+    d = Path(directory)
+    return d.with_name(d.name + ".custodian.json")
+
+
+def load_custodian(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a custodian-side file written by :meth:`Release.save`."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReleaseError(f"{str(p)!r}: no custodian file there") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ReleaseError(f"{str(p)!r}: unreadable custodian file ({e})") from None
+    if not isinstance(data, dict):
+        raise ReleaseError(f"{str(p)!r}: a custodian file holds a JSON object")
+    return data
 
 
 def load_release(directory: str | os.PathLike) -> Release:

@@ -67,8 +67,9 @@ def negative_association_mask(bid: np.ndarray, n_buckets: int, qi_codes: Mapping
 
 @register_family("bucketized")
 class BucketizedRelease(Release):
-    def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table]):
-        super().__init__(manifest, tables)
+    def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table],
+                 custodian: Mapping[str, Any] | None = None):
+        super().__init__(manifest, tables, custodian)
         self._decoded: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ structure
