@@ -85,6 +85,7 @@ def _mechanism_class(name: str):
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split on ``sep`` outside brackets/braces/quotes (so JSON values may contain commas)."""
+    cur: list[str]
     parts, depth, quote, cur = [], 0, None, []
     for ch in text:
         if quote:

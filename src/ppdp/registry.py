@@ -55,7 +55,7 @@ def _package_rank(cls: type) -> int:
     return next((i for i, p in enumerate(PLUGIN_PACKAGES) if mod == p or mod.startswith(p + ".")), len(PLUGIN_PACKAGES))
 
 
-def mechanisms() -> dict[str, type]:
+def mechanisms() -> dict[str, type[Any]]:
     """Every registered mechanism, name → class: by plugin package, then in definition order
     (the same order whichever package was imported first)."""
     _load()
@@ -63,7 +63,7 @@ def mechanisms() -> dict[str, type]:
     return {n: _MECHANISMS[n] for n in sorted(order, key=lambda n: (_package_rank(_MECHANISMS[n]), order.index(n)))}
 
 
-def mechanism(name: str) -> type:
+def mechanism(name: str) -> type[Any]:
     """The mechanism class registered under ``name`` (a ParameterError listing the valid ones)."""
     _load()
     cls = _MECHANISMS.get(str(name).strip().lower())

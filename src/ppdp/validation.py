@@ -28,6 +28,8 @@ class FrozenDict(Mapping):
     """An immutable, hashable mapping (a parameter value that cannot change after freezing)."""
 
     __slots__ = ("_d", "_h")
+    _d: dict[Any, Any]
+    _h: int | None
 
     def __init__(self, *args: Any, **kw: Any):
         object.__setattr__(self, "_d", dict(*args, **kw))

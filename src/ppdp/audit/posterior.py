@@ -25,11 +25,13 @@ summary (max posterior vs bound) and the violations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from ..claims import claim_of
+from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..kernels.transition import TransitionGroup, TransitionModel, decoy_cooccurrence as kernel_cooccurrence, posterior_retained
 from ..releases.base import labels_to_codes
@@ -217,6 +219,7 @@ def _reconstructed_prior(y_counts: np.ndarray, group: TransitionGroup) -> np.nda
 def _randomized_classes(post: np.ndarray, y_counts: np.ndarray, prior: np.ndarray, sa_prime: np.ndarray, rho2, dom_codes,
                         dom, label_prefix="") -> pd.DataFrame:
     m = post.shape[0]
+    yy: np.ndarray; xx: np.ndarray  # grids, then raveled
     yy, xx = np.meshgrid(np.arange(m), np.arange(m), indexing="ij")
     yy, xx = yy.ravel(), xx.ravel()
     p = post[yy, xx]
@@ -282,7 +285,7 @@ def _audit_sdr(release, table) -> AuditResult:
     m = len(dom)
     sub = np.asarray(release.tables["data"].column(model.group_column).to_numpy(), dtype=np.int64)
     codes = release.codes("data", sa)
-    claim = claim_of(release.manifest)
+    claim = cast(RhoClaim, claim_of(release.manifest))  # an SDR claim (dispatched on "subtables")
     bound_of = claim.bound()
     rho1, rho2 = _rho(release)
     if table is not None:
@@ -412,7 +415,7 @@ def _audit_histogram(release, table) -> AuditResult:
 
 
 #: family → {claim model (None: the family's default) → auditor}
-_AUDITORS = {
+_AUDITORS: dict[str, dict[str | None, Any]] = {
     "bucketized": {None: _audit_bucketized},  # a bucket's SA shares vs f' (F'-privacy) or 1/ℓ (ℓ-diversity)
     "randomized": {None: _audit_randomized, "(rho1, rho2)-privacy": _audit_rho_privacy, "global randomization": _audit_uniform,
                    "l'-diverted zero-differential privacy": _audit_diverted},

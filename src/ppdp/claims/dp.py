@@ -246,7 +246,7 @@ class DPClaim(Claim):
             return  # the family's file checks report it
         n_cells, n_parts = int(np.prod(shape, dtype=np.int64)), parts.num_rows
         for s, step in zip(self.ledger, plan.steps):
-            want = step.parts if step.parts is not None else {"cells": n_cells, "partitions": n_parts}.get(step.over)
+            want = step.parts if step.parts is not None else {"cells": n_cells, "partitions": n_parts}.get(step.over)  # type: ignore[arg-type]  # get(None) is None
             if want is not None:
                 report.check(s.parallel_over == want, f"ledger: {s.what!r} over the {want} released {step.over}",
                              f"the ledger says {s.what!r} measured {s.parallel_over} {step.over}, the files hold {want}")

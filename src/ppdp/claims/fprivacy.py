@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Collection, Mapping, Sequence
+from typing import Any, ClassVar, Collection, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -219,7 +219,7 @@ class FPrivacyClaim(Claim):
     @classmethod
     def from_certificate(cls, cert: Mapping[str, Any]) -> "FPrivacyClaim":
         sens = cert.get("sensitive_values")
-        return cls(_frozen_map(cert["thresholds"]), float(cert["theta"]), float(cert["floor"]),
+        return cls(cast(FrozenDict, _frozen_map(cert["thresholds"])), float(cert["theta"]), float(cert["floor"]),
                    _frozen_map(cert.get("overrides")) if cert.get("overrides") else None,
                    None if sens is None else tuple(str(s) for s in sens))
 

@@ -59,6 +59,7 @@ class RetentionClaim(Claim):
         want = expected_retention(release.manifest.get("params", {}))
         if not report.check(want is not None, "params give the retention", "params give neither retention nor l_prime"):
             return
+        assert want is not None
         report.check(close(self.retention, want), "retention as requested",
                      f"certificate retention {self.retention} differs from the parameters' {want}")
         report.check(want > 1.0 / m, "retention > 1/m", f"retention {want} ≤ 1/m = 1/{m}: the release carries no information")

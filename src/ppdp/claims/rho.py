@@ -116,6 +116,7 @@ class RhoClaim(Claim):
             self._check_uniform(release, report, source, rho1, rho2)
 
     def _check_uniform(self, release, rep, source, rho1, rho2) -> None:
+        assert self.gamma is not None and self.retention is not None  # a uniform claim carries both
         sa = release.schema["sensitive"][0]
         m = len(release.domains[sa])
         rep.check(self.m == m, "certificate m = |SA domain|", f"certificate m = {self.m}, the SA domain has {m} values")

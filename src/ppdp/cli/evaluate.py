@@ -57,7 +57,8 @@ def run_all(out_dir: Path, quick: bool = True) -> Path:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[tuple[str, str, Path | None, str]] = []
+    summary: Path | None  # a reproduction's summary file (None when it failed)
     for name, module in EXPERIMENTS.items():
         target = out_dir / name
         try:

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import PpdpError
 from ..table import Table
 
-DATASETS = {
+DATASETS: dict[str, dict] = {
     "adult": {
         "file": "adult.parquet",
         "quasi": ["age", "workclass", "education", "marital_status", "race", "sex", "native_country", "hours_per_week"],
@@ -94,7 +94,7 @@ def load_info(name: str, n: int | None = None, seed: int = 0) -> tuple[Table, di
     if key not in DATASETS:
         raise PpdpError(f"unknown dataset {name!r}; choose one of {names()}")
     t = _full(key)
-    info = {"dataset": key, "n_full": t.n_rows, "n": t.n_rows, "seed": None, "sampling": "full table"}
+    info: dict = {"dataset": key, "n_full": t.n_rows, "n": t.n_rows, "seed": None, "sampling": "full table"}
     if n is not None:
         if n <= 0:
             raise PpdpError(f"n must be positive, got {n}")

@@ -291,7 +291,7 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
     # many queries share their NSA predicate (the point workload pairs each with every SA value)
     uniq: dict[bytes, int] = {}
     inv = np.empty(nq, dtype=np.int64)
-    reps = []
+    reps: list = []
     for q, m in enumerate(rest):
         h = b"|".join(c.encode() + b"=" + np.packbits(m[c]).tobytes() for c in sorted(m))
         if h not in uniq:
@@ -308,8 +308,9 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
     out[none] = Y.reshape(nq, K)[none].sum(axis=1)
     # group the rest by which SAs they constrain; expand into (query, value combination) pairs
     patterns: dict[tuple[int, ...], list[int]] = {}
-    for q in np.flatnonzero(~none):
+    for q in np.flatnonzero(~none).tolist():
         patterns.setdefault(tuple(np.flatnonzero(constrained[q])), []).append(int(q))
+    qs: Any; pair_q: Any; combos: Any  # lists turned into arrays below
     if method.startswith("full"):
         # transitions from the published SA counts: the receiver re-runs the group schedule
         Ts = [model.single.matrix for model in release.transition_models(transition_counts)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -231,7 +232,7 @@ def fig16(out, quick, seed, datasets, settings) -> pd.DataFrame:
         shape = [len(t.domain(d)) for d in DIMS]
         for eps in tqdm(EPS_TABLE, desc=f"fig16 {name}"):
             for tr in range(trials):
-                cache = {}
+                cache: dict = {}
                 for label, mech, est in _methods(eps, settings):
                     key = repr(mech)  # one release per distinct mechanism and parameters
                     if key not in cache:
@@ -360,6 +361,7 @@ def defaults_experiment(out, quick, seed) -> pd.DataFrame:
     from ..mechanisms.histogram import CellHistogram, DPCube
     from ..queries import answer_exact
     from ..queries.workloads import range_workload
+    from ..releases.histogram import HistogramRelease
 
     trials = 2 if quick else 3
     rows = []
@@ -368,7 +370,7 @@ def defaults_experiment(out, quick, seed) -> pd.DataFrame:
         wl = range_workload(t.domains, dims, 500 if quick else 1000, seed=seed + 99)
         truth = answer_exact(t, wl)
         for eps in EPS_TABLE:
-            r0 = ppdp.publish(t, CellHistogram(eps, dims), seed=0)
+            r0 = cast(HistogramRelease, ppdp.publish(t, CellHistogram(eps, dims), seed=0))
             qlo, qhi, owner = r0.query_boxes(wl)
 
             def mae(r, est):
@@ -377,6 +379,7 @@ def defaults_experiment(out, quick, seed) -> pd.DataFrame:
             rows.append({"data": name, "epsilon": eps, "alpha1_fraction": np.nan, "count_threshold": np.nan,
                          "xi0": "", "estimator": "cells (CellHistogram)", "mae": cells, "partitions": np.nan})
             for f, th, xi0 in itertools.product([0.2, 0.3, 0.5, 0.7, 0.8, 0.9], [1.0, 3.0, 10.0, 30.0, 100.0], [None, 0.0]):
+                e: dict[str, list]
                 e, npart = {"uniform": [], "ls": [], "ls-eb": []}, []
                 for s in range(trials):
                     r = ppdp.publish(t, DPCube(eps, dims, alpha1_fraction=f, count_threshold=th, xi0=xi0), seed=s)

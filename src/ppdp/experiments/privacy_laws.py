@@ -36,7 +36,7 @@ DATASETS = ("occ", "edu")
 FLOOR = 0.02
 MAX_BUCKET = 50
 
-FULL = {"thetas": (2, 4, 8, 16, 32), "fig5_thetas": (2, 4, 8, 16, 32), "fig5_methods": ("two-size", "multi-size", "optimal"),
+FULL: dict = {"thetas": (2, 4, 8, 16, 32), "fig5_thetas": (2, 4, 8, 16, 32), "fig5_methods": ("two-size", "multi-size", "optimal"),
         "n_queries": 5000, "release_seeds": (1000, 1001), "sizes": (100_000, 200_000, 300_000, 400_000, 500_000),
         "gammas": (2, 4, 8, 16, 32, 64), "repeats_full": 20, "repeats_scan": 3, "time_limit": 60.0,
         "runtime_optimal": True}

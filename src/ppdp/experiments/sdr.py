@@ -144,7 +144,7 @@ def run(out_dir: Path, quick: bool) -> Path:
              f"{describe()}; run time {time.time() - t_start:.0f} s.", "",
              "| data | (ρ1, ρ2) | MRE anatomy: SDR / uniform (ratio) | MRE SA counts: SDR / uniform (ratio) | sub-tables | SDR retention min–max (n-weighted mean) | uniform retention |",
              "|---|---|---|---|---|---|---|"]
-    ratios = {"mre_anatomy": [], "mre_sa_counts": []}
+    ratios: dict[str, list[float]] = {"mre_anatomy": [], "mre_sa_counts": []}
     wins = 0
     for dname in ("occ", "edu"):
         for r1, r2 in SETTINGS:

@@ -277,7 +277,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     rng = np.random.default_rng(12345)
     methods = {"full-iterative": "A' full-transition iterative (default)", "full-closed": "A' full-transition inversion",
                "iterative": "A' 4-state iterative (paper)", "closed": "A' 4-state closed form (paper)"}
-    m_err = {k: [] for k in methods}
+    m_err: dict[str, list] = {k: [] for k in methods}
     for s in seeds:
         rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
         for k in methods:
@@ -334,11 +334,11 @@ def run(out_dir: Path, quick: bool = False) -> Path:
                 "full-iterative, published counts (default)": "full-iterative",
                 "4-state iterative (paper)": "iterative",
                 "4-state closed form (paper)": "closed"}
-    reps = {k: [] for k in variants}
+    reps: dict[str, list] = {k: [] for k in variants}
     for s in tqdm(range(1000, 1000 + R), desc="bias: repeated releases"):
         rel = ppdp.publish(t100, ppdp.Diverted(lp), seed=s)
-        for k, est in variants.items():
-            reps[k].append(rel.answer(wl, estimator=est))
+        for k, estimator in variants.items():
+            reps[k].append(rel.answer(wl, estimator=estimator))
     # distinct queries with selectivity ≥ 0.5% (the workload repeats some queries)
     _, first = np.unique([repr(q) for q in wl], return_index=True)
     big = np.zeros(len(act), dtype=bool)
@@ -378,16 +378,16 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     lps12 = [lp for lp in l_primes if lp <= 8]
     rows12 = []
     for lp in tqdm(lps12, desc="fig 12: two SAs"):
-        errs = {"full-iterative": [], "iterative": []}
+        errs12: dict[str, list] = {"full-iterative": [], "iterative": []}
         for s in seeds:
             try:
                 rel2 = ppdp.publish(t2, ppdp.Diverted(lp), seed=s)
             except ppdp.PpdpError as e:  # not eligible
                 rows12.append({"l_prime": lp, "note": str(e)})
                 break
-            for k in errs:
-                errs[k].append(rel_errors(rel2.answer(wl2, estimator=k), act2))
-        for k, ek in errs.items():
+            for k in errs12:
+                errs12[k].append(rel_errors(rel2.answer(wl2, estimator=k), act2))
+        for k, ek in errs12.items():
             if not ek:
                 continue
             row = {"l_prime": lp, "estimator": k}
@@ -414,17 +414,17 @@ def run(out_dir: Path, quick: bool = False) -> Path:
                 "Paper: selectivities 0.1–0.7%, accuracy comparable to the single-SA case.", ""]
 
     # ---------------------------------------------------------------- §9.6 runtime
-    big = tables[max(sizes_n)]
+    largest = tables[max(sizes_n)]
     rows_rt = []
     for lp in tqdm(l_primes, desc="§9.6 runtime"):
         t0 = time.perf_counter()
-        ppdp.publish(big, ppdp.Diverted(lp), seed=0)
-        rows_rt.append({"N": big.n_rows, "l_prime": lp, "publish_seconds": time.perf_counter() - t0})
+        ppdp.publish(largest, ppdp.Diverted(lp), seed=0)
+        rows_rt.append({"N": largest.n_rows, "l_prime": lp, "publish_seconds": time.perf_counter() - t0})
     _write_csv(out / "runtime.csv", rows_rt, meta)
-    _line_plot(out / "runtime.png", l_primes, {f"publish OCC-{big.n_rows // 1000}K": [r["publish_seconds"] for r in rows_rt]},
+    _line_plot(out / "runtime.png", l_primes, {f"publish OCC-{largest.n_rows // 1000}K": [r["publish_seconds"] for r in rows_rt]},
                "ℓ'", "seconds", "§9.6: publishing time")
     summary += ["## §9.6 runtime", "",
-                f"Publishing OCC-{big.n_rows // 1000}K: " + ", ".join(f"ℓ'={r['l_prime']}: {r['publish_seconds']:.2f} s" for r in rows_rt)
+                f"Publishing OCC-{largest.n_rows // 1000}K: " + ", ".join(f"ℓ'={r['l_prime']}: {r['publish_seconds']:.2f} s" for r in rows_rt)
                 + " (paper: < 10 s in C++). 5,000 point queries with the default estimator on OCC-100K: "
                 f"median {np.median(t_iter):.2f} s in total (paper: 1.6 s per query).", ""]
 

@@ -83,6 +83,7 @@ def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] |
     for d in dims:
         if d not in known:
             raise SchemaError(f"unknown dimension {d!r}; the table has {sorted(known)}")
+    numeric: list[tuple[float, ...] | None]
     labels, numeric, used_bins, codes = [], [], {}, []
     for d in dims:
         if bins and d in bins:

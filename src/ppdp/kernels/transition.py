@@ -229,7 +229,7 @@ class TransitionGroup:
                             f"got {self.matrix.shape}")
 
     @classmethod
-    def uniform(cls, domain: Sequence[int], gamma: float, n: int | None = None) -> "TransitionGroup":
+    def uniform(cls, domain: Sequence[int] | np.ndarray, gamma: float, n: int | None = None) -> "TransitionGroup":
         """Uniform perturbation with amplification γ on ``domain`` (m = its size)."""
         m = len(domain)
         retention, p, q = (float(v) for v in perturbation_params(m, gamma))
@@ -296,7 +296,7 @@ class TransitionModel:
 
     @classmethod
     def subtables(cls, attribute: str, n_values: int, domains: Sequence[Sequence[int]], gammas: Sequence[float],
-                  ns: Sequence[int] | None = None) -> "TransitionModel":
+                  ns: Sequence[int | None] | None = None) -> "TransitionModel":
         """SDR: sub-table j perturbs uniformly on its own domain with γ_j."""
         ns = [None] * len(domains) if ns is None else ns
         return cls(attribute, n_values, tuple(TransitionGroup.uniform(d, g, n) for d, g, n in zip(domains, gammas, ns)),

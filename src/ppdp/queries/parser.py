@@ -7,6 +7,8 @@ is a :class:`QueryError`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlglot
 from sqlglot import exp
 
@@ -14,7 +16,7 @@ from ..errors import QueryError
 from .model import Predicate, Query
 
 
-def _literal(node: exp.Expression, where: str) -> str:
+def _literal(node: Any, where: str) -> str:  # an exp.Expression (sqlglot ≥ 30 types operands as exp.Expr)
     if isinstance(node, exp.Literal):
         return node.this
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
@@ -26,7 +28,7 @@ def _literal(node: exp.Expression, where: str) -> str:
     raise QueryError(f"expected a literal value, got {node.sql()!r} in {where!r}")
 
 
-def _column(node: exp.Expression, where: str) -> str:
+def _column(node: Any, where: str) -> str:  # an exp.Expression
     if isinstance(node, exp.Column):
         return node.name
     raise QueryError(f"expected a column name, got {node.sql()!r} in {where!r}")

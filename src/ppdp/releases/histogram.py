@@ -147,7 +147,7 @@ class HistogramRelease(Release):
         labels = [self.domains[d] for d in dims]
         lookups = [{lab: i for i, lab in enumerate(lab_)} for lab_ in labels]
         numeric = self.numeric
-        nums = [numeric.get(d) for d in dims]
+        nums: list[Any] = [numeric.get(d) for d in dims]  # value arrays (None: not numeric)
         sorted_num = [nv is not None and bool(np.all(np.diff(nv) > 0)) for nv in nums]
         Q, D = len(wl), len(dims)
         lo = np.zeros((Q, D), np.int64)
@@ -158,6 +158,7 @@ class HistogramRelease(Release):
         num_q: list[list[int]] = [[] for _ in dims]
         num_lo: list[list[float]] = [[] for _ in dims]
         num_hi: list[list[float]] = [[] for _ in dims]
+        a: Any; b: Any  # reused below: label positions, then cell-index arrays
         for qi, q in enumerate(wl):
             for p in q.predicates:
                 j = pos.get(p.column)
@@ -235,6 +236,7 @@ class HistogramRelease(Release):
         if not rep.check(ct is not None and pt is not None, "cells.parquet and partitions.parquet present",
                          "cells.parquet or partitions.parquet is missing"):
             return
+        assert ct is not None and pt is not None
         if not rep.check(all(d in ct.column_names for d in dims) and "count" in ct.column_names,
                          "cells.parquet has a column per dimension and 'count'", "cells.parquet lacks columns"):
             return

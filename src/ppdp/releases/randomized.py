@@ -74,6 +74,7 @@ class RandomizedRelease(Release):
             return (TransitionModel.subtables(sa, m, domains, [float(st["gamma"]) for st in sts],
                                               [int(st["n"]) for st in sts]),)
         if isinstance(claim, (RhoClaim, RetentionClaim)):
+            assert claim.gamma is not None  # the SDR claim was handled above
             return (TransitionModel.uniform(sa, m, float(claim.gamma), kind="uniform"),)
         raise ReleaseError(f"a randomized release with a {claim.model!r} claim has no transition model")
 

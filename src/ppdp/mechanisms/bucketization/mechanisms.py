@@ -15,7 +15,7 @@ import numpy as np
 from ...claims.fprivacy import FPrivacyClaim
 from ...claims.ldiversity import LDiversityClaim
 from ...errors import InfeasibleError
-from ...validation import Flag, Integer, LabelMap, Labels, Optional, Options, Real, Triples
+from ...validation import Flag, FrozenDict, Integer, LabelMap, Labels, Optional, Options, Real, Triples
 from ..base import Mechanism
 from .anatomy_plan import anatomy_setting
 from .apply import apply_plan
@@ -35,6 +35,9 @@ class _Bucketized(Mechanism):
 
     family = "bucketized"
     default_estimator = "anatomy"
+    fake_values: int
+    negative_associations: tuple[tuple[str, str, str], ...] | None
+    publish_fake_flag: bool
 
     def plan(self, stats: SACounts) -> BucketizationPlan:
         """The public plan from the sufficient statistics (the SA counts)."""
@@ -78,6 +81,13 @@ class FPrivacy(_Bucketized):
     name = "fprivacy"
     claim_model = "F'-privacy"
     paper = "Wang, Wang, Fu, Wong 2011"
+    theta: float
+    floor: float
+    overrides: FrozenDict | None
+    method: str
+    max_bucket: int
+    sensitive_values: tuple[str, ...] | None
+    time_limit: float
     _parameter_constraints = {
         "theta": Real(0, None, closed="neither"),
         "floor": Real(0, 1),
@@ -142,6 +152,7 @@ class Anatomy(_Bucketized):
     name = "anatomy"
     claim_model = "l-diversity"
     paper = "Xiao & Tao 2006"
+    l: int
     _parameter_constraints = {
         "l": Integer(2, None),
         "fake_values": FPrivacy._parameter_constraints["fake_values"],

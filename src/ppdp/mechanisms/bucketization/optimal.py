@@ -140,7 +140,7 @@ def optimal_classes(o, fprime, max_bucket: int = 50, time_limit: float = 60.0,
         nm = _integer_split(op, caps, sizes, b)
         if nm is not None:
             cand = []
-            for s in np.flatnonzero(b > 0):
+            for s in np.flatnonzero(b > 0).tolist():
                 nn = np.zeros(len(o_full), dtype=np.int64)
                 nn[present] = nm[:, s]
                 cand.append(SizeClass(int(sizes[s]), int(b[s]), nn))

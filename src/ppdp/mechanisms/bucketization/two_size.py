@@ -216,6 +216,7 @@ def search_present(o: np.ndarray, f: np.ndarray, n: int, M: int, Mp: int, prunin
         if len(idx) == 0:
             continue
         if pruning == "full":
+            assert bmax is not None  # computed when pruning == "full"
             t_first = _first_valid_full(o, c1, caps[:, r + 1:][:, idx], S1, b10[idx], b20[idx], d1[idx], d2[idx],
                                         kp[idx], bmax[r], bmax[r + 1:][idx])
         else:
@@ -235,6 +236,7 @@ def search_present(o: np.ndarray, f: np.ndarray, n: int, M: int, Mp: int, prunin
                 best = (S1, int(b10[jj]) - t * int(d1[jj]), int(S2[jj]), int(b20[jj]) + t * int(d2[jj]))
     if best is None:
         return None
+    assert best_loss is not None  # set together with best
     return TwoSizeResult(*best, best_loss, M, Mp, pruning, stats)
 
 

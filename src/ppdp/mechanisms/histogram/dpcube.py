@@ -55,6 +55,7 @@ class HistogramMechanism(Mechanism):
 
     claim_model = "epsilon-DP"
     paper = "Xiao, Xiong, Fan, Goryczka 2010"
+    epsilon: float
     _common_constraints = {
         "epsilon": Real(0, None, closed="neither"),
         "dims": Labels(),
@@ -135,6 +136,7 @@ class DPCube(HistogramMechanism):
 
     name = "dpcube"
     default_estimator = "ls"
+    alpha1_fraction: float
 
     _parameter_constraints = {
         **HistogramMechanism._common_constraints,

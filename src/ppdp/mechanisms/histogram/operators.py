@@ -87,16 +87,16 @@ def tree_least_squares(noisy: list[np.ndarray], parents: list[np.ndarray], var: 
     (equal noise variance ``var`` at every node).
     """
     L = len(noisy)
-    z = [None] * L
-    zv = [None] * L
-    child_sum = [None] * L
-    child_var = [None] * L
+    z: list = [None] * L
+    zv: list = [None] * L
+    child_sum: list = [None] * L
+    child_var: list = [None] * L
     for lv in range(L - 1, -1, -1):
         h = noisy[lv].astype(np.float64)
         n = len(h)
         if lv + 1 < L:
-            s = np.bincount(parents[lv + 1], weights=z[lv + 1], minlength=n)
-            sv = np.bincount(parents[lv + 1], weights=zv[lv + 1], minlength=n)
+            s: np.ndarray = np.bincount(parents[lv + 1], weights=z[lv + 1], minlength=n)
+            sv: np.ndarray = np.bincount(parents[lv + 1], weights=zv[lv + 1], minlength=n)
         else:
             s = np.zeros(n)
             sv = np.zeros(n)
@@ -105,7 +105,7 @@ def tree_least_squares(noisy: list[np.ndarray], parents: list[np.ndarray], var: 
         zz[has] = (h[has] / var + s[has] / sv[has]) / (1 / var + 1 / sv[has])
         vv[has] = 1 / (1 / var + 1 / sv[has])
         z[lv], zv[lv], child_sum[lv], child_var[lv] = zz, vv, s, sv
-    est = [None] * L
+    est: list = [None] * L
     est[0] = z[0]
     for lv in range(1, L):
         p = parents[lv]

@@ -88,6 +88,7 @@ class Diverted(Mechanism):
 
     claim_model = "l'-diverted zero-differential privacy"
     paper = "Fu, Wang, Wang, Wong 2014"
+    l_prime: int
     _parameter_constraints = {"l_prime": Integer(2, None)}
     _parameter_help = {"l_prime": "ℓ' ≥ 2: the size of every decoy group."}
 

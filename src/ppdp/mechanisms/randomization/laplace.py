@@ -60,6 +60,8 @@ class LaplaceBaseline(Mechanism):
     default_estimator = "lookup"
     claim_model = "epsilon-differential privacy (Laplace answers)"
     paper = "Dwork 2008; Fu, Wang, Wang, Wong 2014 (§9.4 baseline)"
+    epsilon: float
+    queries: tuple[str, ...] | None
     _parameter_constraints = {"epsilon": Real(0, None, closed="neither"), "queries": Optional(Labels(min_len=1))}
     _parameter_help = {"epsilon": "Total budget ε, split evenly over the m queries (noise scale m/ε each).",
                        "queries": "WHERE clauses of the workload to answer (default: one query per SA value)."}

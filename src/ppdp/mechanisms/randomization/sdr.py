@@ -73,6 +73,10 @@ class SDR(Mechanism):
     default_estimator = "inversion"
     claim_model = "(rho1, rho2)-privacy"
     paper = "Chaytor & Wang 2010"
+    rho1: float
+    rho2: float
+    merge: str
+    min_size: int
     _parameter_constraints = {
         "rho1": Real(0, 1, closed="neither"),
         "rho2": Real(0, 1, closed="neither"),

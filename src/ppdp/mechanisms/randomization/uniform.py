@@ -84,9 +84,11 @@ def uniform_plan(counts: np.ndarray, rho1: float | None, rho2: float | None, ret
     counts = np.asarray(counts)
     m = len(counts)
     if retention is None:
+        assert rho1 is not None and rho2 is not None  # the mechanism requires (rho1, rho2) when retention is None
         if not sa_prime_mask(counts, rho1).any():
             raise InfeasibleError(f"no value of {attribute!r} has relative frequency ≤ rho1 = {rho1} (SA' is empty): nothing to protect")
         claim = RhoClaim.uniform(rho1, rho2, m)
+        assert claim.gamma is not None and claim.retention is not None and claim.p is not None and claim.q is not None
         return UniformPlan(m, claim.gamma, claim.retention, claim.p, claim.q, claim)
     if retention <= 1.0 / m:
         raise InfeasibleError(f"retention {retention} ≤ 1/m = 1/{m}: the published values would carry no information")
@@ -124,6 +126,9 @@ class UniformPerturbation(_UniformBase):
     name = "uniform"
     claim_model = "(rho1, rho2)-privacy"
     paper = "Agrawal, Srikant & Thomas 2005; Chaytor & Wang 2010"
+    rho1: float | None
+    rho2: float | None
+    retention: float | None
     _parameter_constraints = {
         "rho1": Optional(Real(0, 1, closed="neither")),
         "rho2": Optional(Real(0, 1, closed="neither")),
@@ -161,6 +166,7 @@ class GlobalRandomization(_UniformBase):
     name = "global"
     claim_model = "retention"
     paper = "Fu, Wang, Wang, Wong 2014"
+    l_prime: int
     _parameter_constraints = {"l_prime": Integer(2, None)}
     _parameter_help = {"l_prime": "ℓ' ≥ 2: records keep their SA value with probability 1/ℓ'."}
 
