@@ -88,3 +88,63 @@ def test_workloads_roundtrip_and_nonzero(tmp_path):
     assert len(rw) == 50
     # a workload is deterministic given its seed
     assert [str(q) for q in anatomy_workload(t, 50, 0.01, seed=2)] == [str(q) for q in anatomy_workload(t, 50, 0.01, seed=2)]
+
+
+# --------------------------------------------------------------- a strict parser (SPEC §3)
+@pytest.mark.parametrize("q,clause", [
+    ("age = 30 LIMIT 0", "LIMIT"),
+    ("age = 30 HAVING COUNT(*) > 1", "HAVING"),
+    ("age = 30 GROUP BY sex", "GROUP BY"),
+    ("age = 30 ORDER BY age", "ORDER BY"),
+    ("age = 30 OFFSET 2", "OFFSET"),
+    ("SELECT COUNT(*) FROM t WHERE age = 30 GROUP BY sex", "GROUP BY"),
+    ("SELECT COUNT(*) FROM t JOIN u ON t.a = u.a WHERE age = 30", "JOIN"),
+    ("SELECT DISTINCT COUNT(*) FROM t WHERE age = 30", "DISTINCT"),
+    ("WITH a AS (SELECT 1) SELECT COUNT(*) FROM a WHERE age = 30", "WITH"),
+    ("age = 30 UNION SELECT 1", "UNION"),
+    ("age = 30; DROP TABLE t", "one query"),
+    ("SELECT age FROM t WHERE age = 30", "COUNT(*)"),
+    ("SELECT COUNT(age) FROM t WHERE age = 30", "COUNT(*)"),
+    ("SELECT COUNT(*) FROM (SELECT 1) WHERE age = 30", "FROM"),
+    ("age IN (SELECT 1)", "IN"),
+    ("age = 30 OR sex = 'F'", "unsupported"),
+    ("NOT age = 30", "unsupported"),
+    ("(" * 3000 + "age = 30" + ")" * 3000, "deep"),
+])
+def test_parser_refuses_every_clause_it_does_not_answer(q, clause):
+    with pytest.raises(QueryError, match=clause.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        parse_where(q)
+
+
+def test_parser_accepts_the_count_forms():
+    t = small()
+    for q in ["sex = 'F'", "WHERE sex = 'F'", "SELECT COUNT(*) WHERE sex = 'F'", "SELECT COUNT(*) FROM t WHERE sex = 'F'",
+              "select count(*) from people where (sex = 'F')", "(sex = 'F') AND TRUE"]:
+        assert answer_exact(t, q)[0] == 3, q
+    assert answer_exact(t, "SELECT COUNT(*) FROM t")[0] == 5
+    assert answer_exact(t, "(age >= 30 AND (sex = 'F')) AND d IN ('a', 'b')")[0] == 2
+
+
+@pytest.mark.parametrize("q", ["age BETWEEN 'nan' AND 40", "age > 'nan'", "age < 'inf'", "age BETWEEN 1e999 AND 40"])
+def test_non_finite_bounds_are_refused(q):
+    """A NaN bound answered 0 before (every comparison false); now a clear error."""
+    with pytest.raises(QueryError):
+        answer_exact(small(), q)
+
+
+def test_text_round_trip_keeps_every_condition():
+    for q in ["age BETWEEN 25 AND 45 AND sex = 'F' AND d IN ('a', 'b')", "age > 20 AND age <= 40",
+              "\"select\" = 'it''s' AND \"my col\" IN ('x\\y', '\"q\"')", "d < 'b'", ""]:
+        p = parse_where(q)
+        assert parse_where(str(p)) == p, (q, str(p))
+
+
+def test_workload_lines_are_checked(tmp_path):
+    f = tmp_path / "w.jsonl"
+    for line, msg in [('{"where": 5}', "string"), ("[1, 2]", "JSON object"), ('{"predicates": 3}', "predicates"),
+                      ('{"predicates": [{"column": "a", "kind": "eq", "values": []}]}', "non-empty"),
+                      ('{"predicates": [{"column": "a", "kind": "between", "low": NaN, "high": 3}]}', "finite"),
+                      ('{"where": "age = 3 LIMIT 1"}', "LIMIT"), ("[" * 100_000, "deep")]:
+        f.write_text(line + "\n")
+        with pytest.raises(QueryError, match=msg):
+            Workload.load(f)

@@ -56,10 +56,16 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
     """Re-check a release's certificate from its files (and, given the source table, that
     every input row is accounted for; given the custodian-side file, what only the custodian
     keeps). Returns a report with ``.ok`` and ``.problems``."""
+    from .table import Table
+
     if isinstance(release_or_dir, (str, os.PathLike, Path)):
         release = load_release(release_or_dir)
-    else:
+    elif isinstance(release_or_dir, Release):
         release = release_or_dir
+    else:
+        raise PpdpError(f"verify() needs a Release or a release directory, got {type(release_or_dir).__name__}")
+    if table is not None and not isinstance(table, Table):
+        raise PpdpError(f"verify(table=...) needs a ppdp.Table, got {type(table).__name__}")
     if custodian is not None:
         release.custodian = load_custodian(custodian)
     return release.verify(table)

@@ -217,6 +217,19 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
     from .api import publish
     from .queries import answer_exact
 
+    from .table import Table
+
+    if not isinstance(table, Table):
+        raise PpdpError(f"evaluate() needs a ppdp.Table, got {type(table).__name__}")
+    if isinstance(models, (str, ModelSpec)):
+        models = [models]
+    for name, v in (("trials", trials), ("n_queries", n_queries), ("seed", seed)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise PpdpError(f"{name} must be an integer, got {v!r}")
+    if not isinstance(selectivity, (int, float)) or not 0 < selectivity <= 1:
+        raise PpdpError(f"selectivity must be in (0, 1], got {selectivity!r}")
+    if workload not in WORKLOADS:
+        raise PpdpError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if trials < 1:
         raise PpdpError(f"trials must be ≥ 1, got {trials}")
     if n_queries < 1:
@@ -336,7 +349,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .report import HtmlReport
+    from .report import HtmlReport, plain_label
 
     rep = HtmlReport("ppdp evaluate — utility of each model on one workload")
     s = ev.summary
@@ -366,7 +379,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
         w = 0.8 / max(len(ok), 1)
         for i, lab in enumerate(ok):
             if lab in piv:
-                ax.bar(x + i * w - 0.4 + w / 2, piv[lab].to_numpy(), w, label=lab)
+                ax.bar(x + i * w - 0.4 + w / 2, piv[lab].to_numpy(), w, label=plain_label(lab))
         ax.set_xticks(x, [f"{b}\n(n={counts.get(b, 0)})" for b in piv.index])
         ax.set_ylabel("mean relative error")
         ax.set_yscale("log")
@@ -382,7 +395,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
             r = ev.results[ev.results["model"] == lab]
             v = np.sort(metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy()))
             v = v[~np.isnan(v)]
-            ax.plot(np.maximum(v, 1e-6), np.linspace(0, 1, len(v)), label=lab)
+            ax.plot(np.maximum(v, 1e-6), np.linspace(0, 1, len(v)), label=plain_label(lab))
         ax.set_xscale("log")
         ax.set_xlabel("relative error")
         ax.set_ylabel("fraction of queries ≤ x")
@@ -397,7 +410,7 @@ def write_report(ev: Evaluation, path: Path) -> Path:
             v = metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy())
             data.append(np.maximum(v[~np.isnan(v)], 1e-6))
         ax.boxplot(data, showfliers=False)
-        ax.set_xticks(np.arange(1, len(ok) + 1), ok, rotation=15, fontsize=8)
+        ax.set_xticks(np.arange(1, len(ok) + 1), [plain_label(lab) for lab in ok], rotation=15, fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("relative error")
         rep.figure(fig, "Relative error per model (box: quartiles, whiskers 1.5 IQR; outliers hidden).")

@@ -5,6 +5,14 @@ labels. Numeric attributes are either used value by value (labels are the values
 numerically) or binned with explicit edges (labels ``"[lo, hi)"``, ordered by edge).
 Missing values are either an explicit category (``missing="category"``, label
 ``MISSING_LABEL``, last in the domain) or an error (``missing="error"``, the default).
+
+Input is kept exactly (SPEC §1): a column is text unless declared numeric, and a text label is
+the input string itself (``02134`` stays ``02134``; ``1``, ``1.0`` and ``01`` are three labels;
+no whitespace is stripped); an empty field or an ``na_values`` entry is missing, never the
+label ``''``; two distinct input values never share a label. A numeric column — one named in
+``numeric=[...]``, a binned one, or (when ``numeric`` is not given) a DataFrame/Arrow column
+of a numeric type — holds finite numbers, ordered by value; a non-finite or non-numeric entry
+is one clear error. Text domains are ordered by their labels (code point order).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -86,11 +95,22 @@ class Table:
         sensitive: Sequence[str] = (),
         numeric: Mapping[str, Sequence[float] | np.ndarray | None] | None = None,
     ) -> None:
+        if not isinstance(columns, Mapping) or not isinstance(domains, Mapping):
+            raise SchemaError("Table(columns, domains): both must be mappings from column name to codes / labels "
+                              f"(got {type(columns).__name__} and {type(domains).__name__})")
+        quasi, sensitive = _names(quasi, "quasi"), _names(sensitive, "sensitive")
         self._codes: dict[str, np.ndarray] = {}
         self._domains: dict[str, tuple[str, ...]] = {}
         n = None
         for name, codes in columns.items():
-            codes = np.ascontiguousarray(codes, dtype=np.int32)
+            if not isinstance(name, str):
+                raise SchemaError(f"column names must be strings, got {name!r}")
+            if name not in domains:
+                raise SchemaError(f"column {name!r} has no domain")
+            try:
+                codes = np.ascontiguousarray(codes, dtype=np.int32)
+            except (TypeError, ValueError, OverflowError):
+                raise SchemaError(f"column {name!r}: codes must be integers") from None
             dom = tuple(str(x) for x in domains[name])
             if len(set(dom)) != len(dom):
                 raise SchemaError(f"column {name!r}: domain has duplicate labels")
@@ -105,12 +125,21 @@ class Table:
             self._codes[name] = codes
             self._domains[name] = dom
         self._n = int(n or 0)
+        # ``numeric``: column → the number of each label; a column given as None is text, a column
+        # left out is numeric exactly when every label reads as a finite number
         self._numeric: dict[str, np.ndarray | None] = {}
+        given = numeric or {}
         for name in self._codes:
-            vals: Sequence[float] | np.ndarray | None = (numeric or {}).get(name)
-            if vals is None:
-                vals = domain_numeric_values(self._domains[name])
-            self._numeric[name] = None if vals is None else np.asarray(vals, dtype=float)
+            vals: Sequence[float] | np.ndarray | None
+            vals = given[name] if name in given else domain_numeric_values(self._domains[name])
+            if vals is not None:
+                try:
+                    vals = np.asarray(vals, dtype=float)
+                except (TypeError, ValueError):
+                    raise SchemaError(f"column {name!r}: numeric values must be numbers") from None
+                if vals.shape != (len(self._domains[name]),) or not np.all(np.isfinite(vals)):
+                    raise SchemaError(f"column {name!r}: numeric values must be one finite number per label")
+            self._numeric[name] = vals
         self.quasi = tuple(quasi)
         self.sensitive = tuple(sensitive)
         for c in (*self.quasi, *self.sensitive):
@@ -251,33 +280,62 @@ class Table:
         domains: Mapping[str, Sequence[str]] | None = None,
         missing: str = "error",
         na_values: Sequence[str] = ("?",),
+        numeric: Sequence[str] | None = None,
     ) -> "Table":
         """Encode a DataFrame. ``columns`` defaults to quasi + sensitive (all columns if both empty).
 
-        ``bins`` maps numeric columns to explicit edges; ``domains`` fixes a column's label order
-        (values outside it are an error); ``missing`` is ``"error"`` or ``"category"``.
+        ``numeric`` lists the columns holding numbers (ordered by value; anything but a finite
+        number or a missing entry is an error); every other column is text, kept exactly. Left
+        out (None), the columns of a numeric dtype are the numeric ones. ``bins`` maps numeric
+        columns to explicit edges; ``domains`` fixes a column's label order (values outside it
+        are an error); ``missing`` is ``"error"`` or ``"category"`` — an empty field, None/NaN or
+        an entry of ``na_values`` is missing.
         """
+        if not isinstance(df, pd.DataFrame):
+            raise SchemaError(f"from_pandas() needs a pandas DataFrame, got {type(df).__name__}")
         if missing not in ("error", "category"):
             raise SchemaError(f"missing must be 'error' or 'category', got {missing!r}")
+        quasi, sensitive = _names(quasi, "quasi"), _names(sensitive, "sensitive")
+        if any(not isinstance(c, str) for c in df.columns):
+            df = df.rename(columns=str)
+        dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
+        if dup:
+            raise SchemaError(f"the input has duplicate column name(s) {dup}; every column needs its own name")
+        declared = None if numeric is None else _names(numeric, "numeric")
         if columns is None:
             columns = list(dict.fromkeys([*quasi, *sensitive])) or list(df.columns)
-        for c in [*columns, *quasi, *sensitive, *(bins or {}), *(domains or {})]:
+        else:
+            columns = _names(columns, "columns")
+        na = tuple(_names(na_values, "na_values"))
+        for c in [*columns, *quasi, *sensitive, *(bins or {}), *(domains or {}), *(declared or ())]:
             if c not in df.columns:
                 raise SchemaError(f"unknown column {c!r}; the input has {[str(x) for x in df.columns]}")
         if len(df) == 0:
             raise PpdpError("the input table is empty")
-        codes, doms, numeric = {}, {}, {}
+        codes, doms, nums = {}, {}, {}
         for c in columns:
-            codes[c], doms[c], numeric[c] = _encode_column(
-                df[c], c, (bins or {}).get(c), (domains or {}).get(c), missing, tuple(na_values)
+            is_num = _numeric_dtype(df[c]) if declared is None else c in declared
+            codes[c], doms[c], nums[c] = _encode_column(
+                df[c], c, (bins or {}).get(c), (domains or {}).get(c), missing, na, is_num
             )
-        return cls(codes, doms, quasi, sensitive, numeric=numeric)
+        return cls(codes, doms, quasi, sensitive, numeric=nums)
 
     @classmethod
     def from_arrow(cls, table: pa.Table, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
+        """Encode an Arrow table; a table written by :meth:`to_arrow` keeps its domains, roles
+        and numeric columns (unless ``bins`` or ``numeric`` re-declare them)."""
+        if not isinstance(table, pa.Table):
+            raise SchemaError(f"from_arrow() needs a pyarrow Table, got {type(table).__name__}")
+        quasi, sensitive = _names(quasi, "quasi"), _names(sensitive, "sensitive")
         meta = (table.schema.metadata or {}).get(_META_KEY)
-        if meta is not None and not kw.get("bins"):
-            info = json.loads(meta)
+        if len(set(table.column_names)) != len(table.column_names):
+            dup = sorted({c for c in table.column_names if table.column_names.count(c) > 1})
+            raise SchemaError(f"the input has duplicate column name(s) {dup}; every column needs its own name")
+        if meta is not None and not kw.get("bins") and kw.get("numeric") is None:
+            try:
+                info = json.loads(meta)
+            except (ValueError, RecursionError):
+                raise SchemaError("the input's ppdp metadata is not valid JSON") from None
             cols = kw.get("columns") or [*quasi, *sensitive] or table.column_names
             q = list(quasi) or [c for c in info.get("quasi", []) if c in cols]
             s = list(sensitive) or [c for c in info.get("sensitive", []) if c in cols]
@@ -286,11 +344,13 @@ class Table:
                 if c not in table.column_names:
                     raise SchemaError(f"unknown column {c!r}; the input has {table.column_names}")
                 col = table.column(c).combine_chunks()
-                if not pa.types.is_dictionary(col.type):
+                if not pa.types.is_dictionary(col.type) or col.null_count:
                     break
                 codes[c] = col.indices.to_numpy(zero_copy_only=False).astype(np.int32)
                 doms[c] = col.dictionary.to_pylist()
-                numeric[c] = info.get("numeric", {}).get(c)
+                known = info.get("numeric", {})
+                if c in known:
+                    numeric[c] = known[c]
             else:
                 if table.num_rows == 0:
                     raise PpdpError("the input table is empty")
@@ -299,39 +359,48 @@ class Table:
 
     @classmethod
     def from_parquet(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
+        p = _input_path(path)
         try:
-            t = pq.read_table(path)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise PpdpError(f"cannot read Parquet file {str(path)!r}: {e}") from None
+            t = pq.read_table(p)
+        except (OSError, pa.ArrowException, ValueError) as e:
+            raise PpdpError(f"cannot read Parquet file {str(path)!r}: {_one_line(e)}") from None
         return cls.from_arrow(t, quasi, sensitive, **kw)
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
-        """Read a CSV with a header row. A malformed row (wrong field count) is an error naming its line."""
+        """Read a UTF-8 CSV with a header row, every field as text (``numeric=[...]`` declares the
+        numeric columns). A malformed row (wrong field count) is an error naming its line; so are
+        a duplicate or empty header name and bytes that are not UTF-8."""
         import pyarrow.csv as pcsv
 
-        p = Path(path)
-        if not p.exists():
-            raise PpdpError(f"no such file: {str(path)!r}")
+        p = _input_path(path)
+        names = _csv_header(p)
         try:
             t = pcsv.read_csv(
                 p,
                 read_options=pcsv.ReadOptions(),
-                convert_options=pcsv.ConvertOptions(strings_can_be_null=False),
+                convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False),
             )
         except pa.ArrowInvalid as e:
-            msg = str(e).splitlines()[0]
+            msg = _one_line(e)
+            if "UTF8" in msg or "UTF-8" in msg:
+                raise PpdpError(f"{str(path)!r} is not UTF-8 text ({msg})") from None
             raise PpdpError(f"malformed CSV {p.name}: {msg}") from None
+        except OSError as e:
+            raise PpdpError(f"cannot read {str(path)!r}: {_one_line(e)}") from None
         return cls.from_pandas(t.to_pandas(), quasi, sensitive, **kw)
 
     @classmethod
     def from_polars(cls, df, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
+        if not hasattr(df, "to_arrow"):
+            raise SchemaError(f"from_polars() needs a polars DataFrame, got {type(df).__name__}")
         return cls.from_arrow(df.to_arrow(), quasi, sensitive, **kw)
 
     @classmethod
     def read(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
         """Read CSV or Parquet by file extension."""
-        s = str(path).lower()
+        s = str(_input_path(path)).lower()
         if s.endswith(".parquet") or s.endswith(".pq"):
             return cls.from_parquet(path, quasi, sensitive, **kw)
         return cls.from_csv(path, quasi, sensitive, **kw)
@@ -341,12 +410,12 @@ class Table:
 
 
 def domain_numeric_values(domain: Sequence[str]) -> np.ndarray | None:
-    """The labels of a domain as numbers, if every label is one (else None)."""
+    """The labels of a domain as numbers, if every label is a finite number (else None)."""
     try:
         vals = [float(x) for x in domain]
-    except ValueError:
+    except (TypeError, ValueError):
         return None
-    if any(math.isnan(v) for v in vals):
+    if not all(math.isfinite(v) for v in vals):
         return None
     return np.asarray(vals)
 
@@ -354,78 +423,200 @@ def domain_numeric_values(domain: Sequence[str]) -> np.ndarray | None:
 # The old private name, still imported by releases/base.py and engines/spark.py until they move.
 _numeric_values = domain_numeric_values
 
-
-def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_values: tuple[str, ...]):
-    """Encode one column → (codes, labels, numeric values of labels or None)."""
-    values = s.to_numpy(dtype=object) if not pd.api.types.is_numeric_dtype(s) else s.to_numpy()
-    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
-        arr = np.asarray(values, dtype=float)
-        isna = np.isnan(arr)
-    else:
-        obj = pd.Series(values, dtype=object)
-        isna = obj.isna().to_numpy()
-        stripped = obj.where(isna, obj.astype(str).str.strip())
-        isna = isna | stripped.isin(na_values).to_numpy()
-        arr = stripped.to_numpy(dtype=object)
-        # numeric text (e.g. read from CSV as strings) is treated as numbers when bins ask for it
-        if bins is not None:
-            try:
-                arr = np.where(isna, np.nan, arr).astype(float)
-            except (TypeError, ValueError):
-                raise SchemaError(f"column {name!r}: bins given but the column is not numeric") from None
-    if isna.any() and missing == "error":
-        raise SchemaError(
-            f"column {name!r} has {int(isna.sum())} missing value(s); pass missing='category' to keep them as "
-            f"the category {MISSING_LABEL!r}"
-        )
-    present = ~isna
-    numeric = None
-    if bins is not None:
-        b = bins if isinstance(bins, Binning) else Binning(tuple(float(x) for x in bins))
-        codes = np.zeros(len(arr), dtype=np.int32)
-        codes[present] = b.codes(np.asarray(arr[present], dtype=float), name)
-        labels = b.labels
-        numeric = list(b.edges[:-1])
-    elif domain is not None:
-        labels = [str(x) for x in domain]
-        lookup = {lab: i for i, lab in enumerate(labels)}
-        texts = pd.Series(arr[present]).map(_as_label)
-        mapped = texts.map(lookup)
-        if mapped.isna().any():
-            unknown = sorted(set(texts[mapped.isna()]))[:5]
-            raise SchemaError(f"column {name!r}: values {unknown} are not in the given domain")
-        codes = np.zeros(len(arr), dtype=np.int32)
-        codes[present] = mapped.to_numpy(dtype=np.int32)
-    elif arr.dtype.kind in "fiub":
-        vals = np.asarray(arr[present], dtype=float)
-        uniq, inv = np.unique(vals, return_inverse=True)
-        labels = [_label_of_number(v) for v in uniq]
-        numeric = uniq.tolist()
-        codes = np.zeros(len(arr), dtype=np.int32)
-        codes[present] = inv
-    else:
-        texts = pd.Series(arr[present]).map(_as_label).to_numpy(dtype=object)
-        uniq, inv = np.unique(texts.astype(str), return_inverse=True)
-        nv = domain_numeric_values(list(uniq))
-        if nv is not None:  # numbers given as text: order numerically
-            order = np.argsort(nv, kind="stable")
-            rank = np.empty_like(order)
-            rank[order] = np.arange(len(order))
-            uniq, inv = uniq[order], rank[inv]
-        labels = list(uniq)
-        codes = np.zeros(len(arr), dtype=np.int32)
-        codes[present] = inv
-    if isna.any():
-        labels = list(labels) + [MISSING_LABEL]
-        codes[isna] = len(labels) - 1
-        if numeric is not None:
-            numeric = None
-    return codes, labels, numeric
+#: a number as written in a numeric column: decimal, optional sign, fraction and exponent
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
 
 
-def _as_label(v) -> str:
-    if isinstance(v, (float, np.floating)) and float(v).is_integer():
-        return str(int(v))
+def _names(value, what: str) -> list[str]:
+    """A list of column names (one name given as a string is a list of one)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    try:
+        out = list(value)
+    except TypeError:
+        raise SchemaError(f"{what} must be a list of column names, got {type(value).__name__}") from None
+    bad = [v for v in out if not isinstance(v, str)]
+    if bad:
+        raise SchemaError(f"{what} must be a list of column names (strings), got {bad[0]!r}")
+    return out
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def _input_path(path) -> Path:
+    """An input file's path, checked: a path-like naming an existing regular file."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise PpdpError(f"an input path must be a string or path, got {type(path).__name__}")
+    p = Path(path)
+    try:
+        if not p.exists():
+            raise PpdpError(f"no such file: {str(path)!r}")
+        if p.is_dir() and p.suffix.lower() not in (".parquet", ".pq"):
+            raise PpdpError(f"{str(path)!r} is a directory, not a CSV or Parquet file")
+    except OSError as e:
+        raise PpdpError(f"cannot read {str(path)!r}: {e.strerror or _one_line(e)}") from None
+    return p
+
+
+def _csv_header(p: Path) -> list[str]:
+    """The header row of a CSV: UTF-8, every name present and distinct."""
+    import csv
+
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as f:
+            header = next(csv.reader(f), None)
+    except UnicodeDecodeError as e:
+        raise PpdpError(f"{str(p)!r} is not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at offset "
+                        f"{e.start} of the header); re-encode it as UTF-8") from None
+    except csv.Error as e:
+        raise PpdpError(f"malformed CSV {p.name}: header row: {_one_line(e)}") from None
+    except OSError as e:
+        raise PpdpError(f"cannot read {str(p)!r}: {e.strerror or _one_line(e)}") from None
+    if not header:
+        raise PpdpError(f"{str(p)!r} is empty: a CSV needs a header row")
+    dup = sorted({h for h in header if header.count(h) > 1})
+    if dup:
+        raise SchemaError(f"{p.name}: duplicate column name(s) {dup} in the header; every column needs its own name")
+    if any(h == "" for h in header):
+        raise SchemaError(f"{p.name}: column {header.index('') + 1} of the header has no name")
+    return header
+
+
+def _numeric_dtype(s: pd.Series) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(s.dtype) and not pd.api.types.is_bool_dtype(s.dtype))
+
+
+def _text_label(v, name: str) -> str:
+    """The label of one input value of a text column (strings are kept exactly)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
     if isinstance(v, (int, np.integer)):
         return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        if not math.isfinite(v):
+            raise SchemaError(f"column {name!r} holds the non-finite number {float(v)!r}; numbers must be finite")
+        return _label_of_number(float(v))
     return str(v)
+
+
+def _number(v, name: str):
+    """One input value of a numeric column as an exact number (int when integral)."""
+    if isinstance(v, str):
+        if _INTEGER.fullmatch(v):
+            return int(v)
+        if not _NUMBER.fullmatch(v):
+            raise SchemaError(f"column {name!r} is numeric but holds {v!r}, which is not a finite number "
+                              "(declare it as text, or fix the value)")
+        x = float(v)
+    elif isinstance(v, (bool, np.bool_)):
+        raise SchemaError(f"column {name!r} is numeric but holds the boolean {v!r}")
+    elif isinstance(v, (int, np.integer)):
+        return int(v)
+    elif isinstance(v, (float, np.floating)):
+        x = float(v)
+    else:
+        raise SchemaError(f"column {name!r} is numeric but holds {v!r} ({type(v).__name__})")
+    if not math.isfinite(x):
+        raise SchemaError(f"column {name!r} holds the non-finite number {x!r}; numbers must be finite")
+    return int(x) if x.is_integer() else x
+
+
+def _number_label(x) -> str:
+    return str(x) if isinstance(x, int) else repr(float(x))
+
+
+def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_values: tuple[str, ...],
+                   numeric: bool = False):
+    """Encode one column → (codes, labels, numeric value of each label or None for text).
+
+    The distinct input values are found first (hashing, one pass); each is then turned into
+    a label (text) or a number (numeric) once, so a column costs one Python call per distinct
+    value, not per row."""
+    numeric = numeric or bins is not None
+    raw, uniques = pd.factorize(s, use_na_sentinel=True)
+    uniques = list(uniques)
+    blank = [i for i, v in enumerate(uniques) if isinstance(v, str) and (v == "" or v in na_values)]
+    code_of = np.arange(len(uniques) + 1, dtype=np.int64)  # last slot: missing
+    code_of[blank] = -1
+    raw = np.where(raw < 0, -1, code_of[raw])
+    isna = raw < 0
+    if isna.any() and missing == "error":
+        raise SchemaError(
+            f"column {name!r} has {int(isna.sum())} missing value(s) (empty, None/NaN or one of {list(na_values)}); "
+            f"pass missing='category' to keep them as the category {MISSING_LABEL!r}"
+        )
+    keep = [i for i in range(len(uniques)) if code_of[i] >= 0]
+    nums = None
+    if numeric:
+        keyed = {i: _number(uniques[i], name) for i in keep}
+        if bins is not None:
+            b = bins if isinstance(bins, Binning) else Binning(tuple(float(x) for x in bins))
+            per_unique = np.zeros(len(uniques), dtype=np.int32)
+            if keep:
+                per_unique[keep] = b.codes(np.asarray([float(keyed[i]) for i in keep]), name)
+            labels = b.labels
+            nums = list(b.edges[:-1])
+            slot = per_unique
+        elif domain is not None:
+            labels = [str(x) for x in domain]
+            given = domain_numeric_values(labels)
+            if given is None:
+                raise SchemaError(f"column {name!r} is numeric but its given domain has labels that are not finite numbers")
+            nums = [float(v) for v in given]
+            slot = _lookup(labels, {i: _number_label(keyed[i]) for i in keep}, len(uniques), name)
+        else:
+            distinct = sorted(set(keyed.values()))
+            rank = {x: j for j, x in enumerate(distinct)}
+            labels = [_number_label(x) for x in distinct]
+            nums = [float(x) for x in distinct]
+            slot = np.zeros(len(uniques), dtype=np.int32)
+            for i in keep:
+                slot[i] = rank[keyed[i]]
+    else:
+        if bins is not None:  # unreachable: bins make the column numeric
+            raise SchemaError(f"column {name!r}: bins given but the column is not numeric")
+        texts = {i: _text_label(uniques[i], name) for i in keep}
+        seen: dict[str, int] = {}
+        for i, lab in texts.items():
+            j = seen.setdefault(lab, i)
+            if j != i:
+                raise SchemaError(f"column {name!r}: the distinct values {uniques[j]!r} and {uniques[i]!r} would share "
+                                  f"the label {lab!r}; make the column all text or declare it numeric")
+        if domain is not None:
+            labels = [str(x) for x in domain]
+            slot = _lookup(labels, texts, len(uniques), name)
+        else:
+            labels = sorted(texts.values())
+            rank = {lab: j for j, lab in enumerate(labels)}
+            slot = np.zeros(len(uniques), dtype=np.int32)
+            for i, lab in texts.items():
+                slot[i] = rank[lab]
+    codes = np.zeros(len(raw), dtype=np.int32)
+    codes[~isna] = np.asarray(slot, dtype=np.int32)[raw[~isna]]
+    if isna.any():
+        if MISSING_LABEL in labels:
+            raise SchemaError(f"column {name!r} holds the label {MISSING_LABEL!r}, which is reserved for missing values")
+        labels = list(labels) + [MISSING_LABEL]
+        codes[isna] = len(labels) - 1
+        nums = None
+    return codes, labels, (None if nums is None else list(nums))
+
+
+def _lookup(labels: list[str], texts: Mapping[int, str], n_uniques: int, name: str) -> np.ndarray:
+    """Code of each distinct input value in a given domain; values outside it are an error."""
+    pos = {lab: j for j, lab in enumerate(labels)}
+    unknown = sorted({t for t in texts.values() if t not in pos})
+    if unknown:
+        raise SchemaError(f"column {name!r}: values {unknown[:5]} are not in the given domain")
+    slot = np.zeros(n_uniques, dtype=np.int32)
+    for i, t in texts.items():
+        slot[i] = pos[t]
+    return slot

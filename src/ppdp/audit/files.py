@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..report import HtmlReport, figure_png, machine_info
+from ..report import HtmlReport, figure_png, machine_info, plain_label
 
 
 def _plot_posteriors(res):
@@ -23,7 +23,7 @@ def _plot_posteriors(res):
     if s["bound"].notna().any():
         a1.step(x, s["bound"].to_numpy(), where="mid", color="k", lw=1.3, label="bound")
     a1.plot(x, s["prior"], ".", color="#e90", label="prior")
-    a1.set_xticks(x, [str(v)[:14] for v in s["value"]], rotation=90, fontsize=6 if len(s) > 20 else 8)
+    a1.set_xticks(x, [plain_label(str(v)[:14]) for v in s["value"]], rotation=90, fontsize=6 if len(s) > 20 else 8)
     a1.set_ylabel("posterior")
     a1.set_title("Max posterior per SA value vs its bound")
     a1.legend(fontsize=8)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from . import cli
-from .common import DATASET_NAMES, load_release_and_source
+from .common import DATASET_NAMES, check_out_dir, load_release_and_source
 
 
 @cli.command()
@@ -27,11 +27,20 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
     from ..audit import audit_release, corruption_table, differential_inference, write_audit, write_differential
     from ..errors import PpdpError
 
+    import math
+
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise PpdpError(f"--epsilon must be a finite number > 0, got {epsilon}")
+    if samples < 2:
+        raise PpdpError(f"--samples must be at least 2 (a Monte-Carlo variance needs two draws), got {samples}")
+    if sigma is not None and sigma < 0:
+        raise PpdpError(f"--sigma must be ≥ 0, got {sigma}")
     if differential:
         if release:
             raise PpdpError("--differential-inference takes no RELEASE")
+        check_out_dir(out)
         df = differential_inference(epsilon, n_samples=samples, seed=seed)
-        path = write_differential(df, out)
+        path = _written(lambda: write_differential(df, out), out)
         for _, r in df.iterrows():
             click.echo(f"x = {r['x']:>7g}: Theorem 2 ×{r['theorem2_factor']:.6f}, exact ×{r['exact_factor']:.6f}, "
                        f"Monte-Carlo ×{r['mc_factor']:.6f} ± {r['mc_se']:.6f}; var {r['theorem2_var']:.3g} vs MC {r['mc_var']:.3g}")
@@ -39,10 +48,11 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
         return
     if not release:
         raise PpdpError("give a RELEASE directory (or --differential-inference)")
+    check_out_dir(out)
     rel, table = load_release_and_source(release, input_path, dataset, n_rows)
     res = audit_release(rel, table)
     corr = corruption_table(rel, sigma=sigma if sigma is not None else None, seed=seed) if res.family == "bucketized" else None
-    path = write_audit(res, rel, out, release_path=str(release), corruption=corr)
+    path = _written(lambda: write_audit(res, rel, out, release_path=str(release), corruption=corr), out)
     s = res.summary
     worst = s.assign(r=s["max_posterior"] / s["bound"]).sort_values("r", ascending=False).head(5)
     click.echo(f"audit of {release}: {res.family}/{res.mechanism}, bound {res.bound_name}")
@@ -53,3 +63,13 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
     click.echo(("OK: no violations" if res.ok else f"VIOLATIONS: {res.n_violations} record class(es) exceed the bound")
                + f"; report: {path}")
     raise SystemExit(0 if res.ok else 1)
+
+
+def _written(write, out):
+    """Run a writer; an OS error (unwritable, full disk …) is one clear error naming --out."""
+    from ..errors import PpdpError
+
+    try:
+        return write()
+    except OSError as e:
+        raise PpdpError(f"--out {str(out)!r}: cannot write the audit ({e.strerror or e})") from None

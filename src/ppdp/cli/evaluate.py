@@ -32,13 +32,25 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
     and write workload.jsonl, results.csv, summary.csv and report.html to --out."""
     from ..evaluate import evaluate as run, parse_model_spec
 
+    from ..errors import PpdpError
+    from .common import check_out_dir
+
     specs = [parse_model_spec(m) for m in models]  # bad specs fail before any work
+    if n_queries < 1 or trials < 1:
+        raise PpdpError(f"--queries and --trials must be ≥ 1, got {n_queries} and {trials}")
+    if not 0 < selectivity <= 1:
+        raise PpdpError(f"--selectivity must be in (0, 1], got {selectivity}")
+    check_out_dir(out)
     ctx = click.get_current_context()
     ds = ctx.params.get("dataset")
     info = {"dataset": ds or ctx.params.get("input_path"), "rows": table.n_rows,
             "sampling": f"seeded sample of {ctx.params['n_rows']} rows (seed 0)" if ctx.params.get("n_rows") else "full table"}
-    ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
-             selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify, dataset_info=info)
+    try:
+        ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
+                 selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify,
+                 dataset_info=info)
+    except OSError as e:
+        raise PpdpError(f"--out {str(out)!r}: cannot write the results ({e.strerror or e})") from None
     allb = ev.summary[ev.summary["bin"] == "all"]
     click.echo(f"{'model':34s} {'mean':>8s} {'median':>8s} {'p95':>8s} {'mse':>8s} {'pub s':>7s} {'qry s':>7s}")
     for _, r in allb.iterrows():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import click
 
@@ -24,7 +24,7 @@ from .. import registry
 from ..errors import ParameterError, PpdpError
 from ..validation import Labels, Optional, to_json
 from . import cli
-from .common import DATASET_NAMES, load_table
+from .common import DATASET_NAMES, NUMERIC_HELP, check_new_out, load_table, split_names
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -101,6 +101,7 @@ def _input_params() -> list[click.Parameter]:
                           "category for histogram dimensions read from a file]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (as `ppdp verify -n`)."),
+        click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP + " Binned columns are numeric."),
         click.Option(["--seed"], type=int, default=None,
                      help="Make the run reproducible (the release is then marked not fit for publication)."),
         click.Option(["--out", "-o", "out"], required=True, type=click.Path(file_okay=False),
@@ -247,18 +248,20 @@ def _make_command(cls) -> click.Command:
     first = doc.split("\n\n")[0].replace("\n", " ")
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
-    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, **values):
+    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), **values):
         from ..api import publish as do_publish
         from .common import finish_publish
 
-        if Path(out).exists():
-            raise PpdpError(f"{out!r} exists; choose a new release directory")
+        check_new_out(out)
         mech = build_mechanism(cls, values)
+        numeric = split_names(numeric)
+        if input_path is not None and isinstance(getattr(mech, "bins", None), Mapping):
+            numeric += tuple(c for c in mech.bins if c not in numeric)  # a binned column holds numbers
         quasi, sensitive = _split(quasi), _split(sensitive)
         if has_dims and input_path is not None and not quasi and not sensitive:
             quasi = tuple(mech.dims)  # a histogram reads its dimensions from the file
             missing = missing or "category"
-        table = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows)
+        table = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows, numeric=numeric)
         seconds = _time_limited(mech)
         try:
             release = (_publish_with_progress(table, mech, seed, seconds) if seconds

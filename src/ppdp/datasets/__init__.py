@@ -90,6 +90,11 @@ def load(name: str, n: int | None = None, seed: int = 0) -> Table:
 
 def load_info(name: str, n: int | None = None, seed: int = 0) -> tuple[Table, dict]:
     """Like :func:`load`, plus a dict describing how the rows were drawn (for result files)."""
+    if not isinstance(name, str):
+        raise PpdpError(f"a dataset name is a string, one of {names()}; got {type(name).__name__}")
+    for what, v in (("n", n), ("seed", seed)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+            raise PpdpError(f"{what} must be a whole number, got {v!r}")
     key = str(name).lower()
     if key not in DATASETS:
         raise PpdpError(f"unknown dataset {name!r}; choose one of {names()}")

@@ -7,6 +7,8 @@ attribute's domain codes, which is what every estimator consumes.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
@@ -49,10 +51,33 @@ class Predicate:
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Predicate":
-        if d["kind"] == "between":
-            return cls(d["column"], "between", low=d["low"], high=d["high"],
-                       low_open=bool(d.get("low_open", False)), high_open=bool(d.get("high_open", False)))
-        return cls(d["column"], d["kind"], tuple(str(v) for v in d["values"]))
+        if not isinstance(d, Mapping):
+            raise QueryError(f"a predicate is a JSON object, got {type(d).__name__}")
+        col, kind = d.get("column"), d.get("kind")
+        if not isinstance(col, str) or not col:
+            raise QueryError(f"a predicate's column is a non-empty string, got {col!r}")
+        if kind == "between":
+            for side in ("low", "high"):
+                v = d.get(side)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int, float))):
+                    raise QueryError(f"predicate on {col!r}: {side} bound is a label or a number, got {v!r}")
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise QueryError(f"predicate on {col!r}: {side} bound {v!r} is not a finite number")
+            if d.get("low") is None and d.get("high") is None:
+                raise QueryError(f"predicate on {col!r}: a range needs a low or a high bound")
+            flags = [d.get("low_open", False), d.get("high_open", False)]
+            if any(not isinstance(f, bool) for f in flags):
+                raise QueryError(f"predicate on {col!r}: low_open / high_open are true or false")
+            return cls(col, "between", low=d.get("low"), high=d.get("high"), low_open=flags[0], high_open=flags[1])
+        if kind not in ("in", "eq"):
+            raise QueryError(f"predicate on {col!r}: kind is 'eq', 'in' or 'between', got {kind!r}")
+        values = d.get("values")
+        if not isinstance(values, list) or not values or \
+                any(isinstance(v, bool) or not isinstance(v, (str, int, float)) for v in values):
+            raise QueryError(f"predicate on {col!r}: values is a non-empty list of labels, got {values!r}")
+        if kind == "eq" and len(values) != 1:
+            raise QueryError(f"predicate on {col!r}: 'eq' takes one value, got {len(values)}")
+        return cls(col, kind, tuple(normalise_label(v) for v in values))
 
     def mask(self, domain: Sequence[str], numeric: np.ndarray | None, lookup: Mapping[str, int] | None = None) -> np.ndarray:
         """Boolean mask over the domain's codes (``lookup``: label → code, if already built)."""
@@ -97,11 +122,13 @@ class Predicate:
 
 
 def is_number(x) -> bool:
-    """``float(x)`` succeeds (a bound that can compare against a numeric domain)."""
+    """``float(x)`` is a finite number (a bound that can compare against a numeric domain);
+    ``nan`` and ``inf`` are not (a NaN bound would silently match nothing)."""
+    if isinstance(x, bool):
+        return False
     try:
-        float(x)
-        return True
-    except (TypeError, ValueError):
+        return math.isfinite(float(x))
+    except (TypeError, ValueError, OverflowError):
         return False
 
 
@@ -112,6 +139,23 @@ def normalise_label(v) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def sql_identifier(name: str) -> str:
+    """A column name as SQL: bare when it is a plain, non-reserved word, else double-quoted."""
+    from sqlglot.tokens import Tokenizer
+
+    if _PLAIN_NAME.fullmatch(name) and name.upper() not in Tokenizer.KEYWORDS:
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_value(v) -> str:
+    """A label or bound as a SQL string literal (quotes doubled)."""
+    return "'" + normalise_label(v).replace("'", "''") + "'"
 
 
 # Old private names, still imported by releases/histogram.py until it moves to the public ones.
@@ -142,22 +186,26 @@ class Query:
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Query":
+        if not isinstance(d, Mapping) or not isinstance(d.get("predicates"), list):
+            raise QueryError('a query is a JSON object {"predicates": [...]} or {"where": "..."}')
         return cls(tuple(Predicate.from_json(p) for p in d["predicates"]))
 
     def __str__(self) -> str:
+        """The query as SQL that :func:`ppdp.queries.parse_where` reads back to this query."""
         parts = []
         for p in self.predicates:
+            c = sql_identifier(p.column)
             if p.closed_range:
-                parts.append(f"{p.column} BETWEEN {p.low!r} AND {p.high!r}")
+                parts.append(f"{c} BETWEEN {sql_value(p.low)} AND {sql_value(p.high)}")
             elif p.kind == "between":
                 if p.low is not None:
-                    parts.append(f"{p.column} {'>' if p.low_open else '>='} {p.low!r}")
+                    parts.append(f"{c} {'>' if p.low_open else '>='} {sql_value(p.low)}")
                 if p.high is not None:
-                    parts.append(f"{p.column} {'<' if p.high_open else '<='} {p.high!r}")
+                    parts.append(f"{c} {'<' if p.high_open else '<='} {sql_value(p.high)}")
             elif p.kind == "eq":
-                parts.append(f"{p.column} = {p.values[0]!r}")
+                parts.append(f"{c} = {sql_value(p.values[0])}")
             else:
-                parts.append(f"{p.column} IN ({', '.join(repr(v) for v in p.values)})")
+                parts.append(f"{c} IN ({', '.join(sql_value(v) for v in p.values)})")
         return " AND ".join(parts) or "TRUE"
 
 

@@ -4,6 +4,7 @@ and exact answers on a table (SPEC §3). The generators live in :mod:`.workloads
 from __future__ import annotations
 
 import json
+import os
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -11,7 +12,10 @@ import numpy as np
 from ..errors import QueryError
 from .engine import CountIndex
 from .model import Query, Resolver
-from .parser import parse_where
+from .parser import MAX_QUERY_CHARS, parse_where
+
+#: longest workload line accepted (characters)
+MAX_LINE_CHARS = 4 * MAX_QUERY_CHARS
 
 
 class Workload(list):
@@ -29,25 +33,43 @@ class Workload(list):
 
     @classmethod
     def load(cls, path) -> "Workload":
+        """Read a JSON-lines workload (UTF-8): an optional ``{"workload": {...}}`` line, then one
+        query per line, ``{"predicates": [...]}`` or ``{"where": "..."}``."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise QueryError(f"a workload path is a string or path, got {type(path).__name__}")
         queries, meta = [], {}
         try:
-            with open(path) as f:
+            with open(path, encoding="utf-8") as f:
                 for i, line in enumerate(f, 1):
                     line = line.strip()
                     if not line:
                         continue
+                    if len(line) > MAX_LINE_CHARS:
+                        raise QueryError(f"workload {str(path)!r}: line {i} is {len(line):,} characters long "
+                                         f"(at most {MAX_LINE_CHARS:,})")
                     try:
                         d = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise QueryError(f"workload {str(path)!r}: line {i} is not JSON ({e.msg})") from None
+                    except RecursionError:
+                        raise QueryError(f"workload {str(path)!r}: line {i} nests too deeply") from None
+                    if not isinstance(d, dict):
+                        raise QueryError(f"workload {str(path)!r}: line {i} is not a query (a JSON object)")
+                    try:
                         if "workload" in d:
+                            if not isinstance(d["workload"], dict):
+                                raise QueryError("the workload header is a JSON object")
                             meta = d["workload"]
                         elif "where" in d:
                             queries.append(parse_where(d["where"]))
                         else:
                             queries.append(Query.from_json(d))
-                    except (json.JSONDecodeError, KeyError, TypeError) as e:
-                        raise QueryError(f"{path}: line {i} is not a query ({e})") from None
+                    except QueryError as e:
+                        raise QueryError(f"workload {str(path)!r}: line {i}: {e}") from None
+        except UnicodeDecodeError as e:
+            raise QueryError(f"workload {str(path)!r} is not UTF-8 text (byte offset {e.start} of a line)") from None
         except OSError as e:
-            raise QueryError(f"cannot read workload {path}: {e}") from None
+            raise QueryError(f"cannot read workload {str(path)!r}: {e.strerror or e}") from None
         return cls(queries, meta)
 
 
@@ -57,7 +79,17 @@ def as_workload(queries) -> Workload:
         return queries
     if isinstance(queries, (Query, str)):
         queries = [queries]
-    return Workload([q if isinstance(q, Query) else parse_where(q) for q in queries])
+    if not isinstance(queries, (list, tuple)):
+        raise QueryError(f"a query is a WHERE string or a ppdp Query (or a list of them), got {type(queries).__name__}")
+    out = []
+    for q in queries:
+        if isinstance(q, Query):
+            out.append(q)
+        elif isinstance(q, str):
+            out.append(parse_where(q))
+        else:
+            raise QueryError(f"a query is a WHERE string or a ppdp Query, got {type(q).__name__}")
+    return Workload(out)
 
 
 def resolve(workload: Iterable[Query], table_or_domains, numeric=None) -> list[dict[str, np.ndarray]]:

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from ..provenance import machine_info
 
-__all__ = ["HtmlReport", "figure_png", "machine_info"]
+__all__ = ["HtmlReport", "figure_png", "machine_info", "plain_label"]
 
 _CSS = """
 body{font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;line-height:1.45}
@@ -37,13 +37,28 @@ code{background:#f0f0f0;padding:0 .2em}
 """
 
 
-def figure_png(fig, dpi: int = 110) -> bytes:
-    """Render a matplotlib figure to PNG bytes and close it."""
-    import matplotlib.pyplot as plt
+def plain_label(text) -> str:
+    """A data label for a plot, drawn as written: ``$`` escaped, so a label such as ``$^$``
+    is not read as (invalid) matplotlib mathtext."""
+    return str(text).replace("$", r"\$")
 
+
+def figure_png(fig, dpi: int = 110) -> bytes:
+    """Render a matplotlib figure to PNG bytes and close it. Every text of the figure is drawn
+    as plain text (no mathtext), so data labels cannot break the rendering."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        if "$" in t.get_text() and "\\$" not in t.get_text():
+            t.set_parse_math(False)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        with mpl.rc_context({"text.parse_math": False}):
+            fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return buf.getvalue()
 
 
