@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..kernels.transition import close, gamma_from_retention, perturbation_params, posterior_retained
 from . import Claim
-from .rho import check_perturbation
+from .rho import check_perturbation, transition_disclosure
 
 
 def expected_retention(params: Mapping[str, Any]) -> float | None:
@@ -74,6 +74,11 @@ class RetentionClaim(Claim):
                 float(posterior_retained(counts / counts.sum(), g).max()), 6)
         report.facts["retention"] = round(self.retention, 6)
         report.facts["gamma"] = round(self.gamma, 6)
+
+    def disclosure(self, release) -> dict[str, Any]:
+        """No record disclosed with certainty (retention < 1 on ≥ 2 values); the largest posterior
+        of the uniform transition model with the inverted published counts as prior."""
+        return transition_disclosure(release)
 
     def bound(self) -> Mapping[str, Any]:
         return {"posterior": None, "gamma": self.gamma,

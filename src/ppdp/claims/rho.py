@@ -29,7 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ReleaseError
-from ..kernels.transition import TOL, close, gamma_for, perturbation_params, posterior_retained, sa_prime_mask
+from ..kernels.transition import TOL, close, gamma_for, largest_posterior, perturbation_params, posterior_retained, sa_prime_mask
 from ..validation import FrozenDict, freeze, to_json
 from . import Claim
 
@@ -226,11 +226,35 @@ class RhoClaim(Claim):
         return {"posterior": self.rho2, "prior_at_most": self.rho1, "sa_prime": self.sa_prime,
                 "name": f"ρ2 = {self.rho2} for SA' values"}
 
+    def disclosure(self, release) -> dict[str, Any]:
+        """What the files disclose: no record with certainty (every group perturbs on ≥ 2 values
+        with γ finite); the largest posterior of the transition model with the inverted
+        published counts (per sub-table for SDR) as prior."""
+        return transition_disclosure(release)
+
     def statement(self) -> str:
         how = (f"small-domain randomization in {len(self.subtables)} sub-tables" if self.is_sdr
                else f"uniform perturbation on {self.m} values (γ = {self.gamma:.4g}, retention {self.retention:.4g})")
         return (f"(ρ1, ρ2)-privacy with ρ1 = {self.rho1}, ρ2 = {self.rho2}: for every sensitive value whose prior is at "
                 f"most {self.rho1}, an adversary's posterior after seeing the release is at most {self.rho2} ({how}).")
+
+
+def transition_disclosure(release) -> dict[str, Any]:
+    """{"certain": 0, "per_value": {}, "max_posterior": …} of a uniform or SDR release: the
+    largest Bayes posterior over the published values, per transition group, with the group's
+    inverted published counts (clipped at 0) as the prior."""
+    post = 0.0
+    for model in release.transition_models():
+        y = release.column_codes(model.attribute)
+        if model.group_column is None:
+            groups = [(model.single, y)]
+        else:
+            sub = np.asarray(release.tables["data"].column(model.group_column).to_numpy(), dtype=np.int64)
+            groups = [(g, y[sub == j]) for j, g in enumerate(model.groups)]
+        for g, yy in groups:
+            local = np.bincount(yy, minlength=model.n_values)[g.domain]
+            post = max(post, largest_posterior(g, local))
+    return {"certain": 0, "per_value": {}, "max_posterior": post}
 
 
 def check_perturbation(rep, label: str, m: int, gamma: float, retention, p, q) -> None:
@@ -242,4 +266,4 @@ def check_perturbation(rep, label: str, m: int, gamma: float, retention, p, q) -
     rep.check(gamma > 1.0, f"{label}: γ > 1 (the release carries information)", f"{label}: γ = {gamma} ≤ 1")
 
 
-__all__ = ["RhoClaim", "check_perturbation"]
+__all__ = ["RhoClaim", "check_perturbation", "transition_disclosure"]

@@ -164,7 +164,8 @@ def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
     """The SA counts a receiver plugs into the group schedule: the published counts f'_s (the
     MLE, Theorem 3), with any count above N/ℓ' (possible only through the randomization)
     clipped to N/ℓ' and the excess spread over the other published values in proportion to
-    their room below N/ℓ' (largest remainder), so that the schedule is feasible."""
+    their room below N/ℓ' (largest remainder; over every value when the published ones have too
+    little room, as on tiny tables), so that the schedule is feasible."""
     f = np.asarray(published_counts, dtype=np.int64).copy()
     G = int(f.sum()) // l_prime
     excess = int(np.clip(f - G, 0, None).sum())
@@ -172,6 +173,8 @@ def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
         return f
     f = np.minimum(f, G)
     room = np.where((f > 0) & (f < G), G - f, 0).astype(np.float64)
+    if room.sum() < excess:  # too few published values below N/ℓ' (tiny tables): any value may take the rest
+        room = (G - f).astype(np.float64)
     share = excess * room / room.sum()
     add = np.floor(share).astype(np.int64)
     rest = excess - int(add.sum())
@@ -331,6 +334,177 @@ class TransitionModel:
         return np.array([g.p for g in self.groups], dtype=float), np.array([g.q for g in self.groups], dtype=float)
 
 
+# --------------------------------------------------------------------------- A' swap neighbours
+def diverted_leak(counts: np.ndarray, l_prime: int) -> dict:
+    """What A' guarantees without conditioning on its secret id draw, from SA ``counts``.
+
+    Theorem 1 (Fu et al. 2014) holds *given* the tuple ids: swapping a tuple's value with a
+    member of its decoy group leaves the output distribution unchanged. The ids are drawn by the
+    mechanism and kept secret, and the swap partners depend on them, so unconditionally:
+
+    - ``closed_fraction``: the share of tuples whose value v lies in a *closed block* — every
+      decoy group holding any value of V has exactly the ℓ' values V (so they have equal
+      counts); a tuple with such a value publishes uniformly from V whatever the id draw, so swapping it
+      with any holder of another value of V gives the identical output distribution: for these
+      tuples ℓ'-diverted zero-differential privacy holds end to end;
+    - ``swap_advantage``: max over values s of the (ℓ'−1)-th smallest total-variation distance
+      between the rows T[s] and T[s'] (s' ≠ s with tuples) — a lower bound on how well an
+      adversary who knows every row except which of two people holds s and which s' can tell
+      the two tables apart, for the best ℓ'−1 partners of any person (0 only in closed blocks);
+    - ``max_posterior``: the largest posterior P(true v | published u) = g[v, u]/(ℓ' f_u) of an
+      adversary whose prior for a person is the table's frequencies (≤ 1/ℓ' always).
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    lp = int(l_prime)
+    v, g = decoy_schedule(counts, lp)
+    G = len(v) // lp
+    if G == 0:
+        return {"closed_fraction": 0.0, "swap_advantage": 1.0, "max_posterior": 1.0}
+    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(G, len(counts)))
+    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    f = np.diag(C).copy()
+    present = np.flatnonzero(f > 0)
+    Cp = C[np.ix_(present, present)]
+    # closed block: v meets exactly ℓ' values (itself included), each in all of v's groups and v in all of theirs
+    fp = f[present]
+    closed = ((Cp > 0).sum(axis=1) == lp) & np.all((Cp == 0) | ((Cp == fp[:, None]) & (Cp == fp[None, :])), axis=1)
+    T = Cp / (lp * f[present])[:, None]
+    k = len(present)
+    tv = np.empty((k, k))
+    for i in range(k):  # O(k²·k): k is the number of present values (≤ a few hundred)
+        tv[i] = 0.5 * np.abs(T - T[i]).sum(axis=1)
+    np.fill_diagonal(tv, np.inf)
+    adv = float(np.sort(tv, axis=1)[:, lp - 2].max()) if k >= lp else 1.0
+    post = float((Cp / (lp * f[present])[None, :]).max())
+    return {"closed_fraction": float(f[present][closed].sum() / f.sum()), "swap_advantage": adv, "max_posterior": post}
+
+
+# --------------------------------------------------------------------------- verify: fit to the source
+#: false-alarm rate of verify's goodness-of-fit test of a randomized release against its source
+FIT_ALPHA = 1e-6
+
+
+def row_groups(src_cols: Sequence[np.ndarray], pub_cols: Sequence[np.ndarray], dims: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Common ids of the NSA combinations of the source rows and of the published rows."""
+    ns = len(src_cols[0]) if src_cols else 0
+    np_ = len(pub_cols[0]) if pub_cols else 0
+    if not dims:
+        return np.zeros(ns, dtype=np.int64), np.zeros(np_, dtype=np.int64)
+    if float(np.prod(np.asarray(dims, dtype=float))) < 2.0**62:
+        ks = np.ravel_multi_index([np.asarray(c, dtype=np.int64) for c in src_cols], dims) if ns else np.zeros(0, np.int64)
+        kp = np.ravel_multi_index([np.asarray(c, dtype=np.int64) for c in pub_cols], dims) if np_ else np.zeros(0, np.int64)
+        _, inv = np.unique(np.concatenate([ks, kp]), return_inverse=True)
+    else:
+        rows = np.concatenate([np.stack(src_cols, axis=1), np.stack(pub_cols, axis=1)]).astype(np.int64)
+        _, inv = np.unique(rows, axis=0, return_inverse=True)
+    inv = np.asarray(inv, dtype=np.int64).ravel()
+    return inv[:ns], inv[ns:]
+
+
+def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.ndarray, m: int, kind: str, *,
+                      retention: float | None = None, q: float | None = None, subtables=None,
+                      l_prime: int | None = None, decoy_sets=None, alpha: float = FIT_ALPHA) -> dict:
+    """Goodness of fit of published SA codes ``yp`` against the declared randomization, given the
+    source's true codes ``xs`` (rows grouped by their NSA combination: ``gs`` source, ``gp``
+    published; the release is shuffled, so rows are matched only through these groups).
+
+    Statistic: W = Σ_published a_g[y], a_g[v] = (source rows of group g with value v)/|g|; each
+    term lies in [0, 1]. Given the mechanism's hidden state (which rows were dropped, A''s decoy
+    groups, SDR's sub-table of each row) the terms are independent, and E[W | state] lies in
+    [lower, upper], computed per source row from the declared model (``kind``):
+
+    - "uniform": keep with ``retention``, each other value with ``q``: E = r·a[x] + q(1 − a[x]);
+    - "subtables": [(domain codes, retention, q)] per SDR sub-table; bounds over the sub-tables
+      whose domain holds x;
+    - "decoy": A' with p = q = 1/ℓ': E = Σ_{v∈V} a_g[v]/ℓ' for the row's decoy group V ∋ x;
+      bounds over the distinct value sets ``decoy_sets`` of the groups (the schedule of the
+      source's counts, known when no row was dropped), else (a[x] + the ℓ'−1 largest other
+      a_g)/ℓ' and a[x]/ℓ'.
+
+    Hoeffding: P(W ≥ upper + t) and P(W ≤ lower − t) are each ≤ exp(−2t²/n) with n published
+    rows; t = √(n·ln(2/α)/2) makes the false-alarm rate ≤ α (default 1e-6). A release whose SA
+    column is the true SA has W = Σ a_g[x] (= n when the NSA combinations are unique), far
+    above ``upper`` once n is a few dozen rows and the NSA columns tell rows apart."""
+    gs, xs, gp, yp = (np.asarray(a, dtype=np.int64) for a in (gs, xs, gp, yp))
+    G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
+    n_pub = len(yp)
+    if n_pub == 0 or len(xs) == 0:
+        return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub}
+    pairs, pair_of_row, pair_n = np.unique(gs * m + xs, return_inverse=True, return_counts=True)
+    pair_of_row = np.asarray(pair_of_row).ravel()
+    pg, px = pairs // m, pairs % m
+    n_g = np.bincount(gs, minlength=G)
+    a = pair_n / n_g[pg]
+    key_p = gp * m + yp
+    idx = np.minimum(np.searchsorted(pairs, key_p), len(pairs) - 1)
+    W = float(a[idx][pairs[idx] == key_p].sum())
+    if kind == "uniform":
+        lo = up = retention * a + q * (1.0 - a)
+    elif kind == "subtables":
+        A = sparse.csr_matrix((a, (pg, px)), shape=(G, m))
+        up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
+        for dom, r, qq in subtables:
+            member = np.zeros(m)
+            member[np.asarray(dom, dtype=np.int64)] = 1.0
+            e = r * a + qq * (np.asarray(A @ member).ravel()[pg] - a)
+            inside = member[px] > 0
+            up = np.where(inside, np.maximum(up, e), up)
+            lo = np.where(inside, np.minimum(lo, e), lo)
+        up = np.where(np.isfinite(up), up, 1.0)
+        lo = np.where(np.isfinite(lo), lo, 0.0)
+    elif kind == "decoy" and decoy_sets is not None:  # the groups' value sets are known (no row dropped)
+        A = sparse.csr_matrix((a, (pg, px)), shape=(G, m))
+        up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
+        for dom in decoy_sets:
+            member = np.zeros(m)
+            member[np.asarray(dom, dtype=np.int64)] = 1.0
+            e = np.asarray(A @ member).ravel()[pg] / len(dom)
+            inside = member[px] > 0
+            up = np.where(inside, np.maximum(up, e), up)
+            lo = np.where(inside, np.minimum(lo, e), lo)
+        up = np.where(np.isfinite(up), up, 1.0)
+        lo = np.where(np.isfinite(lo), lo, 0.0)
+    elif kind == "decoy":
+        lp = int(l_prime)
+        order = np.lexsort((-a, pg))
+        sg = pg[order]
+        rank = np.empty(len(a), dtype=np.int64)
+        rank[order] = np.arange(len(a)) - np.searchsorted(sg, sg, side="left")
+        top = np.bincount(pg, weights=a * (rank < lp), minlength=G)
+        top1 = np.bincount(pg, weights=a * (rank < lp - 1), minlength=G)
+        up = (a + np.where(rank < lp, top[pg] - a, top1[pg])) / lp
+        lo = a / lp
+    else:
+        raise PpdpError(f"unknown randomization kind {kind!r}")
+    np_g = np.bincount(gp, minlength=G)
+    ur, lr = up[pair_of_row], lo[pair_of_row]
+    if np.array_equal(np_g, n_g):
+        upper, lower = float(ur.sum()), float(lr.sum())
+    else:  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme ones
+        def extreme(vals, sign):
+            o = np.lexsort((sign * vals, gs))
+            s = gs[o]
+            r = np.arange(len(o)) - np.searchsorted(s, s, side="left")
+            return float(vals[o][r < np_g[s]].sum())
+        upper = extreme(ur, -1.0) + float(np.maximum(np_g - n_g, 0).sum())
+        lower = extreme(lr, 1.0)
+    t = float(np.sqrt(n_pub * np.log(2.0 / alpha) / 2.0))
+    return {"W": W, "lower": lower, "upper": upper, "slack": t, "ok": bool(lower - t <= W <= upper + t), "n": n_pub}
+
+
+def largest_posterior(group: "TransitionGroup", published: np.ndarray, prior: np.ndarray | None = None) -> float:
+    """The largest Bayes posterior P(true x | published y) over the group's values that are
+    published, for ``prior`` (default: the inversion of the published counts, clipped at 0)."""
+    y = np.asarray(published, dtype=float)
+    if prior is None:
+        prior = np.clip(group.invert(y), 0.0, None)
+    prior = np.asarray(prior, dtype=float)
+    if prior.sum() <= 0 or y.sum() <= 0:
+        return 0.0
+    post = group.posterior(prior / prior.sum())
+    return float(post[y > 0].max()) if (y > 0).any() else 0.0
+
+
 # --------------------------------------------------------------------------- per-row kernels
 def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Vectorised uniform perturbation of local codes in [0, m) (m, retention per row): keep
@@ -378,6 +552,6 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     return vals[np.arange(n), pick]
 
 
-__all__ = ["TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
-           "diverted_matrix", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
+__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "row_groups", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
            "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask"]

@@ -21,7 +21,7 @@ from ..claims.diverted import DivertedClaim
 from ..claims.retention import RetentionClaim
 from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
-from ..kernels.transition import TransitionModel, receiver_counts
+from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_schedule, randomization_fit, receiver_counts, row_groups
 from .base import Release, VerifyReport, register_family
 
 
@@ -82,6 +82,17 @@ class RandomizedRelease(Release):
         rep.check("data" in self.tables, "data.parquet present", "data.parquet is missing")
         if "data" not in self.tables:
             return
+        extra = sorted(set(self.tables) - {"data"})
+        rep.check(not extra, "the release holds data.parquet only",
+                  f"the release holds Parquet files the format does not define: {', '.join(e + '.parquet' for e in extra)}")
+        seed, fit = self.manifest.get("seed"), self.manifest.get("fit_for_publication")
+        rep.check(not (fit is True and seed not in (None, "os-entropy")), "fit_for_publication consistent with the seed",
+                  f"fit_for_publication is true but the release was drawn from the recorded seed {seed!r}")
+        declared = [*self.schema.get("quasi", []), *self.schema.get("sensitive", [])]
+        absent = [c for c in declared if c not in self.data.column_names or c not in self.domains]
+        if not rep.check(bool(self.schema.get("sensitive")) and not absent, "every schema column has a domain and a data column",
+                         f"schema columns without a domain or a data.parquet column: {absent or 'no sensitive attribute'}"):
+            return
         rep.check(self.data.num_rows == int(self.manifest["n_published"]), "data.parquet has n_published rows",
                   f"data.parquet has {self.data.num_rows} rows, the manifest says {self.manifest['n_published']}")
         for c in self.data.column_names:
@@ -96,3 +107,69 @@ class RandomizedRelease(Release):
         rep.check(cols == expected, "data.parquet holds exactly the NSA and SA columns",
                   f"data.parquet columns {sorted(cols)} != {sorted(expected)}")
         claim.check(self, rep, table)
+        if table is not None and not rep.problems:
+            self.check_source_fit(rep, table)
+
+    def source_fit(self, table) -> dict[str, dict]:
+        """Per sensitive attribute, the goodness of fit of the published SA against the declared
+        randomization given the source table (:func:`~ppdp.kernels.transition.randomization_fit`:
+        Hoeffding bounds on W = Σ a_g[y], false-alarm rate ≤ ``FIT_ALPHA`` = 1e-6 per attribute).
+        Rows are matched through their NSA combination only (the release is shuffled)."""
+        qi = list(self.schema["quasi"])
+        for c in qi:
+            if c not in table.column_names or list(table.domain(c)) != list(self.domains[c]):
+                raise ReleaseError(f"the NSA column {c!r} of the source table does not match the release's")
+        gs, gp = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi],
+                            [len(self.domains[c]) for c in qi])
+        claim = self.claim
+        out: dict[str, dict] = {}
+        for model in self.transition_models():
+            sa = model.attribute
+            labels = list(self.domains[sa])
+            if sa not in table.column_names or list(table.domain(sa)) != labels:
+                raise ReleaseError(f"the sensitive column {sa!r} of the source table does not match the release's domain")
+            xs, yp = np.asarray(table.codes(sa), dtype=np.int64), self.column_codes(sa)
+            m = len(labels)
+            if isinstance(claim, DivertedClaim):
+                sets = None
+                if int(self.manifest.get("dropped", 0)) == 0 and len(xs) % claim.l_prime == 0:
+                    counts = np.bincount(xs, minlength=m)
+                    if counts.max(initial=0) <= len(xs) // claim.l_prime:
+                        v, g = decoy_schedule(counts, claim.l_prime)
+                        gv = v[np.argsort(g * m + v, kind="stable")].reshape(-1, claim.l_prime)
+                        sets = np.unique(gv, axis=0)
+                fit = randomization_fit(gs, xs, gp, yp, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
+            elif model.kind == "sdr":
+                subs = [(g.domain, float(g.matrix[0, 0]), float(g.q)) for g in model.groups]
+                fit = randomization_fit(gs, xs, gp, yp, m, "subtables", subtables=subs)
+            else:
+                g = model.single
+                fit = randomization_fit(gs, xs, gp, yp, m, "uniform", retention=float(g.matrix[0, 0]), q=float(g.q))
+            out[sa] = fit
+        return out
+
+    def qi_rows_match(self, table) -> bool:
+        """The published NSA rows are the source's NSA rows minus the dropped rows (multisets)."""
+        qi = list(self.schema["quasi"])
+        if any(c not in table.column_names or list(table.domain(c)) != list(self.domains[c]) for c in qi):
+            return False
+        gs, gp = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi],
+                            [len(self.domains[c]) for c in qi])
+        G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
+        missing = np.bincount(gs, minlength=G) - np.bincount(gp, minlength=G)
+        return bool((missing >= 0).all()) and int(missing.sum()) == int(self.manifest.get("dropped", 0))
+
+    def check_source_fit(self, rep: VerifyReport, table) -> None:
+        """verify with the source: the published SA must fit the declared randomization (an
+        unrandomized or under-randomized SA column fails; false-alarm rate ≤ 1e-6 per SA)."""
+        if not rep.check(self.qi_rows_match(table), "published NSA rows = the source's NSA rows minus the dropped rows (multiset)",
+                         "the published NSA rows are not the source's NSA rows minus the dropped rows"):
+            return
+        fits = self.source_fit(table)
+        for sa, fit in fits.items():
+            lo, hi = fit["lower"] - fit["slack"], fit["upper"] + fit["slack"]
+            rep.facts[f"source fit of {sa}"] = (f"W = {fit['W']:.1f}, accepted range [{lo:.1f}, {hi:.1f}] "
+                                                f"(n = {fit['n']}, false-alarm rate ≤ {FIT_ALPHA:g})")
+            rep.check(fit["ok"], f"published {sa} fits the declared randomization given the source (false alarm ≤ {FIT_ALPHA:g})",
+                      f"the published {sa} does not fit the declared randomization given the source: W = {fit['W']:.1f} "
+                      f"outside [{lo:.1f}, {hi:.1f}] (n = {fit['n']}; an unrandomized or less randomized column than declared)")

@@ -140,6 +140,7 @@ class Diverted(Mechanism):
             codes = published[c] if c in published else table.codes(c)[idx]
             arrays.append(codes_to_labels(np.asarray(codes)[shuffle], table.domain(c)))
         data = pa.Table.from_arrays(arrays, names=cols)
+        pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,
-                    "certificate": DivertedClaim.derive(lp, table.sensitive, n, n_drop).to_certificate()}
+                    "certificate": DivertedClaim.derive(lp, table.sensitive, n, n_drop, pub).to_certificate()}
         return RandomizedRelease(manifest, {"data": data})
