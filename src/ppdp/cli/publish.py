@@ -253,6 +253,8 @@ def _make_command(cls) -> click.Command:
 
         if Path(out).exists():
             raise PpdpError(f"{out!r} exists; choose a new release directory")
+        if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
+            values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
         mech = build_mechanism(cls, values)
         quasi, sensitive = _split(quasi), _split(sensitive)
         if has_dims and input_path is not None and not quasi and not sensitive:
