@@ -251,7 +251,12 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
             rec: dict[str, Any] = {"model": spec.label, "name": spec.name, "params": json.dumps(spec.params, default=str),
                                    "trial": trial, "seed": s, "error": ""}
             try:
-                mech = spec.build()
+                ds = (dataset_info or {}).get("dataset")
+                if ds and "domains" in getattr(spec.mechanism_class(), "_parameter_constraints", {}) \
+                        and "domains" not in spec.params:  # a bundled table: its documented (public) domains
+                    mech = spec.mechanism_class()(**spec.params, domains=ds)
+                else:
+                    mech = spec.build()
                 t0 = time.perf_counter()
                 rel = publish(table, mech, seed=s)
                 t1 = time.perf_counter()

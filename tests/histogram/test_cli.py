@@ -14,8 +14,12 @@ def test_publish_query_verify(tmp_path):
     pd.DataFrame({"age": rng.integers(18, 60, 500), "hours": rng.integers(10, 60, 500)}).to_csv(csv, index=False)
     run = CliRunner().invoke
     out = tmp_path / "rel"
+    undeclared = run(cli, ["publish", "dpcube", str(csv), "--dims", "age", "hours", "--epsilon", "1", "--bins",
+                           "age=18,30,45,60", "--seed", "1", "--out", str(out)])
+    assert undeclared.exit_code == 2 and "not declared" in undeclared.output and not out.exists()
     r = run(cli, ["publish", "dpcube", str(csv), "--dims", "age", "hours", "--epsilon", "1", "--bins",
-                  "age=18,30,45,60", "--seed", "1", "--out", str(out)])
+                  "age=18,30,45,60", "--domains", "hours=" + ",".join(str(h) for h in range(10, 60)), "--seed", "1",
+                  "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert "verify: OK" in r.output
     q = run(cli, ["query", str(out), "age BETWEEN 18 AND 29 AND hours BETWEEN 10 AND 30"])
@@ -32,6 +36,9 @@ def test_publish_query_verify(tmp_path):
     (["--dims", "agee", "-e", "1"], "unknown dimension"),
     (["--dims", "age", "-e", "1", "--bins", "age=20,50"], "uncovered"),
     (["--dims", "age", "-e", "1", "--bins", "age=a,b"], "numbers"),
+    (["--dims", "fnlwgt", "-e", "1"], "not declared"),  # no documented domain: bin it
+    (["--dims", "age", "-e", "1e-300"], "epsilon"),  # below the sampler's floor
+    (["--dims", "age", "-e", "1", "--domains", "nosuchtable"], "not a bundled table"),
 ])
 def test_bad_input_exit_2(tmp_path, args, msg):
     r = CliRunner().invoke(cli, ["publish", "dpcube", "--dataset", "adult", *args, "-o", str(tmp_path / "x")])

@@ -21,6 +21,10 @@ from ppdp.queries import Predicate, Query, answer_exact
 from ppdp.queries.workloads import range_workload
 
 
+#: the declared (public) domains of small_table's columns
+SMALL = {"x": [str(10 * i) for i in range(6)], "y": list("pqrstuvw"), "z": ["0", "1", "2"]}
+
+
 def small_table(seed=0, n=300, a=6, b=5):
     rng = np.random.default_rng(seed)
     df = pd.DataFrame({"x": rng.integers(0, a, n) * 10, "y": rng.choice(list("pqrstuvw")[:b], n),
@@ -33,8 +37,8 @@ def adult():
     return ppdp.datasets.load("adult")
 
 
-MECHS = [CellHistogram(0.5, ["age", "hours_per_week"]), DPCube(0.5, ["age", "hours_per_week"]),
-         HierarchicalKDTree(0.5, ["age", "hours_per_week"]), ConsistentHierarchy(0.5, ["age", "hours_per_week"])]
+MECHS = [CellHistogram(0.5, ["age", "hours_per_week"], domains="adult"), DPCube(0.5, ["age", "hours_per_week"], domains="adult"),
+         HierarchicalKDTree(0.5, ["age", "hours_per_week"], domains="adult"), ConsistentHierarchy(0.5, ["age", "hours_per_week"], domains="adult")]
 
 
 @pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
@@ -61,7 +65,7 @@ def _tamper(tmp_path, release, edit):
 
 
 def test_verify_fails_when_budgets_do_not_add_up(adult, tmp_path):
-    r = ppdp.publish(adult, DPCube(1.0, ["age", "hours_per_week"]), seed=1)
+    r = ppdp.publish(adult, DPCube(1.0, ["age", "hours_per_week"], domains="adult"), seed=1)
 
     def edit(m):
         m["certificate"]["epsilon_cells"] = 0.95  # claims α1 = 0.95 while α2 = 0.1 and α = 1
@@ -71,7 +75,7 @@ def test_verify_fails_when_budgets_do_not_add_up(adult, tmp_path):
 
 
 def test_verify_fails_on_soft_sampler_and_broken_tiling(adult, tmp_path):
-    r = ppdp.publish(adult, DPCube(1.0, ["age", "hours_per_week"]), seed=1)
+    r = ppdp.publish(adult, DPCube(1.0, ["age", "hours_per_week"], domains="adult"), seed=1)
     rep = _tamper(tmp_path / "a", r, lambda m: m["certificate"].__setitem__("sampler", "numpy-laplace"))
     assert any("sampler" in p for p in rep.problems)
     lo, hi, y = r.partition_boxes()
@@ -87,7 +91,7 @@ def test_verify_fails_on_soft_sampler_and_broken_tiling(adult, tmp_path):
 
 
 def test_verify_against_wrong_source_table(adult):
-    r = ppdp.publish(adult, CellHistogram(1.0, ["age", "sex"]), seed=0)
+    r = ppdp.publish(adult, CellHistogram(1.0, ["age", "sex"], domains="adult"), seed=0)
     other = adult.take(np.flatnonzero(adult.labels("age").astype(int) < 60))
     from ppdp.datasets import compact
     rep = ppdp.verify(r, compact(other))
@@ -147,7 +151,7 @@ def test_vopt_split_minimises_sse():
 @given(st.integers(0, 10_000), st.integers(1, 5), st.integers(1, 5))
 def test_every_mechanism_tiles_and_verifies(seed, a, b):
     t = small_table(seed, n=200, a=a + 1, b=b + 1)
-    for mech in (DPCube(1.0, ["x", "y"], xi0=0.0), HierarchicalKDTree(1.0, ["x", "y"], depth=3)):
+    for mech in (DPCube(1.0, ["x", "y"], xi0=0.0, domains=SMALL), HierarchicalKDTree(1.0, ["x", "y"], depth=3, domains=SMALL)):
         r = ppdp.publish(t, mech, seed=seed)
         assert ppdp.verify(r, t).ok
         lo, hi, _ = r.partition_boxes()
@@ -181,14 +185,14 @@ def brute_force_estimates(r, est):
 @given(st.integers(0, 10_000), st.sampled_from([0.2, 0.5, 0.8]))
 def test_uniform_and_ls_match_brute_force(seed, frac):
     t = small_table(seed)
-    r = ppdp.publish(t, DPCube(0.7, ["x", "y"], alpha1_fraction=frac, xi0=5.0), seed=seed)
+    r = ppdp.publish(t, DPCube(0.7, ["x", "y"], alpha1_fraction=frac, xi0=5.0, domains=SMALL), seed=seed)
     for est in ("uniform", "ls"):
         assert np.allclose(r.estimator(est).cells(r), brute_force_estimates(r, est), atol=1e-6)
 
 
 def test_equal_budgets_give_the_papers_H_plus():
     t = small_table(4)
-    r = ppdp.publish(t, DPCube(1.0, ["x", "y"], alpha1_fraction=0.5, xi0=3.0), seed=2)
+    r = ppdp.publish(t, DPCube(1.0, ["x", "y"], alpha1_fraction=0.5, xi0=3.0, domains=SMALL), seed=2)
     y = r.noisy_cells()
     lo, hi, yp = r.partition_boxes()
     est = r.estimator("ls").cells(r)
@@ -202,7 +206,7 @@ def test_equal_budgets_give_the_papers_H_plus():
 
 def test_ls_eb_keeps_ls_partition_totals():
     t = small_table(5)
-    r = ppdp.publish(t, DPCube(1.0, ["x", "y"], xi0=3.0), seed=2)
+    r = ppdp.publish(t, DPCube(1.0, ["x", "y"], xi0=3.0, domains=SMALL), seed=2)
     lo, hi, _ = r.partition_boxes()
     a, b = r.estimator("ls").answer_boxes(r, lo, hi), r.estimator("ls-eb").answer_boxes(r, lo, hi)
     assert np.allclose(a, b)
@@ -212,7 +216,7 @@ def test_ls_eb_keeps_ls_partition_totals():
 @given(st.integers(0, 10_000))
 def test_range_answers_match_cellwise_sums(seed):
     t = small_table(seed)
-    r = ppdp.publish(t, DPCube(1.0, ["x", "y", "z"], xi0=2.0), seed=seed)
+    r = ppdp.publish(t, DPCube(1.0, ["x", "y", "z"], xi0=2.0, domains=SMALL), seed=seed)
     rng = np.random.default_rng(seed)
     queries, boxes = [], []
     doms = [r.domains[d] for d in r.dims]
@@ -282,7 +286,7 @@ def test_tree_least_squares_matches_lstsq(fanout):
 
 
 def test_query_on_a_non_dimension_is_an_error(adult):
-    r = ppdp.publish(adult, CellHistogram(1.0, ["age", "sex"]), seed=0)
+    r = ppdp.publish(adult, CellHistogram(1.0, ["age", "sex"], domains="adult"), seed=0)
     with pytest.raises(PpdpError, match="not a dimension"):
         r.count("race = 'White'")
     assert r.count("sex = 'Female' AND age BETWEEN 30 AND 40") > 0
@@ -290,7 +294,7 @@ def test_query_on_a_non_dimension_is_an_error(adult):
 
 def test_bins_and_exact_counts_at_huge_epsilon(adult):
     bins = {"age": list(range(15, 95, 5)), "hours_per_week": [0, 20, 40, 60, 100]}
-    r = ppdp.publish(adult, CellHistogram(1e4, ["age", "hours_per_week"], bins=bins), seed=0)
+    r = ppdp.publish(adult, CellHistogram(1e4, ["age", "hours_per_week"], bins=bins, domains="adult"), seed=0)
     assert ppdp.verify(r, adult).ok
     assert r.certificate["bins"]["age"][0] == 15.0
     # ε = 1e4: noise is 0 with probability ≈ 1 − 2e^{−10000}; the histogram is exact
@@ -301,7 +305,7 @@ def test_bins_and_exact_counts_at_huge_epsilon(adult):
 def test_sparse_cell_histogram(monkeypatch):
     monkeypatch.setattr(grid_mod, "DENSE_MAX_CELLS", 10)
     t = small_table(0)
-    r = ppdp.publish(t, CellHistogram(2.0, ["x", "y"]), seed=0)
+    r = ppdp.publish(t, CellHistogram(2.0, ["x", "y"], domains=SMALL), seed=0)
     assert r.certificate["storage"] == "sparse" and r.certificate["threshold"] >= 1
     assert ppdp.verify(r, t).ok
     idx, cnt = r.cell_index()
@@ -318,17 +322,17 @@ def test_bad_epsilon(bad):
 
 def test_unknown_dimension(adult):
     with pytest.raises(SchemaError, match="unknown dimension 'agee'"):
-        ppdp.publish(adult, DPCube(1.0, ["agee", "sex"]))
+        ppdp.publish(adult, DPCube(1.0, ["agee", "sex"], domains="adult"))
 
 
 def test_bins_leaving_values_uncovered(adult):
     with pytest.raises(SchemaError, match="uncovered"):
-        ppdp.publish(adult, CellHistogram(1.0, ["age"], bins={"age": [20, 50, 70]}))
+        ppdp.publish(adult, CellHistogram(1.0, ["age"], bins={"age": [20, 50, 70]}, domains="adult"))
 
 
 def test_empty_table(adult):
     with pytest.raises(PpdpError, match="empty"):
-        ppdp.publish(adult.take(np.zeros(0, int)), CellHistogram(1.0, ["age"]))
+        ppdp.publish(adult.take(np.zeros(0, int)), CellHistogram(1.0, ["age"], domains="adult"))
 
 
 def test_bad_parameters():

@@ -7,8 +7,25 @@ partitions, the nodes of one tree level): by parallel composition the measuremen
 ε = Σ ε_i (Theorem 3.1), and whatever is computed from noisy counts only — the kd-tree on the
 noisy cells, least squares, consistency — is post-processing and costs nothing.
 
-How a mechanism splits ε is a rule of its parameters and of two public facts, the input size
-and the cube's shape: :func:`budget_plan`, the one place the split is written. At publish time
+How a mechanism splits ε is a rule of its parameters and of public facts only — the cube's
+shape, fixed by declared domains or bins, never read off the rows — and, where a rule needs the
+input size (the hierarchical kd-tree's default depth), of a *noisy* total measured with its own
+share of ε and recorded in the claim (``noisy_total``): :func:`budget_plan`, the one place the
+split is written.
+
+Public domains, no exact N. A release's cells are the labels or bins its parameters declare
+(``params.domains``: labels, or a bundled table's documented schema by name; ``params.bins``);
+``check`` rejects a release with a dimension declared by neither, or whose published domain
+differs from the declaration. The manifest's ``n_input`` and ``n_published`` are not the exact
+number of rows but :func:`published_total`, a post-processing of the released noisy counts
+(their sum), which ``check`` re-derives from the files.
+
+Goodness of fit. Given the source table, ``check`` recomputes the true counts and tests the
+residuals (published − true) of every raw measurement against its declared discrete Laplace
+noise (:func:`ppdp.kernels.noise.noise_fit_test`, false-alarm probability ≤ ``FIT_ALPHA`` = 1e-6
+per release, Bonferroni over the measurements): noise-free counts and noise of a scale other
+than the declared ε are rejected. The consistent (post-processed) cells of the hierarchy are
+tested for exactness only: equal to the true counts with probability ≤ tanh(ε_level/2)^cells. At publish time
 the mechanism measures along the plan (:class:`~ppdp.kernels.noise.Budget`, each step charged
 and drawn in one call) and :meth:`DPClaim.derive` turns plan and ledger into the claim. At
 verify time :meth:`DPClaim.check` re-derives the plan from ``manifest["params"]`` and compares
@@ -24,12 +41,18 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import PpdpError, ReleaseError
-from ..kernels.grid import tree_levels
-from ..kernels.noise import (HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon, discrete_laplace_variance,
-                              sampler_is_integer)
+from ..kernels.grid import (box_counts, cube_codes, declared_domains, dense_counts, summed_area, tree_levels)
+from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
+                              discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
 from . import Claim
 
-__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dpcube_alphas", "kdtree_default_depth"]
+__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+           "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION"]
+
+#: false-alarm probability of the goodness-of-fit test of a release against its source table
+FIT_ALPHA = 1e-6
+#: share of ε the hierarchical kd-tree spends on a noisy total when it sets its depth by rule
+KDTREE_TOTAL_FRACTION = 0.02
 
 
 # ------------------------------------------------------------------------- the split rules
@@ -50,6 +73,8 @@ class BudgetPlan:
     depth: int | None = None
     levels: int | None = None
     epsilon_per_level: float | None = None
+    #: the noisy total a rule read (kdtree default depth), None when no rule reads the input size
+    noisy_total: int | None = None
 
     @property
     def epsilon_other(self) -> float:
@@ -75,38 +100,57 @@ def dpcube_alphas(epsilon: float, alpha1_fraction: float) -> tuple[float, float]
 
 def kdtree_default_depth(n_rows: int, eps_leaf: float, shape: Sequence[int]) -> int:
     """The hierarchical kd-tree's documented depth rule: the largest d with n·ε_leaf/2^d ≥ 10
-    (leaves expected to hold ≥ 10 noise scales), capped by the halvings that reach single cells."""
+    (leaves expected to hold ≥ 10 noise scales), capped by the halvings that reach single cells.
+    ``n_rows`` is the *noisy* total of :func:`kdtree_total_step` (never the exact count)."""
     max_depth = int(sum(math.ceil(math.log2(s)) for s in shape if s > 1)) or 1
     return max(1, min(max_depth, int(math.floor(math.log2(max(n_rows * eps_leaf / 10, 2))))))
 
 
-def _cells_plan(p, n_rows, shape) -> BudgetPlan:
+def kdtree_total_step(params: Mapping[str, Any]) -> Step | None:
+    """The measurement of the noisy total N̂ the kd-tree's default depth reads
+    (``KDTREE_TOTAL_FRACTION``·ε, one count), or None when ``depth`` is given."""
+    if params.get("depth") is not None:
+        return None
+    e = check_epsilon(params["epsilon"])
+    return Step(e * KDTREE_TOTAL_FRACTION, "noisy total count N (sets the default depth)", parts=1)
+
+
+def _cells_plan(p, shape, noisy_total) -> BudgetPlan:
     e = check_epsilon(p["epsilon"])
     return BudgetPlan(e, e, 0.0, cells=(Step(e, "noisy count of every cell (Algorithm 1)", "cells"),))
 
 
-def _dpcube_plan(p, n_rows, shape) -> BudgetPlan:
+def _dpcube_plan(p, shape, noisy_total) -> BudgetPlan:
     e = check_epsilon(p["epsilon"])
     a1, a2 = dpcube_alphas(e, _fraction(p, "alpha1_fraction"))
     return BudgetPlan(e, a1, a2, cells=(Step(a1, "phase I: noisy count of every cell", "cells"),),
                       partitions=(Step(a2, "phase II: noisy count of every kd-tree partition", "partitions"),))
 
 
-def _kdtree_plan(p, n_rows, shape) -> BudgetPlan:
+def _kdtree_plan(p, shape, noisy_total) -> BudgetPlan:
     e = check_epsilon(p["epsilon"])
     mf = _fraction(p, "median_fraction")
-    eps_leaf = e * (1 - mf)
     depth = p.get("depth")
     if depth is not None and (isinstance(depth, bool) or int(depth) != depth or depth < 1):
         raise PpdpError(f"depth must be an integer ≥ 1, got {depth!r}")
-    depth = int(depth) if depth else kdtree_default_depth(n_rows, eps_leaf, shape)
-    eps_level = e * mf / depth
-    return BudgetPlan(e, 0.0, eps_leaf, structure=tuple(Step(eps_level, f"level {lv}: noisy medians", parts=1 if lv == 0 else None)
-                                                      for lv in range(depth)),
-                      partitions=(Step(eps_leaf, "noisy leaf counts", "partitions"),), depth=depth, epsilon_per_level=eps_level)
+    total = kdtree_total_step(p)
+    rest = e - (total.epsilon if total else 0.0)
+    eps_leaf = rest * (1 - mf)
+    if total is not None:
+        if noisy_total is None:
+            raise PpdpError("the kd-tree's default depth needs the noisy total (noisy_total)")
+        depth = kdtree_default_depth(max(int(noisy_total), 0), eps_leaf, shape)
+    else:
+        noisy_total = None
+    depth = int(depth)
+    eps_level = rest * mf / depth
+    levels = tuple(Step(eps_level, f"level {lv}: noisy medians", parts=1 if lv == 0 else None) for lv in range(depth))
+    return BudgetPlan(e, 0.0, eps_leaf, structure=((total,) if total else ()) + levels,
+                      partitions=(Step(eps_leaf, "noisy leaf counts", "partitions"),), depth=depth,
+                      epsilon_per_level=eps_level, noisy_total=noisy_total)
 
 
-def _hierarchy_plan(p, n_rows, shape) -> BudgetPlan:
+def _hierarchy_plan(p, shape, noisy_total) -> BudgetPlan:
     e = check_epsilon(p["epsilon"])
     nodes = [len(lo) for lo, _, _ in tree_levels(shape, p["fanout"])]  # data-independent: public
     H = len(nodes)
@@ -132,15 +176,65 @@ def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
 _RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan}
 
 
-def budget_plan(mechanism: str, params: Mapping[str, Any], n_rows: int, shape: Sequence[int]) -> BudgetPlan:
-    """The ε split of ``mechanism`` under ``params`` for ``n_rows`` input rows and a cube of ``shape``."""
+def budget_plan(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
+                noisy_total: int | None = None) -> BudgetPlan:
+    """The ε split of ``mechanism`` under ``params`` for a cube of ``shape`` (public) and, for
+    a rule that reads the input size, the measured ``noisy_total``."""
     rule = _RULES.get(mechanism)
     if rule is None:
         raise ReleaseError(f"no ε-DP budget rule for mechanism {mechanism!r}; known: {', '.join(_RULES)}")
-    return rule(params, int(n_rows), tuple(int(s) for s in shape))
+    return rule(params, tuple(int(s) for s in shape), noisy_total)
+
+
+def published_total(cells: np.ndarray, partitions: np.ndarray) -> int:
+    """The ``n_input`` / ``n_published`` of a histogram release: an ε-DP estimate of the number of
+    rows, never the exact count — the sum of the released partition counts when there are
+    partitions, else of the released cells (rounded, at least 0). A post-processing of the
+    released noisy counts: it costs no budget and anyone can recompute it from the files."""
+    c = np.asarray(partitions if len(partitions) else cells, dtype=np.float64)
+    total = float(c.sum()) if len(c) else 0.0
+    return max(0, int(round(total))) if math.isfinite(total) else 0
 
 
 # ------------------------------------------------------------------------------- the claim
+def _integer(v: Any) -> int | None:
+    """``v`` as an int when it is an integral number (a bool, a fraction or text is not)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return None
+    if not math.isfinite(float(v)) or float(v) != int(v):
+        return None
+    return int(v)
+
+
+def _check_domains(release, report, params: Mapping[str, Any], dims: list[str]) -> bool:
+    """Every dimension's cells are declared in params (bins, or labels / a bundled table's
+    documented schema in ``domains``) and the published domain is exactly the declaration."""
+    try:
+        declared, undeclared = declared_domains(dims, params.get("bins"), params.get("domains"))
+    except (PpdpError, KeyError, TypeError, ValueError) as e:
+        return report.check(False, "params declare the cube's domains", f"params.domains cannot be resolved: {e}")
+    if not report.check(not undeclared, "every dimension's domain is declared (params.bins / params.domains)",
+                        f"the domain of {undeclared} is not declared in params (bins or domains): read off the rows, "
+                        f"it would reveal which values the data hold; not a differentially private release"):
+        return False
+    doms = release.domains
+    wrong = []
+    for d in dims:
+        if d in declared:
+            want = declared[d]
+        else:
+            try:
+                from ..table import Binning
+
+                want = Binning(tuple(float(e) for e in params["bins"][d])).labels
+            except (PpdpError, TypeError, ValueError):
+                want = None
+        if want is None or list(doms.get(d) or []) != list(want):
+            wrong.append(d)
+    return report.check(not wrong, "the published domains are the declared ones",
+                        f"the published domains of {wrong} differ from what params declare")
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
 
@@ -161,13 +255,14 @@ class DPClaim(Claim):
     depth: int | None = None
     levels: int | None = None
     epsilon_per_level: float | None = None
+    noisy_total: int | None = None
 
     # ------------------------------------------------------------------ publish time
     @classmethod
     def derive(cls, plan: BudgetPlan, budget: Budget, sampler: str = SAMPLER) -> "DPClaim":
         """The claim of a release measured along ``plan`` with ``budget`` (its ledger)."""
         claim = cls(plan.epsilon, plan.epsilon_cells, plan.epsilon_partitions, plan.epsilon_other, sampler,
-                    budget.ledger, plan.depth, plan.levels, plan.epsilon_per_level)
+                    budget.ledger, plan.depth, plan.levels, plan.epsilon_per_level, plan.noisy_total)
         wrong = claim.disagreements(plan)
         if wrong:  # the mechanism did not measure what its rule says: never publish that
             raise PpdpError("internal error: the measurements disagree with the budget plan: " + "; ".join(wrong))
@@ -178,7 +273,7 @@ class DPClaim(Claim):
         cert: dict[str, Any] = {"model": self.model, "epsilon": self.epsilon, "epsilon_cells": self.epsilon_cells,
                                 "epsilon_partitions": self.epsilon_partitions, "epsilon_other": self.epsilon_other,
                                 "sampler": self.sampler, "ledger": [s.to_json() for s in self.ledger]}
-        for k in ("depth", "levels", "epsilon_per_level"):
+        for k in ("depth", "levels", "epsilon_per_level", "noisy_total"):
             if getattr(self, k) is not None:
                 cert[k] = getattr(self, k)
         return cert
@@ -191,7 +286,7 @@ class DPClaim(Claim):
         return cls(float(cert["epsilon"]), float(cert["epsilon_cells"]), float(cert["epsilon_partitions"]),
                    float(cert.get("epsilon_other", 0.0)), str(cert["sampler"]),
                    tuple(Spend.from_json(e) for e in cert["ledger"]), opt("depth", int), opt("levels", int),
-                   opt("epsilon_per_level", float))
+                   opt("epsilon_per_level", float), opt("noisy_total", _integer))
 
     # ------------------------------------------------------------------ verification
     def disagreements(self, plan: BudgetPlan) -> list[str]:
@@ -201,7 +296,7 @@ class DPClaim(Claim):
             want, got = getattr(plan, k), getattr(self, k)
             if (want is None) != (got is None) or (want is not None and not _close(want, got)):
                 out.append(f"params give {k} = {want}, the certificate says {got}")
-        for k in ("depth", "levels"):
+        for k in ("depth", "levels", "noisy_total"):
             if getattr(plan, k) != getattr(self, k):
                 out.append(f"params give {k} = {getattr(plan, k)}, the certificate says {getattr(self, k)}")
         if len(self.ledger) != len(plan.steps):
@@ -220,21 +315,32 @@ class DPClaim(Claim):
                      f"bad budgets: ε={eps}, α1={e1}, α2={e2}, other={eo}")
         report.check(abs(e1 + e2 + eo - eps) <= tol, "α1 + α2 (+ structure) = α",
                      f"epsilon_cells {e1} + epsilon_partitions {e2} + epsilon_other {eo} != epsilon {eps}")
-        bad = [s for s in self.ledger if not s.epsilon > 0 or s.parallel_over < 1]
+        bad = [s.what for s in self.ledger if not (math.isfinite(s.epsilon) and s.epsilon > 0) or s.parallel_over < 1]
         report.check(not bad, "every ledger spend is > 0 on ≥ 1 part",
-                     f"ledger entries with ε ≤ 0 or no part (a spend cannot refund budget): {[s.what for s in bad]}")
+                     f"ledger entries with ε ≤ 0 or no part (a spend cannot refund budget): {bad}")
+        low = [s.what for s in self.ledger if 0 < s.epsilon < EPSILON_FLOOR]
+        report.check(not low, f"every measurement's ε ≥ the sampler's floor {EPSILON_FLOOR:g}",
+                     f"ledger entries below the sampler's ε floor {EPSILON_FLOOR:g} (the draw would not be a faithful "
+                     f"discrete Laplace): {low}")
         led = Budget.total_of(self.ledger)
         report.check(abs(led - eps) <= tol, "ledger adds up to ε (sequential composition)",
                      f"the ledger spends {led}, the certificate says epsilon = {eps}")
         report.check(self.sampler in HARDENED_SAMPLERS, "noise sampler is hardened (discrete Laplace)",
                      f"sampler {self.sampler!r} is not one of the hardened samplers {list(HARDENED_SAMPLERS)}")
         report.facts.update({"epsilon": eps, "epsilon_cells": e1, "epsilon_partitions": e2, "sampler": self.sampler})
-        # the claim against the parameters
         m = release.manifest
+        params = m.get("params")
+        if not isinstance(params, Mapping) or not isinstance(params.get("dims"), (list, tuple)):
+            report.check(False, "params name the dimensions", "params.dims is missing or malformed")
+            return
+        dims = [str(d) for d in params["dims"]]
+        # the cube: declared in params, never read off the rows
+        if not _check_domains(release, report, params, dims):
+            return
+        # the claim against the parameters
         try:
-            params = m["params"]
-            shape = tuple(len(release.domains[d]) for d in params["dims"])
-            plan = budget_plan(m["mechanism"], params, int(m["n_input"]), shape)
+            shape = tuple(len(release.domains[d]) for d in dims)
+            plan = budget_plan(m["mechanism"], params, shape, self.noisy_total)
         except (PpdpError, KeyError, TypeError, ValueError) as e:
             report.check(False, "ε split re-derived from params", f"cannot re-derive the ε split from params: {e}")
             return
@@ -261,23 +367,85 @@ class DPClaim(Claim):
         report.check(release.certificate.get("cells_postprocessed") == post, "cell post-processing as the mechanism does it",
                      f"the certificate's cells_postprocessed {release.certificate.get('cells_postprocessed')!r} is not {post!r}")
         storage = release.certificate.get("storage", "dense")
+        cc = np.asarray(cells.column("count").to_numpy(zero_copy_only=False), dtype=np.float64) if cells.num_rows else np.zeros(0)
+        pc = np.asarray(parts.column("count").to_numpy(zero_copy_only=False), dtype=np.float64) if n_parts else np.zeros(0)
         if e1 > 0:
             if storage == "dense":
                 report.check(cells.num_rows == n_cells, "dense storage: every cell released (no cell may be left out)",
                              f"cells.parquet has {cells.num_rows} rows, the cube has {n_cells} cells")
+            else:
+                tau = sparse_threshold(plan.cells[0].epsilon, n_cells) if plan.cells else None
+                given_tau = release.certificate.get("threshold")
+                report.check(tau is not None and given_tau == tau,
+                             "sparse threshold τ re-derived from ε and the cube size (public)",
+                             f"the certificate's threshold {given_tau!r} is not τ = {tau} (from ε and {n_cells} cells)")
+                report.check(bool(np.all(cc >= (tau or 0))), "sparse storage: every released cell ≥ τ",
+                             f"cells.parquet holds counts below the threshold τ = {tau}")
         else:
             report.check(cells.num_rows == 0, "no cell budget, no cells", "cells released without a cell budget")
         if e2 > 0:
             report.check(n_parts > 0, "a partition budget, partitions released", "partitions.parquet is empty")
         else:
             report.check(n_parts == 0, "no partition budget, no partitions", "partitions released without a partition budget")
+        integral = True
         if sampler_is_integer(self.sampler):
-            raw = [("partitions", parts)] + ([] if plan.cells_postprocessed else [("cells", cells)])
-            for name, t in raw:
-                c = np.asarray(t.column("count").to_numpy(), dtype=np.float64)
-                report.check(bool(np.all(np.isfinite(c) & (c == np.round(c)))),
-                             f"{name}.parquet counts are integers (integer-valued sampler)",
+            raw = [("partitions", pc)] + ([] if plan.cells_postprocessed else [("cells", cc)])
+            for name, c in raw:
+                ok = bool(np.all(np.isfinite(c) & (c == np.round(c))))
+                integral &= ok
+                report.check(ok, f"{name}.parquet counts are integers (integer-valued sampler)",
                              f"{name}.parquet has non-integer counts, impossible with the integer sampler {self.sampler!r}")
+        finite = bool(np.all(np.isfinite(cc)) and np.all(np.isfinite(pc)))
+        report.check(finite, "every released count is finite", "the files hold NaN or infinite counts")
+        # the row count: an estimate from the files, never the exact N
+        n_hat = published_total(cc, pc)
+        for k in ("n_input", "n_published"):
+            report.check(_integer(m.get(k)) == n_hat, f"{k} is the sum of the released noisy counts (not the exact N)",
+                         f"the manifest's {k} {m.get(k)!r} is not the noisy total of the released counts, {n_hat}")
+        report.facts["noisy total (n_published)"] = n_hat
+        if source is not None and finite and integral:
+            self._fit(release, report, source, params, dims, plan, storage)
+
+    def _fit(self, release, report, source, params, dims, plan: BudgetPlan, storage: str) -> None:
+        """With the source table: the residuals (published − true) of every raw measurement
+        against its declared noise; exact post-processed cells against their noise."""
+        try:
+            declared, _ = declared_domains(dims, params.get("bins"), params.get("domains"))
+            spec, codes = cube_codes(source, dims, params.get("bins"), declared)
+        except (PpdpError, KeyError, TypeError, ValueError) as e:
+            report.check(False, "the source table fits the declared cube", f"the source table does not fit the "
+                         f"declared cube: {e}")
+            return
+        if not report.check(spec.shape == release.shape, "the source table gives the release's cube",
+                            f"the source table gives a cube of shape {spec.shape}, the release has {release.shape}"):
+            return
+        if storage != "dense":
+            report.checks.append("goodness of fit: not tested on a sparse (thresholded) cell histogram")
+            return
+        x = dense_counts(codes, spec.shape)
+        tests = []
+        idx, cnt = release.cell_index()
+        if len(cnt) and plan.cells:
+            resid = cnt - x[tuple(idx)]
+            if plan.cells_postprocessed:
+                e_lv = plan.epsilon_per_level or plan.cells[-1].epsilon
+                p0 = math.tanh(e_lv / 2)  # max point mass of one node's noise
+                exact = bool(np.all(np.abs(resid) < 1e-6))
+                log_b = len(resid) * math.log(p0)
+                ok = not (exact and log_b <= math.log(FIT_ALPHA / 2))
+                report.check(ok, "the consistent cells are not the exact counts",
+                             f"the released cells equal the source table's exact counts (probability ≤ "
+                             f"{math.exp(log_b):.3g} with noise of ε = {e_lv:g} per level): the noise was removed")
+            else:
+                tests.append(("cells", resid, plan.cells[0].epsilon))
+        lo, hi, pcnt = release.partition_boxes()
+        if len(pcnt) and plan.partitions:
+            tests.append(("partitions", pcnt - box_counts(summed_area(x), lo, hi), plan.partitions[0].epsilon))
+        for name, resid, eps_t in tests:
+            ok, line = noise_fit_test(resid, eps_t, FIT_ALPHA / max(len(tests), 1))
+            report.check(ok, f"goodness of fit: {name}.parquet − true counts ~ discrete Laplace(ε = {eps_t:g}) "
+                             f"(false-alarm ≤ {FIT_ALPHA:g})",
+                         f"{name}.parquet does not carry the declared noise: {line}")
 
     # ------------------------------------------------------------------ audit / words
     def bound(self) -> Mapping[str, Any]:
@@ -286,4 +454,5 @@ class DPClaim(Claim):
 
     def statement(self) -> str:
         return (f"ε-differential privacy with ε = {self.epsilon:g}: {len(self.ledger)} measurement(s) with "
-                f"{self.sampler} noise on disjoint counts, composed sequentially")
+                f"{self.sampler} noise on disjoint counts, composed sequentially, over declared (public) domains; "
+                f"the manifest's row counts are the noisy total of the released counts, not the exact N")

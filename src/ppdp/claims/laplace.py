@@ -6,7 +6,8 @@ composition over the m queries spends ε/m per query, ε in all. The noise is th
 discrete Laplace (two-sided geometric, parameter ε/m; Ghosh et al. 2009), so every answer is
 an integer (Mironov 2012). The ledger lists the spends; ``check`` re-adds it and re-derives
 from ``params`` and ``answers.parquet``: ε = params.epsilon = Σ ledger, m = the number of
-answers (= params.queries when given), ε/m per query, the sampler, integral answers.
+answers (= params.queries when given), ε/m per query (≥ the sampler's floor,
+:data:`ppdp.kernels.noise.EPSILON_FLOOR`), the sampler, integral answers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import PpdpError
+from ..kernels.noise import EPSILON_FLOOR
 from ..kernels.transition import close
 from ..queries.parser import parse_where
 from ..validation import freeze, to_json
@@ -75,6 +77,10 @@ class LaplaceAnswersClaim(Claim):
             report.check(asked == held, "the answered queries are params.queries, in order",
                          f"answers.parquet answers {held}, params.queries asks {asked}")
         report.check(self.sampler == SAMPLER, f"sampler is {SAMPLER}", f"sampler {self.sampler!r} is not {SAMPLER!r}")
+        per_query = self.epsilon / max(m, 1)
+        report.check(per_query >= EPSILON_FLOOR, f"ε per query ≥ the sampler's floor {EPSILON_FLOOR:g}",
+                     f"ε/m = {per_query:g} per query is below the sampler's floor {EPSILON_FLOOR:g}: the draw would not "
+                     f"be a faithful discrete Laplace")
         c = release.counts()
         report.check(bool(np.all(np.isfinite(c)) and np.all(c == np.round(c))), "every answer is an integer (discrete noise)",
                      "answers.parquet holds non-integer answers: not the discrete sampler's output")

@@ -253,6 +253,8 @@ def _make_command(cls) -> click.Command:
         from .common import finish_publish
 
         check_new_out(out)
+        if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
+            values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
         mech = build_mechanism(cls, values)
         numeric = split_names(numeric)
         if input_path is not None and isinstance(getattr(mech, "bins", None), Mapping):

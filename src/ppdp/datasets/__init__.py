@@ -111,5 +111,21 @@ def load_info(name: str, n: int | None = None, seed: int = 0) -> tuple[Table, di
     return t, info
 
 
+def public_domains(name: str, dims=None) -> dict[str, list[str]]:
+    """The documented (public) domain of the bundled table ``name``'s columns, or of ``dims``:
+    column → labels, from the UCI documentation (:mod:`ppdp.datasets.domains`), never from the
+    rows. Pass it to a differentially private mechanism (``domains=…``), or pass the name itself
+    (``domains="adult"``)."""
+    from .domains import public_domains as documented
+
+    try:
+        return documented(name, None if dims is None else [str(d) for d in ([dims] if isinstance(dims, str) else dims)])
+    except KeyError:
+        raise PpdpError(f"unknown dataset {name!r}; choose one of {names()}") from None
+    except LookupError as e:
+        raise PpdpError(f"the documentation of {name!r} gives no finite domain for {e.args[0]}: declare their "
+                        f"domains or bin them with explicit edges") from None
+
+
 def sources() -> dict:
     return json.loads(_data_path("sources.json").read_text())

@@ -23,6 +23,16 @@ from ..provenance import provenance
 
 EPS_TABLE = [0.05, 0.1, 0.5, 1.0]
 DIMS = ["age", "hours_per_week"]
+#: the histograms' cells are Adult's documented (public) domains, never read off the rows
+DOMAINS = "adult"
+
+
+def _declared_cube(t, dims, bins=None, domains=DOMAINS):
+    """(CubeSpec, codes) of ``t`` over the declared domains, as the mechanisms build it."""
+    from ..datasets import public_domains
+    from ..kernels.grid import cube_codes
+
+    return cube_codes(t, dims, bins, public_domains(domains, [d for d in dims if d not in (bins or {})]))
 
 
 def _plot(df, x, ys, path, title, logx=False, logy=False, ylabel="mean absolute error", group=None):
@@ -157,7 +167,7 @@ def _datasets(quick):
 def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
     import ppdp
     from ..mechanisms.histogram import DPCube
-    from ..kernels.grid import cube_codes, dense_counts
+    from ..kernels.grid import dense_counts
     from ..queries import answer_exact
     from ..queries.workloads import range_workload
 
@@ -165,7 +175,7 @@ def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
     eps = 0.5
     rows = []
     for name, t, _ in datasets:
-        spec, codes = cube_codes(t, DIMS)
+        spec, codes = _declared_cube(t, DIMS)
         x = dense_counts(codes, spec.shape)
         wl = range_workload(t.domains, DIMS, 500 if quick else 2000, seed=seed)
         truth = answer_exact(t, wl)
@@ -173,7 +183,7 @@ def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
             for k in [1.0, 3.0, 10.0, 30.0, 100.0]:
                 wv, mu, ml, npart = [], [], [], []
                 for tr in range(trials):
-                    r = ppdp.publish(t, DPCube(eps, DIMS, alpha1_fraction=f, count_threshold=k), seed=seed + tr)
+                    r = ppdp.publish(t, DPCube(eps, DIMS, alpha1_fraction=f, count_threshold=k, domains=DOMAINS), seed=seed + tr)
                     wv.append(_weighted_variance(r, x))
                     mu.append(_mae(r, wl, truth, "uniform"))
                     ml.append(_mae(r, wl, truth, "ls"))
@@ -212,9 +222,10 @@ def best_settings(heldout: pd.DataFrame) -> dict:
 def _methods(eps, settings):
     from ..mechanisms.histogram import CellHistogram, ConsistentHierarchy, DPCube, HierarchicalKDTree
 
-    dp = [(f"dpcube-{est}", DPCube(eps, DIMS, **settings[est]), est) for est in ("uniform", "ls", "ls-eb")]
-    return [("cells", CellHistogram(eps, DIMS), "cells"), *dp,
-            ("kdtree", HierarchicalKDTree(eps, DIMS), "uniform"), ("consistency", ConsistentHierarchy(eps, DIMS), "cells")]
+    dp = [(f"dpcube-{est}", DPCube(eps, DIMS, **settings[est], domains=DOMAINS), est) for est in ("uniform", "ls", "ls-eb")]
+    return [("cells", CellHistogram(eps, DIMS, domains=DOMAINS), "cells"), *dp,
+            ("kdtree", HierarchicalKDTree(eps, DIMS, domains=DOMAINS), "uniform"),
+            ("consistency", ConsistentHierarchy(eps, DIMS, domains=DOMAINS), "cells")]
 
 
 def fig16(out, quick, seed, datasets, settings) -> pd.DataFrame:
@@ -229,7 +240,7 @@ def fig16(out, quick, seed, datasets, settings) -> pd.DataFrame:
     for name, t, _ in datasets:
         wl = range_workload(t.domains, DIMS, 2000, seed=seed)
         truth = answer_exact(t, wl)
-        shape = [len(t.domain(d)) for d in DIMS]
+        shape = list(_declared_cube(t, DIMS)[0].shape)
         for eps in tqdm(EPS_TABLE, desc=f"fig16 {name}"):
             for tr in range(trials):
                 cache: dict = {}
@@ -279,7 +290,7 @@ def fig17(out, quick, seed) -> pd.DataFrame:
     rows = []
     for eps in [0.05, 0.1, 0.25, 0.5, 1.0]:
         for tr in range(trials):
-            r = ppdp.publish(train, DPCube(eps, feats + [cls]), seed=seed + tr)
+            r = ppdp.publish(train, DPCube(eps, feats + [cls], domains=DOMAINS), seed=seed + tr)
             idx, w = synthesize(r)
             acc_h = tree_accuracy(idx[:, :-1], idx[:, -1], X[test_idx], y[test_idx], weights=w)
             pred = private_id3(X[train_idx], y[train_idx], sizes, 2, eps, np.random.default_rng(seed + tr))
@@ -304,7 +315,6 @@ def fig18(out, quick, seed, partition_setting) -> tuple[pd.DataFrame, pd.DataFra
     import ppdp
     from ..mechanisms.histogram import DPCube, HierarchicalKDTree
     from ..mechanisms.histogram.applications import blocks_of, reduction_ratio
-    from ..kernels.grid import cube_codes
 
     t = ppdp.datasets.load("adult")
     perm = np.random.default_rng(seed).permutation(t.n_rows)
@@ -314,8 +324,8 @@ def fig18(out, quick, seed, partition_setting) -> tuple[pd.DataFrame, pd.DataFra
     def rr(mech, attrs, tr):
         bins = {a: b for a, b in BLOCK_BINS.items() if a in attrs}
         r = ppdp.publish(d1, mech, seed=seed + tr)
-        _, c1 = cube_codes(d1, attrs, bins)
-        _, c2 = cube_codes(d2, attrs, bins)
+        _, c1 = _declared_cube(d1, attrs, bins)
+        _, c2 = _declared_cube(d2, attrs, bins)
         b1, nb = blocks_of(r, c1)
         b2, _ = blocks_of(r, c2)
         return reduction_ratio(b1, b2, nb)
@@ -326,8 +336,8 @@ def fig18(out, quick, seed, partition_setting) -> tuple[pd.DataFrame, pd.DataFra
     for eps in [0.05, 0.1, 0.25, 0.5, 1.0]:
         for tr in range(trials):
             rows.append({"epsilon": eps, "trial": tr,
-                         "dpcube": rr(DPCube(eps, attrs2, bins=bins2, **partition_setting), attrs2, tr),
-                         "kdtree": rr(HierarchicalKDTree(eps, attrs2, bins=bins2), attrs2, tr)})
+                         "dpcube": rr(DPCube(eps, attrs2, bins=bins2, domains=DOMAINS, **partition_setting), attrs2, tr),
+                         "kdtree": rr(HierarchicalKDTree(eps, attrs2, bins=bins2, domains=DOMAINS), attrs2, tr)})
     a = pd.DataFrame(rows).groupby("epsilon")[["dpcube", "kdtree"]].mean().reset_index()
     a.to_csv(out / "fig18a_reduction_ratio_vs_epsilon.csv", index=False)
     _plot(a, "epsilon", ["dpcube", "kdtree"], out / "fig18a_reduction_ratio_vs_epsilon.png",
@@ -337,8 +347,8 @@ def fig18(out, quick, seed, partition_setting) -> tuple[pd.DataFrame, pd.DataFra
         attrs = BLOCK_ATTRS[:k]
         bins = {a_: b for a_, b in BLOCK_BINS.items() if a_ in attrs}
         for tr in range(trials):
-            rows.append({"n_attributes": k, "trial": tr, "dpcube": rr(DPCube(0.1, attrs, bins=bins, **partition_setting), attrs, tr),
-                         "kdtree": rr(HierarchicalKDTree(0.1, attrs, bins=bins), attrs, tr)})
+            rows.append({"n_attributes": k, "trial": tr, "dpcube": rr(DPCube(0.1, attrs, bins=bins, domains=DOMAINS, **partition_setting), attrs, tr),
+                         "kdtree": rr(HierarchicalKDTree(0.1, attrs, bins=bins, domains=DOMAINS), attrs, tr)})
     b = pd.DataFrame(rows).groupby("n_attributes")[["dpcube", "kdtree"]].mean().reset_index()
     b.to_csv(out / "fig18b_reduction_ratio_vs_attributes.csv", index=False)
     _plot(b, "n_attributes", ["dpcube", "kdtree"], out / "fig18b_reduction_ratio_vs_attributes.png",
@@ -370,19 +380,19 @@ def defaults_experiment(out, quick, seed) -> pd.DataFrame:
         wl = range_workload(t.domains, dims, 500 if quick else 1000, seed=seed + 99)
         truth = answer_exact(t, wl)
         for eps in EPS_TABLE:
-            r0 = cast(HistogramRelease, ppdp.publish(t, CellHistogram(eps, dims), seed=0))
+            r0 = cast(HistogramRelease, ppdp.publish(t, CellHistogram(eps, dims, domains=name), seed=0))
             qlo, qhi, owner = r0.query_boxes(wl)
 
             def mae(r, est):
                 return float(np.abs(r.estimator(est).answer_boxes(r, qlo, qhi, owner, len(wl)) - truth).mean())
-            cells = np.mean([mae(ppdp.publish(t, CellHistogram(eps, dims), seed=s), "cells") for s in range(trials)])
+            cells = np.mean([mae(ppdp.publish(t, CellHistogram(eps, dims, domains=name), seed=s), "cells") for s in range(trials)])
             rows.append({"data": name, "epsilon": eps, "alpha1_fraction": np.nan, "count_threshold": np.nan,
                          "xi0": "", "estimator": "cells (CellHistogram)", "mae": cells, "partitions": np.nan})
             for f, th, xi0 in itertools.product([0.2, 0.3, 0.5, 0.7, 0.8, 0.9], [1.0, 3.0, 10.0, 30.0, 100.0], [None, 0.0]):
                 e: dict[str, list]
                 e, npart = {"uniform": [], "ls": [], "ls-eb": []}, []
                 for s in range(trials):
-                    r = ppdp.publish(t, DPCube(eps, dims, alpha1_fraction=f, count_threshold=th, xi0=xi0), seed=s)
+                    r = ppdp.publish(t, DPCube(eps, dims, alpha1_fraction=f, count_threshold=th, xi0=xi0, domains=name), seed=s)
                     npart.append(r.certificate["n_partitions"])
                     for est in e:
                         e[est].append(mae(r, est))

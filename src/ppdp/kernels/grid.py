@@ -1,10 +1,12 @@
 """The data cube (base cuboid) of a Table over chosen dimensions, box arithmetic on it, and
 the data-independent trees over its cells.
 
-A cube has one axis per dimension; a dimension's cells are its domain labels (categorical,
-or numeric value by value) or explicit bins (``bins={"age": [17, 20, 30, …]}``), so the cell
-domain can be fixed in advance (public) instead of read off the data. Values outside the
-bins are an error, never dropped.
+A cube has one axis per dimension; a dimension's cells are declared labels
+(``domains={"sex": ["Female", "Male"]}``, numeric labels used value by value) or explicit bins
+(``bins={"age": [17, 20, 30, …]}``), so the cell domain is fixed in advance (public) instead
+of read off the data: :func:`declared_domains` resolves the declaration (a bundled table's
+documented schema included) and :func:`cube_codes` maps the rows onto it. A value outside the
+declared labels or bins is an error, never dropped and never a new cell.
 
 Storage rule: a cube of m ≤ ``DENSE_MAX_CELLS`` (2^24 ≈ 16.8 M) cells is a dense int64
 array; beyond that only the non-empty cells are held (sparse: linear cell index → count).
@@ -23,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import PpdpError, SchemaError
-from ..table import Binning
+from ..table import Binning, domain_numeric_values
 
 DENSE_MAX_CELLS = 2**24
 
@@ -75,16 +77,41 @@ def check_bins(bins, dims) -> dict:
     return out
 
 
-def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] | None = None):
-    """(CubeSpec, list of per-row cell index arrays) for ``table`` over ``dims``."""
+def declared_domains(dims: Sequence[str], bins, domains) -> tuple[dict[str, list[str]], list[str]]:
+    """The declared label domain of every dimension that ``domains`` covers and ``bins`` does
+    not, and the dimensions declared by neither (their domain would have to be read off the
+    rows). ``domains``: None, a mapping dimension → labels, or the name of a bundled table whose
+    documented schema gives them (:func:`ppdp.datasets.public_domains`)."""
+    from ..datasets import public_domains
+
+    bins = bins or {}
+    if domains is None:
+        given: Mapping = {}
+    elif isinstance(domains, str):
+        doc = public_domains(domains)
+        given = {d: doc[d] for d in dims if d in doc}
+    else:
+        given = domains
+    out = {d: [str(x) for x in given[d]] for d in dims if d in given and d not in bins}
+    undeclared = [d for d in dims if d not in bins and d not in out]
+    return out, undeclared
+
+
+def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] | None = None,
+               domains: Mapping[str, Sequence[str]] | None = None):
+    """(CubeSpec, list of per-row cell index arrays) for ``table`` over ``dims``: a dimension's
+    cells are its ``bins``, else its declared ``domains`` labels (rows holding another label are
+    an error), else (only for callers that do not need a public domain) the table's domain."""
     if table.n_rows == 0:
         raise PpdpError("the input table is empty")
     known = set(table.column_names)
     for d in dims:
         if d not in known:
             raise SchemaError(f"unknown dimension {d!r}; the table has {sorted(known)}")
-    numeric: list[tuple[float, ...] | None]
-    labels, numeric, used_bins, codes = [], [], {}, []
+    labels: list = []
+    numeric: list[tuple[float, ...] | None] = []
+    used_bins: dict[str, list] = {}
+    codes: list = []
     for d in dims:
         if bins and d in bins:
             nv = table.numeric_values(d)
@@ -95,6 +122,22 @@ def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] |
             labels.append(tuple(b.labels))
             numeric.append(tuple(float(e) for e in b.edges[:-1]))
             used_bins[d] = list(b.edges)
+        elif domains and d in domains:
+            declared = [str(x) for x in domains[d]]
+            if len(set(declared)) != len(declared) or not declared:
+                raise SchemaError(f"the declared domain of {d!r} must list distinct labels, got {declared[:5]}…")
+            pos = {lab: i for i, lab in enumerate(declared)}
+            remap = np.asarray([pos.get(lab, -1) for lab in table.domain(d)], dtype=np.int64)
+            c = remap[table.codes(d)] if len(remap) else np.zeros(0, np.int64)
+            if np.any(c < 0):
+                bad = sorted({table.domain(d)[i] for i in np.unique(table.codes(d)[c < 0])})
+                raise SchemaError(f"column {d!r}: {int(np.sum(c < 0))} row(s) hold value(s) outside its declared "
+                                  f"domain, e.g. {bad[:3]}; add them to the domain or recode them")
+            codes.append(c)
+            labels.append(tuple(declared))
+            nv = domain_numeric_values(declared)
+            numeric.append(None if nv is None else tuple(float(v) for v in nv))
+            used_bins[d] = list(declared)
         else:
             codes.append(table.codes(d).astype(np.int64))
             labels.append(tuple(table.domain(d)))

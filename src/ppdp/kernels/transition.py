@@ -465,6 +465,7 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
         up = np.where(np.isfinite(up), up, 1.0)
         lo = np.where(np.isfinite(lo), lo, 0.0)
     elif kind == "decoy":
+        assert l_prime is not None
         lp = int(l_prime)
         order = np.lexsort((-a, pg))
         sg = pg[order]

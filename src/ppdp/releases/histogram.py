@@ -8,6 +8,11 @@ Files:
 * ``partitions.parquet`` — ``pid``, ``<dim>_lo``, ``<dim>_hi`` (inclusive cell indices),
   ``count`` (noisy partition counts; empty for the cell histogram).
 
+No exact row count: ``n_input`` and ``n_published`` are the noisy total of the released counts
+(:func:`ppdp.claims.dp.published_total`), re-derived by ``verify`` from the files; the family
+says so (:attr:`HistogramRelease.n_is_estimate`) and the common verify then does not compare
+them with the source table's row count (the goodness-of-fit test of the claim does better).
+
 Certificate: the ε-DP claim (:class:`~ppdp.claims.dp.DPClaim`: ``model``, ``epsilon``,
 ``epsilon_cells`` (α1), ``epsilon_partitions`` (α2), ``epsilon_other`` (tree structure of a
 baseline), ``sampler``, ``ledger``, and ``depth``/``levels``/``epsilon_per_level`` for the tree
@@ -30,10 +35,12 @@ import numpy as np
 import pyarrow as pa
 
 from ..claims import claim_of
-from ..errors import QueryError, ReleaseError, SchemaError
+from ..claims.dp import published_total
+from ..errors import QueryError, ReleaseError
 from ..kernels import grid
-from ..kernels.grid import DENSE_MAX_CELLS, cover_counts, cube_codes
+from ..kernels.grid import DENSE_MAX_CELLS, cover_counts
 from ..queries.model import is_number, normalise_label
+from ..table import domain_numeric_values
 from .base import Release, VerifyReport, register_family
 
 
@@ -42,9 +49,14 @@ class HistogramRelease(Release):
     """A noisy data cube: its public model (``dims``, ``shape``, ``bins``, the released cells
     and partitions) and the box form of queries; answering goes through the estimators."""
 
+    #: ``n_input`` / ``n_published`` are an ε-DP estimate, not the exact number of rows
+    n_is_estimate = True
+    #: the files and their columns the format defines (anything else is a problem)
+    FILES = ("cells", "partitions")
+
     # ------------------------------------------------------------- building
     @classmethod
-    def build(cls, spec, n_rows: int, claim, cells=None, partitions=None, extra=None):
+    def build(cls, spec, claim, cells=None, partitions=None, extra=None):
         """The release of a cube ``spec`` with the claim ``claim`` (a DPClaim): ``cells`` a dense
         array or (linear indices, counts) when sparse, ``partitions`` (lo, hi, counts)."""
         dims = list(spec.dims)
@@ -75,12 +87,13 @@ class HistogramRelease(Release):
         cert = {**claim.to_certificate(), "bins": spec.bins, "dims": dims, "shape": list(shape), "storage": storage,
                 "n_cells": spec.n_cells, "n_partitions": int(len(lo))}
         cert.update({k: v for k, v in (extra or {}).items() if k != "storage"})
+        n_hat = published_total(np.asarray(cell_counts), np.asarray(pc))  # never the exact N
         manifest = {
             "schema": {"quasi": dims, "sensitive": [],
                        "domains": {d: list(lab) for d, lab in zip(dims, spec.labels)},
                        "numeric": {d: (None if nv is None else list(nv)) for d, nv in zip(dims, spec.numeric)}},
-            "n_input": int(n_rows),
-            "n_published": int(n_rows),
+            "n_input": n_hat,
+            "n_published": n_hat,
             "dropped": 0,
             "certificate": cert,
         }
@@ -237,12 +250,33 @@ class HistogramRelease(Release):
                          "cells.parquet or partitions.parquet is missing"):
             return
         assert ct is not None and pt is not None
-        if not rep.check(all(d in ct.column_names for d in dims) and "count" in ct.column_names,
-                         "cells.parquet has a column per dimension and 'count'", "cells.parquet lacks columns"):
-            return
-        if not rep.check(all(f"{d}_{e}" in pt.column_names for d in dims for e in ("lo", "hi")) and "count" in pt.column_names,
-                         "partitions.parquet has <dim>_lo, <dim>_hi per dimension and 'count'", "partitions.parquet lacks columns"):
-            return
+        extra_files = sorted(set(self.tables) - set(self.FILES))
+        rep.check(not extra_files, "only the files the format defines (cells, partitions)",
+                  f"the release holds files the histogram format does not define: {[f + '.parquet' for f in extra_files]}")
+        cell_cols = [*dims, "count"]
+        part_cols = ["pid", *(f"{d}_{e}" for d in dims for e in ("lo", "hi")), "count"]
+        for name, t, want in (("cells", ct, cell_cols), ("partitions", pt, part_cols)):
+            if not rep.check(set(t.column_names) >= set(want), f"{name}.parquet has the columns {want}",
+                             f"{name}.parquet lacks columns {sorted(set(want) - set(t.column_names))}"):
+                return
+            rep.check(set(t.column_names) == set(want) and len(t.column_names) == len(want),
+                      f"{name}.parquet has no other column",
+                      f"{name}.parquet has columns the format does not define: {sorted(set(t.column_names) - set(want))}")
+            kinds = {c: t.schema.field(c).type for c in want}
+            bad = [c for c, ty in kinds.items() if not (pa.types.is_integer(ty) or (c == "count" and pa.types.is_floating(ty)))]
+            if not rep.check(not bad, f"{name}.parquet columns are numbers (integer indices, numeric counts)",
+                             f"{name}.parquet columns of the wrong type: {bad}"):
+                return
+        if pt.num_rows:
+            pid = pt.column("pid").to_numpy(zero_copy_only=False)
+            rep.check(bool(np.array_equal(pid, np.arange(pt.num_rows))), "partition ids are 0..P−1 in order",
+                      "partitions.parquet's pid column is not 0..P−1 in order")
+        seed = self.manifest.get("seed")
+        seeded = seed is not None and seed != "os-entropy"
+        rep.check(not (seeded and self.manifest.get("fit_for_publication") is True),
+                  "a seeded release is not marked fit for publication",
+                  f"the manifest carries a seed ({seed!r}) and says fit_for_publication: anyone with the seed can "
+                  f"replay the noise")
         # cells
         idx, _ = self.cell_index()
         in_range = all(len(i) == 0 or (i.min() >= 0 and i.max() < s) for i, s in zip(idx, shape))
@@ -275,26 +309,26 @@ class HistogramRelease(Release):
         unbinned = [d for d in dims if d not in asked and list(bins.get(d) or []) != list(self.domains.get(d, []))]
         rep.check(not unbinned, "value-by-value dimensions list their published labels as bins",
                   f"the certificate's bins of {unbinned} are not their published labels")
-        want = "sparse" if m > grid.DENSE_MAX_CELLS else "dense"  # read at call time: the limit is a module setting
-        rep.check(c.get("storage", "dense") == want, f"{want} storage for a cube of {m} cells",
-                  f"storage {c.get('storage')!r} for a cube of {m} cells (expected {want!r})")
+        given_num = self.schema.get("numeric") or {}
+        wrong_num = []
+        for d in dims:
+            edges = asked.get(d)
+            want_num = ([float(x) for x in edges[:-1]] if edges else
+                        (None if (nv := domain_numeric_values(self.domains.get(d, []))) is None else nv.tolist()))
+            got = given_num.get(d)
+            if (want_num is None) != (got is None) or (want_num is not None and got is not None and (
+                    len(got) != len(want_num) or not np.allclose(np.asarray(got, float), want_num, rtol=0, atol=0))):
+                wrong_num.append(d)
+        rep.check(not wrong_num, "the numeric value of every cell follows from its label or bin",
+                  f"schema.numeric of {wrong_num} does not follow from the published labels / bins")
+        storage = "sparse" if m > grid.DENSE_MAX_CELLS else "dense"  # read at call time: the limit is a module setting
+        rep.check(c.get("storage", "dense") == storage, f"{storage} storage for a cube of {m} cells",
+                  f"storage {c.get('storage')!r} for a cube of {m} cells (expected {storage!r})")
         if "fanout" in params or "fanout" in c:
             rep.check(c.get("fanout") == params.get("fanout"), "tree fanout as requested (params.fanout)",
                       f"the certificate's fanout {c.get('fanout')!r} is not params.fanout {params.get('fanout')!r}")
         # the privacy claim: re-derived from params and checked against the files
-        claim_of(self.manifest).check(self, rep, table)
-        if table is not None:
-            try:
-                binned = {d: b for d, b in c["bins"].items()
-                          if b and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in b)}
-                spec, _ = cube_codes(table, dims, binned)
-            except SchemaError as e:
-                rep.check(False, "source table has the dimensions and covers the bins", str(e))
-                return
-            rep.check(spec.shape == shape, "cell domain sizes match the source table",
-                      f"the source table gives a cube of shape {spec.shape}, the release has {shape}")
-            rep.check([list(x) for x in spec.labels] == [list(self.domains[d]) for d in dims],
-                      "cell labels match the source table", "the source table's cell labels differ from the release's")
+        claim_of(self.manifest).check(self, rep, table)  # with the source: the goodness-of-fit test
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

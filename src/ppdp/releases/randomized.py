@@ -12,7 +12,7 @@ checks the file format here and the claim through :meth:`Claim.check`.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -140,11 +140,11 @@ class RandomizedRelease(Release):
                         sets = np.unique(gv, axis=0)
                 fit = randomization_fit(gs, xs, gp, yp, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
             elif model.kind == "sdr":
-                subs = [(g.domain, float(g.matrix[0, 0]), float(g.q)) for g in model.groups]
+                subs = [(grp.domain, float(grp.matrix[0, 0]), float(cast(float, grp.q))) for grp in model.groups]
                 fit = randomization_fit(gs, xs, gp, yp, m, "subtables", subtables=subs)
             else:
-                g = model.single
-                fit = randomization_fit(gs, xs, gp, yp, m, "uniform", retention=float(g.matrix[0, 0]), q=float(g.q))
+                one = model.single
+                fit = randomization_fit(gs, xs, gp, yp, m, "uniform", retention=float(one.matrix[0, 0]), q=float(cast(float, one.q)))
             out[sa] = fit
         return out
 

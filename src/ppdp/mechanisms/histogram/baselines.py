@@ -7,7 +7,7 @@ Both draw every noisy count with the hardened discrete Laplace sampler.
 
 from __future__ import annotations
 
-from ...claims.dp import POSTPROCESSING
+from ...claims.dp import POSTPROCESSING, kdtree_total_step
 from ...kernels.grid import box_counts, summed_area, tree_levels
 from ...kernels.noise import Budget, discrete_laplace_variance
 from ...validation import Integer, Optional, Options, Real
@@ -24,9 +24,11 @@ class HierarchicalKDTree(HistogramMechanism):
     level are disjoint → parallel composition) and the cut is where their running sum first
     reaches half the noisy total. Budget: ``median_fraction``·ε spread evenly over the levels,
     the rest on the leaf counts. Default depth (documented rule,
-    :func:`ppdp.claims.dp.kdtree_default_depth`): the largest d with n·ε_leaf/2^d ≥ 10, i.e.
+    :func:`ppdp.claims.dp.kdtree_default_depth`): the largest d with N̂·ε_leaf/2^d ≥ 10, i.e.
     leaves expected to hold ≥ 10 noise scales, capped by the number of halvings that reach
-    single cells.
+    single cells, where N̂ is a noisy total measured first with
+    ``KDTREE_TOTAL_FRACTION``·ε (2%; the rest is split as above) and recorded in the claim —
+    never the exact row count. With an explicit ``depth`` no total is measured.
     """
 
     name = "kdtree"
@@ -44,15 +46,17 @@ class HierarchicalKDTree(HistogramMechanism):
         "median_fraction": "Share of ε spent on the noisy medians (spread evenly over the levels).",
     }
 
-    def __init__(self, epsilon: float, dims, depth=None, median_fraction=0.5, bins=None):
+    def __init__(self, epsilon: float, dims, depth=None, median_fraction=0.5, domains=None, bins=None):
         self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)                               # select: the cube
-        plan = self._plan(table.n_rows, spec.shape)                     # depth, ε per level, ε of the leaves
-        budget = Budget(plan.epsilon)
+        budget = Budget(self.epsilon)
+        total = kdtree_total_step(self.get_params())                    # the default depth reads a noisy N
+        n_hat = None if total is None else int(budget.measure(rng, [int(x.sum())], total)[0])
+        plan = self._plan(spec.shape, n_hat)                            # depth, ε per level, ε of the leaves
         lo, hi = whole_cube(spec.shape)
-        for level, medians in enumerate(plan.structure):
+        for level, medians in enumerate(plan.structure[1 if total else 0:]):
             axis, slices = median_slices(x, lo, hi, level)              # select: slice counts of every box
             noisy = budget.measure_parts(rng, slices, medians, parallel_over=len(lo))  # measure (boxes disjoint)
             lo, hi = split_at_medians(lo, hi, axis, noisy)              # partition at the noisy medians
@@ -82,12 +86,12 @@ class ConsistentHierarchy(HistogramMechanism):
     _parameter_help = {**HistogramMechanism._common_help,
                        "fanout": "Tree over the cells: quad (every dimension halved per level) or binary (kd-tree)."}
 
-    def __init__(self, epsilon: float, dims, fanout="quad", bins=None):
+    def __init__(self, epsilon: float, dims, fanout="quad", domains=None, bins=None):
         self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)                               # select: the cube
-        plan = self._plan(table.n_rows, spec.shape)                     # H levels, ε/H each
+        plan = self._plan(spec.shape)                                   # H levels, ε/H each
         budget = Budget(plan.epsilon)
         levels = tree_levels(spec.shape, self.fanout)                   # select: the tree's nodes, level by level
         sat = summed_area(x)

@@ -22,6 +22,14 @@ than the evaluation workload):
   degenerates at small α1: the noise alone exceeds any fixed ξ0 and the tree splits down
   to (near) single cells whatever the data.
 
+Public domains, no exact N: every dimension's cells are declared — ``bins`` (numeric edges) or
+``domains`` (labels, or ``domains="adult"``: a bundled table's documented schema,
+:func:`ppdp.datasets.public_domains`) — and never read off the rows; a row outside its declared
+domain is an error. The release publishes no exact row count (``n_input``/``n_published`` are
+the noisy total of the released counts, :func:`ppdp.claims.dp.published_total`), and the only
+rule that reads the input size (the kd-tree's default depth) reads a noisy total charged to
+the budget.
+
 Every ``_publish`` is a short plan of the shared operators (:mod:`.operators`): select the
 cube, measure (charge and draw in one call), partition, measure again; the ε split comes
 from the one rule :func:`ppdp.claims.dp.budget_plan`, which ``verify`` re-derives.
@@ -31,12 +39,17 @@ from __future__ import annotations
 
 
 
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
 from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas, dpcube_split_rule
-from ...errors import ParameterError
-from ...kernels.grid import box_counts, check_bins, cube_codes, dense_counts, sparse_counts, summed_area
-from ...kernels.noise import Budget
+from ...errors import ParameterError, PpdpError, SchemaError
+from ...kernels.grid import (box_counts, check_bins, cube_codes, declared_domains, dense_counts, sparse_counts,
+                             summed_area)
+from ...kernels.noise import EPSILON_FLOOR, Budget
 from ...releases.histogram import HistogramRelease
-from ...validation import Edges, Labels, Optional, Real
+from ...validation import Edges, FrozenDict, LabelMap, Labels, Optional, Real
 from ..base import Mechanism
 from .kdtree import vopt_kdtree
 from .operators import dense_cube
@@ -44,6 +57,54 @@ from .operators import dense_cube
 DEFAULT_ALPHA1_FRACTION = 0.9
 DEFAULT_XI0 = None
 DEFAULT_COUNT_THRESHOLD = 100.0
+
+
+class Domains(LabelMap):
+    """The public cell domains of the histogram's dimensions: a mapping dimension → labels, or the
+    name of a bundled table whose documented schema gives them. CLI: ``--domains adult`` or
+    repeatable ``--domains DIM=LABEL,LABEL,…``."""
+
+    def __init__(self) -> None:
+        super().__init__(Labels(), metavar="DATASET|DIM=LABEL,LABEL,…")
+
+    def describe(self) -> str:
+        from ...datasets import names
+
+        return f"a mapping of dimensions to lists of distinct labels, or a bundled table's name ({', '.join(names())})"
+
+    def check(self, name: str, value: Any) -> Any:
+        from ...datasets import names
+
+        if isinstance(value, str):
+            if value.lower() not in names():
+                raise ParameterError(f"{name}: {value!r} is not a bundled table ({', '.join(names())}); give a "
+                                     f"mapping of dimensions to labels", param=name)
+            return value.lower()
+        if not isinstance(value, Mapping):
+            raise self._fail(name, value)
+        out = {}
+        for k, labels in value.items():
+            if not isinstance(k, str) or not k:
+                raise self._fail(name, value)
+            if isinstance(labels, (str, bytes)) or isinstance(labels, numbers.Number):
+                raise ParameterError(f"{name}[{k!r}] must be a list of labels, got {labels!r}", param=name)
+            out[k] = Labels().check(f"{name}[{k!r}]", labels)
+        return FrozenDict(out)
+
+    def cli(self) -> dict[str, Any]:
+        return {"type": str, "multiple": True, "metavar": "DATASET|DIM=LABEL,LABEL,…"}
+
+    def from_cli(self, value: Any) -> Any:
+        items = [str(v) for v in value or ()]
+        if len(items) == 1 and "=" not in items[0]:
+            return items[0].strip()
+        out: dict[str, Any] = {}
+        for item in items:
+            dim, sep, text = item.partition("=")
+            if not sep or not dim.strip():
+                raise ParameterError(f"takes a bundled table's name or DIM=LABEL,LABEL,…, got {item!r}")
+            out[dim.strip()] = [x.strip() for x in text.split(",") if x.strip()]
+        return out or None
 
 
 class HistogramMechanism(Mechanism):
@@ -56,38 +117,72 @@ class HistogramMechanism(Mechanism):
     claim_model = "epsilon-DP"
     paper = "Xiao, Xiong, Fan, Goryczka 2010"
     epsilon: float
+    dims: tuple[str, ...]
+    bins: Any
+    domains: Any
     _common_constraints = {
-        "epsilon": Real(0, None, closed="neither"),
+        "epsilon": Real(EPSILON_FLOOR, None),
         "dims": Labels(),
+        "domains": Optional(Domains()),
         "bins": Optional(Edges()),
     }
     _common_help = {
-        "epsilon": "Total privacy budget ε (> 0).",
+        "epsilon": f"Total privacy budget ε (≥ the noise sampler's floor {EPSILON_FLOOR:g}).",
         "dims": "Histogram dimension (repeatable, or several after one --dims, or comma-separated).",
+        "domains": "Public cell labels of each dimension not binned: DIM=LABEL,LABEL,… (repeatable), or a bundled "
+                   "table's name for its documented schema (e.g. adult). Never read off the rows.",
         "bins": "Explicit bin edges for a numeric dimension (repeatable).",
     }
 
     def _check_params(self, params):
-        check_bins(params.get("bins"), params["dims"])
+        dims = list(params["dims"])
+        check_bins(params.get("bins"), dims)
         if params.get("bins") is not None:
-            unknown = [d for d in params["bins"] if d not in params["dims"]]
+            unknown = [d for d in params["bins"] if d not in dims]
             if unknown:
-                raise ParameterError(f"bins given for {unknown[0]!r}, which is not one of the dims {list(params['dims'])}",
+                raise ParameterError(f"bins given for {unknown[0]!r}, which is not one of the dims {dims}",
                                      param="bins")
+        doms = params.get("domains")
+        if isinstance(doms, Mapping):  # entries for other columns are allowed (a schema-wide mapping) and unused
+            twice = [d for d in doms if d in dims and d in (params.get("bins") or {})]
+            if twice:
+                raise ParameterError(f"{twice[0]!r} is declared twice (bins and domains): keep one", param="domains")
+
+    def _declared(self) -> dict:
+        """The declared label domains (dimension → labels); ParameterError for a dimension
+        declared by neither ``domains`` nor ``bins``."""
+        try:
+            declared, undeclared = declared_domains(self.dims, self.bins, self.domains)
+        except PpdpError as e:
+            raise ParameterError(str(e), param="domains") from None
+        if undeclared:
+            raise ParameterError(
+                f"the domain of {undeclared} is not declared: a differentially private histogram must not read its "
+                f"cells off the rows (a value present only because of one person would reveal that person). Pass "
+                f"domains={{{undeclared[0]!r}: [labels…]}} or bins={{{undeclared[0]!r}: [edges…]}}, or "
+                f"domains='adult'|'occ'|'edu' for a bundled table's documented schema", param="domains")
+        return declared
 
     def _cube(self, table):
-        return cube_codes(table, self.dims, self.bins)
+        return cube_codes(table, self.dims, self.bins, self._declared_for(table))
 
     def _dense_cube(self, table):
-        return dense_cube(table, self.dims, self.bins, type(self).__name__)
+        return dense_cube(table, self.dims, self.bins, type(self).__name__, self._declared_for(table))
 
-    def _plan(self, n_rows: int, shape) -> BudgetPlan:
+    def _declared_for(self, table) -> dict:
+        known = set(table.column_names)
+        for d in self.dims:
+            if d not in known:
+                raise SchemaError(f"unknown dimension {d!r}; the table has {sorted(known)}")
+        return self._declared()
+
+    def _plan(self, shape, noisy_total=None) -> BudgetPlan:
         """The ε split (:func:`ppdp.claims.dp.budget_plan`: the rule ``verify`` re-derives)."""
-        return budget_plan(self.name, self.get_params(), n_rows, shape)
+        return budget_plan(self.name, self.get_params(), shape, noisy_total)
 
     def _release(self, table, spec, plan: BudgetPlan, budget: Budget, cells=None, partitions=None, extra=None):
-        return HistogramRelease.build(spec, table.n_rows, DPClaim.derive(plan, budget), cells=cells,
-                                      partitions=partitions, extra=extra)
+        return HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=cells, partitions=partitions,
+                                      extra=extra)
 
 
 class CellHistogram(HistogramMechanism):
@@ -107,19 +202,19 @@ class CellHistogram(HistogramMechanism):
     _parameter_constraints = HistogramMechanism._common_constraints
     _parameter_help = HistogramMechanism._common_help
 
-    def __init__(self, epsilon: float, dims, bins=None):
+    def __init__(self, epsilon: float, dims, domains=None, bins=None):
         self._set_params(locals())
 
     def _publish(self, table, rng):
         spec, codes = self._cube(table)
-        plan = self._plan(table.n_rows, spec.shape)
+        plan = self._plan(spec.shape)
         budget = Budget(plan.epsilon)
         (every_cell,) = plan.cells
         if spec.dense:
             y = budget.measure(rng, dense_counts(codes, spec.shape), every_cell)
             return self._release(table, spec, plan, budget, cells=y)
         idx, cnt = sparse_counts(codes, spec.shape)
-        idx, y, tau = budget.measure_sparse(rng, idx, cnt, spec.n_cells, every_cell, table.n_rows)
+        idx, y, tau = budget.measure_sparse(rng, idx, cnt, spec.n_cells, every_cell)
         return self._release(table, spec, plan, budget, cells=(idx, y), extra={"storage": "sparse", "threshold": tau})
 
 
@@ -151,7 +246,8 @@ class DPCube(HistogramMechanism):
         "count_threshold": "θ: boxes whose noisy total is ≤ θ·sd(partition noise) are not split (default: the documented rule).",
     }
 
-    def __init__(self, epsilon: float, dims, alpha1_fraction=None, xi0=None, count_threshold=None, bins=None):
+    def __init__(self, epsilon: float, dims, alpha1_fraction=None, xi0=None, count_threshold=None, domains=None,
+                 bins=None):
         self._set_params(locals())
 
     def _check_params(self, params):
@@ -173,7 +269,7 @@ class DPCube(HistogramMechanism):
 
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)                              # select: the cube
-        plan = self._plan(table.n_rows, spec.shape)
+        plan = self._plan(spec.shape)
         budget = Budget(plan.epsilon)
         (phase1,), (phase2,) = plan.cells, plan.partitions
         y1 = budget.measure(rng, x, phase1)                            # measure every cell with α1

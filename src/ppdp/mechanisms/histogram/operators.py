@@ -17,9 +17,10 @@ from ...kernels.grid import DENSE_MAX_CELLS, cube_codes, dense_counts
 
 
 # ------------------------------------------------------------------------------- select
-def dense_cube(table, dims, bins, who: str):
-    """(CubeSpec, dense int64 count cube) of ``table``; PpdpError beyond the dense limit."""
-    spec, codes = cube_codes(table, dims, bins)
+def dense_cube(table, dims, bins, who: str, domains=None):
+    """(CubeSpec, dense int64 count cube) of ``table`` over the declared ``domains`` / ``bins``;
+    PpdpError beyond the dense limit."""
+    spec, codes = cube_codes(table, dims, bins, domains)
     if spec.n_cells > DENSE_MAX_CELLS:
         raise PpdpError(f"the cube has {spec.n_cells:,} cells, more than {who}'s dense limit {DENSE_MAX_CELLS:,}; "
                         "bin the dimensions coarser or use CellHistogram (sparse)")
