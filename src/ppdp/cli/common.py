@@ -40,6 +40,8 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
     if n_rows is not None and n_rows <= 0:
         raise PpdpError(f"-n/--rows must be positive, got {n_rows}")
     if dataset is not None:
+        if n_rows is not None:
+            _check_sample_size(n_rows, datasets.load(dataset).n_rows)
         t = datasets.load(dataset, n=n_rows, seed=seed)
         if sensitive and not quasi:  # a default quasi column named as sensitive becomes sensitive
             quasi = tuple(c for c in t.quasi if c not in sensitive)
@@ -50,8 +52,16 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
         raise PpdpError("--sensitive (or --quasi) is required with an input file")
     t = Table.read(input_path, quasi=list(quasi), sensitive=list(sensitive), missing=missing)
     if n_rows is not None:
+        _check_sample_size(n_rows, t.n_rows)
         t, _ = t.sample(n_rows, seed)
     return t
+
+
+def _check_sample_size(n_rows: int, n_table: int) -> None:
+    """-n draws without replacement: more rows than the table holds would publish the same
+    person several times, each with its own randomisation (a majority vote undoes it)."""
+    if n_rows > n_table:
+        raise PpdpError(f"-n/--rows {n_rows} exceeds the {n_table} rows of the table; a sample draws each row at most once")
 
 
 def seed_option(f):
@@ -67,13 +77,17 @@ def out_option(f):
 def finish_publish(release, out):
     """Save atomically, verify, and print a one-screen summary; returns the verify report."""
     from ..api import verify
+    from ..releases.base import custodian_path
 
     path = release.save(out)
     rep = verify(release)
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
     click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
-    click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
+    if m.get("fit_for_publication"):
+        click.echo("  randomness: cryptographically secure (fit for publication)")
+    else:
+        click.echo(f"  seeded test run: NOT fit for publication (the seed is kept in {custodian_path(path)}, not in the release)")
     click.echo(str(rep))
     return rep
 

@@ -42,6 +42,8 @@ class HistogramRelease(Release):
     """A noisy data cube: its public model (``dims``, ``shape``, ``bins``, the released cells
     and partitions) and the box form of queries; answering goes through the estimators."""
 
+    FILES = {"cells": ("{quasi}", "count"), "partitions": ("pid", "{quasi}_lo", "{quasi}_hi", "count")}
+
     # ------------------------------------------------------------- building
     @classmethod
     def build(cls, spec, n_rows: int, claim, cells=None, partitions=None, extra=None):
