@@ -374,23 +374,28 @@ def declared_columns(cls: type["Release"], schema: Mapping[str, Any]) -> dict[st
     return out
 
 
+def _json_kind(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
 def _check_manifest(manifest: Any, where: str) -> None:
     """The structure the loader relies on; any deviation is one ReleaseError."""
     def bad(what: str):
         raise ReleaseError(f"{where}: {what}")
 
     if not isinstance(manifest, dict):
-        bad(f"the manifest is a JSON {type(manifest).__name__}, not an object")
+        bad(f"the manifest is a JSON {_json_kind(manifest)}, not an object")
     if manifest.get("format") != FORMAT:
         bad(f"format {manifest.get('format')!r} is not {FORMAT!r}")
     for key, typ in (("family", str), ("schema", dict), ("files", dict)):
         if key not in manifest:
-            bad(f"the manifest lacks {key!r}")
+            bad(f"the manifest lacks {key!r}" + (" (written by an older ppdp? publish it again)" if key == "files" else ""))
         if not isinstance(manifest[key], typ):
-            bad(f"{key!r} is a {type(manifest[key]).__name__}, expected a {typ.__name__}")
+            bad(f"{key!r} is a JSON {_json_kind(manifest[key])}, expected a JSON {_json_kind(typ())}")
     for key in ("params", "certificate"):
         if key in manifest and not isinstance(manifest[key], dict):
-            bad(f"{key!r} is a {type(manifest[key]).__name__}, expected an object")
+            bad(f"{key!r} is a JSON {_json_kind(manifest[key])}, expected a JSON object")
     sch = manifest["schema"]
     for role in ("quasi", "sensitive"):
         v = sch.get(role, [])

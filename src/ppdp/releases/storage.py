@@ -381,8 +381,12 @@ def csv_safe_array(col):
 
 def csv_safe_frame(df):
     """A copy of a pandas DataFrame whose text cells pass :func:`csv_safe_text`."""
+    import pandas as pd
+
     out = df.copy()
     for c in out.columns:
-        if out[c].dtype == object or str(out[c].dtype) in ("string", "category"):
-            out[c] = out[c].map(csv_safe_text)
+        col = out[c]
+        if not (pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype)
+                or pd.api.types.is_datetime64_any_dtype(col.dtype)):
+            out[c] = col.astype(object).map(csv_safe_text)
     return out
