@@ -175,10 +175,10 @@ class Release:
         m = self.manifest
         rep.problems.extend(self.load_problems)
         rep.check(m.get("format") == FORMAT, "format is ppdp-release/1", f"format is {m.get('format')!r}, expected {FORMAT!r}")
-        for key in ("mechanism", "params", "schema", "n_input", "n_published", "dropped", "fit_for_publication",
-                    "library_version", "certificate"):
-            rep.check(key in m, f"manifest has {key!r}", f"manifest lacks {key!r}")
-        if rep.problems:
+        present = [rep.check(key in m, f"manifest has {key!r}", f"manifest lacks {key!r}")
+                   for key in ("mechanism", "params", "schema", "n_input", "n_published", "dropped", "fit_for_publication",
+                               "library_version", "certificate")]
+        if not all(present) or m.get("format") != FORMAT:
             return rep
         counts = {k: m[k] for k in ("n_input", "n_published", "dropped")}
         bad = {k: v for k, v in counts.items() if not isinstance(v, int) or isinstance(v, bool) or v < 0}
@@ -505,16 +505,16 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
         entries = sorted(os.scandir(d), key=lambda e: e.name)
     except OSError as e:
         raise ReleaseError(f"{str(d)!r}: cannot list the release directory: {os_reason(e)}") from None
-    regular = set()
-    for e in entries:
-        if e.is_symlink():
-            problems.append(f"{e.name} is a symbolic link (not followed, not read)")
-        elif not e.is_file(follow_symlinks=False):
-            problems.append(f"{e.name} is not a regular file (not read)")
-        elif e.name not in allowed:
-            problems.append(f"{e.name} is not part of a {fam} release (not read)")
+    regular: set[str] = set()
+    for entry in entries:
+        if entry.is_symlink():
+            problems.append(f"{entry.name} is a symbolic link (not followed, not read)")
+        elif not entry.is_file(follow_symlinks=False):
+            problems.append(f"{entry.name} is not a regular file (not read)")
+        elif entry.name not in allowed:
+            problems.append(f"{entry.name} is not part of a {fam} release (not read)")
         else:
-            regular.add(e.name)
+            regular.add(entry.name)
     if "manifest.json" not in regular:
         raise ReleaseError(f"{mpath}: the manifest is not a regular file")
     tables = {}
