@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from .errors import PpdpError
+from .kernels.rng import publication_rng
 from .provenance import VERSION
 from .releases.base import Release, VerifyReport, load_custodian, load_release
 from .releases.base import stamp_manifest as stamp_release
@@ -21,9 +20,11 @@ if TYPE_CHECKING:
 def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Release:
     """Publish ``table`` under ``mechanism``.
 
-    Without ``seed`` the randomness comes from OS entropy (``seed: "os-entropy"`` in the
-    manifest). With a seed the run is reproducible, and the manifest marks the release as
-    *not fit for publication* (anyone knowing the seed can undo the randomisation).
+    Without ``seed`` the randomness comes from a cryptographically secure generator
+    (AES-128 in counter mode keyed from the OS, :mod:`ppdp.kernels.rng`) and the release is
+    fit for publication. With a seed the run is reproducible: the manifest says
+    ``fit_for_publication: false`` and the seed is kept only in ``release.custodian`` (saved
+    beside the release, never inside it) — anyone knowing it could undo the randomisation.
     """
     from .mechanisms.base import Mechanism
     from .table import Table
@@ -34,13 +35,7 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Rele
         raise PpdpError(f"publish() needs a ppdp mechanism, got {type(mechanism).__name__}")
     if table.n_rows == 0:
         raise PpdpError("the input table is empty")
-    if seed is None:
-        ss = np.random.SeedSequence()
-    else:
-        if not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise PpdpError(f"seed must be a non-negative integer, got {seed!r}")
-        ss = np.random.SeedSequence(int(seed))
-    rng = np.random.default_rng(ss)
+    rng = publication_rng(seed)
     release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
     return stamp_manifest(release, mechanism, seed)

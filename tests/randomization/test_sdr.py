@@ -187,6 +187,6 @@ def test_cli_publish_verify_query(tmp_path):
     assert r.exit_code == 0, r.output
     assert "verify: OK" in r.output
     r = CliRunner().invoke(cli, ["verify", str(out), "--dataset", "edu", "-n", "4000"])
-    assert r.exit_code == 0 and "verify: OK" in r.output, r.output
+    assert r.exit_code == 1 and "verify: OK" in r.output and "NOT fit for publication" in r.output, r.output  # seeded
     r = CliRunner().invoke(cli, ["query", str(out), "sex = 'Female' AND education = 'Children'"])
     assert r.exit_code == 0 and float(r.output) == pytest.approx(float(r.output))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..releases.storage import csv_safe_frame
 from ..report import HtmlReport, figure_png, machine_info, plain_label
 
 
@@ -49,15 +50,15 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None) 
     """Write audit_summary.csv, audit_classes.csv, posterior.png (+ corruption.csv) and report.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    res.summary.to_csv(out / "audit_summary.csv", index=False, float_format="%.6g")
-    res.classes.drop(columns=["code"]).to_csv(out / "audit_classes.csv", index=False, float_format="%.6g")
+    csv_safe_frame(res.summary).to_csv(out / "audit_summary.csv", index=False, float_format="%.6g")
+    csv_safe_frame(res.classes.drop(columns=["code"])).to_csv(out / "audit_classes.csv", index=False, float_format="%.6g")
     png = figure_png(_plot_posteriors(res))
     (out / "posterior.png").write_bytes(png)
     if corruption is not None:
-        corruption.to_csv(out / "corruption.csv", index=False, float_format="%.6g")
+        csv_safe_frame(corruption).to_csv(out / "corruption.csv", index=False, float_format="%.6g")
     m = release.manifest
     meta = {"release": release_path, "family": res.family, "mechanism": res.mechanism, "params": m.get("params"),
-            "seed": m.get("seed"), "bound": res.bound_name, "violations": res.n_violations, "notes": res.notes,
+            "fit_for_publication": m.get("fit_for_publication"), "bound": res.bound_name, "violations": res.n_violations, "notes": res.notes,
             "machine": machine_info()}
     (out / "audit.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
@@ -82,8 +83,8 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None) 
         rep.paragraph("An adversary knows the SA value of q random records of each bucket; best posterior on a remaining "
                       "record, without fake values and with σ fake values per bucket (Wang et al. 2011, §6).")
         rep.table(corruption)
-    rep.provenance({"release": release_path, "mechanism": res.mechanism, "params": m.get("params"), "seed": m.get("seed"),
-                    "n_input": m.get("n_input"), "n_published": m.get("n_published")})
+    rep.provenance({"release": release_path, "mechanism": res.mechanism, "params": m.get("params"),
+                    "fit_for_publication": m.get("fit_for_publication"), "n_input": m.get("n_input"), "n_published": m.get("n_published")})
     return rep.write(out / "report.html")
 
 
@@ -93,7 +94,7 @@ def write_differential(df, out_dir, corruption=None) -> Path:
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "differential_inference.csv", index=False, float_format="%.8g")
+    csv_safe_frame(df).to_csv(out / "differential_inference.csv", index=False, float_format="%.8g")
     png = figure_png(plot_differential(df))
     (out / "differential_inference.png").write_bytes(png)
     rep = HtmlReport("ppdp audit — differential inference (Wang et al. 2011, Theorem 2)")
@@ -108,7 +109,7 @@ def write_differential(df, out_dir, corruption=None) -> Path:
     rep.note("Theorem 2 is a second-order expansion; the next term is 24b⁴/x⁴. At ε = 0.1, x = 100 the exact factor is "
              "≈ 1.023 (the paper's 1.02 is that value to two decimals); at x = 1000 the factor is 1.0002.")
     if corruption is not None:
-        corruption.to_csv(out / "corruption.csv", index=False, float_format="%.6g")
+        csv_safe_frame(corruption).to_csv(out / "corruption.csv", index=False, float_format="%.6g")
         rep.heading("Corruption attack")
         rep.table(corruption)
     rep.provenance({"epsilon": eps, "n_samples": int(df["n_samples"].iloc[0]), "seed": int(df["seed"].iloc[0])})

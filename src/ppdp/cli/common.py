@@ -82,6 +82,8 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
         raise PpdpError(f"-n/--rows must be positive, got {n_rows}")
     numeric = split_names(numeric)
     if dataset is not None:
+        if n_rows is not None:
+            _check_sample_size(n_rows, datasets.load(dataset).n_rows)
         t = datasets.load(dataset, n=n_rows, seed=seed)
         text = [c for c in numeric if c in t.column_names and t.numeric_values(c) is None]
         if text:
@@ -96,8 +98,16 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
     t = Table.read(input_path, quasi=list(quasi), sensitive=list(sensitive), missing=missing,
                    **({"numeric": list(numeric)} if numeric else {}))
     if n_rows is not None:
+        _check_sample_size(n_rows, t.n_rows)
         t, _ = t.sample(n_rows, seed)
     return t
+
+
+def _check_sample_size(n_rows: int, n_table: int) -> None:
+    """-n draws without replacement: more rows than the table holds would publish the same
+    person several times, each with its own randomisation (a majority vote undoes it)."""
+    if n_rows > n_table:
+        raise PpdpError(f"-n/--rows {n_rows} exceeds the {n_table} rows of the table; a sample draws each row at most once")
 
 
 def seed_option(f):
@@ -113,6 +123,7 @@ def out_option(f):
 def finish_publish(release, out):
     """Save atomically, verify, and print a one-screen summary; returns the verify report."""
     from ..api import verify
+    from ..releases.base import custodian_path
 
     try:
         path = release.save(out)
@@ -122,7 +133,10 @@ def finish_publish(release, out):
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
     click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
-    click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
+    if m.get("fit_for_publication"):
+        click.echo("  randomness: cryptographically secure (fit for publication)")
+    else:
+        click.echo(f"  seeded test run: NOT fit for publication (the seed is kept in {custodian_path(path)}, not in the release)")
     click.echo(str(rep))
     return rep
 

@@ -60,16 +60,22 @@ def query(release, where, workload, out):
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(release, input_path, dataset, n_rows, as_json):
-    """Re-check a release's certificate from its files (exit 1 if it fails)."""
+    """Re-check a release's certificate from its files (exit 1 if it fails or the release is
+    not fit for publication, e.g. a seeded test run; exit 2 if it is malformed)."""
     from ..api import verify as _verify
 
     rel, table = load_release_and_source(release, input_path, dataset, n_rows)
     rep = _verify(rel, table)
+    fit = rel.manifest.get("fit_for_publication") is True
     if as_json:
-        click.echo(json.dumps({"ok": rep.ok, "problems": rep.problems, "checks": rep.checks, "facts": rep.facts}, indent=2, default=str))
+        click.echo(json.dumps({"ok": rep.ok, "fit_for_publication": fit, "problems": rep.problems, "checks": rep.checks,
+                               "facts": rep.facts}, indent=2, default=str))
     else:
         click.echo(str(rep))
-    raise SystemExit(0 if rep.ok else 1)
+        if not fit:
+            click.echo("NOT fit for publication: a seeded test run (whoever knows the seed can undo the randomisation); "
+                       "publish again without --seed")
+    raise SystemExit(0 if rep.ok and fit else 1)
 
 
 @cli.command()
@@ -81,9 +87,7 @@ def verify(release, input_path, dataset, n_rows, as_json):
 def demo(dataset, theta, n_queries, out, seed):
     """The main job on bundled data: publish a table under F'-privacy, verify it, and
     answer an anatomy workload (prints the verify result and a utility summary)."""
-    import shutil
     import time
-    from pathlib import Path
 
     from .. import datasets as ds
     from ..api import publish, verify
@@ -97,9 +101,7 @@ def demo(dataset, theta, n_queries, out, seed):
     t0 = time.perf_counter()
     rel = publish(t, FPrivacy(theta=theta), seed=seed)
     t1 = time.perf_counter()
-    if Path(out).exists():
-        shutil.rmtree(out)
-    rel.save(out)
+    rel.save(out, overwrite=True)  # replaces an earlier demo release, never anything else
     rep = verify(load_release(out), t)
     click.echo(f"F'-privacy θ={theta}: published to {out}/ in {t1 - t0:.2f} s")
     click.echo(str(rep))

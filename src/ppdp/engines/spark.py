@@ -7,7 +7,9 @@ function of (SA code, rank within SA value):
 
 - the rank of a row within its SA value comes from a window ``row_number()`` over
   ``partitionBy(SA).orderBy(rand(seed))`` — a uniformly random order, like the local engine's
-  random sort key;
+  random sort key; ``seed`` is a full-width 64-bit value (a JVM ``long``, Spark's widest seed)
+  drawn from the publication's generator (:mod:`ppdp.kernels.rng`: AES-CTR keyed from the OS
+  when no seed is given), so the order cannot be found by trying 2^31 seeds;
 - ``mapInArrow`` maps (SA code, rank) → bucket with the plan's cumulative counts, then the
   bucket id through a random relabelling, batch by batch in NumPy;
 - the sensitive table (ST) needs no data at all: it is the plan's counts matrix plus the fake
@@ -28,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import PpdpError, SchemaError
+from ..kernels.rng import full_width_seed, publication_rng
 from ..mechanisms.bucketization.apply import release_from_plan, st_table
 from ..mechanisms.bucketization.fakes import draw_fakes
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
@@ -118,7 +121,7 @@ def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
         raise PpdpError("negative associations for fake values are not supported on the Spark engine")
     sensitive = plan.sa
     sdf, doms = _prepare(sdf, quasi, sensitive, {**(domains or {}), sensitive: plan.labels})
-    rng = np.random.default_rng(rng)
+    rng = rng if isinstance(rng, np.random.Generator) else publication_rng(rng)
     counts = np.asarray(plan.counts, dtype=np.int64)
     n_buckets, m = counts.shape
     perm = rng.permutation(n_buckets).astype(np.int64)
@@ -128,7 +131,7 @@ def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
     sa_index = {lab: i for i, lab in enumerate(plan.labels)}
 
     # apply (executors): (SA code, rank within SA value) → bucket id
-    ranked = sdf.withColumn("_rank", F.row_number().over(Window.partitionBy(sensitive).orderBy(F.rand(int(rng.integers(2**31))))) - 1)
+    ranked = sdf.withColumn("_rank", F.row_number().over(Window.partitionBy(sensitive).orderBy(F.rand(full_width_seed(rng)))) - 1)
 
     def to_bucket(batches):
         for b in batches:
@@ -146,7 +149,7 @@ def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
             yield pa.RecordBatch.from_arrays([*(b.column(c) for c in quasi), pa.array(bid, pa.int64())], [*quasi, "bid"])
 
     schema = StructType([*(sdf.schema[c] for c in quasi), StructField("bid", LongType(), False)])
-    qit_sdf = ranked.mapInArrow(to_bucket, schema).orderBy("bid", F.rand(int(rng.integers(2**31))))
+    qit_sdf = ranked.mapInArrow(to_bucket, schema).orderBy("bid", F.rand(full_width_seed(rng)))
     qit_raw = qit_sdf.toArrow()
     if qit_raw.num_rows != plan.n_records:
         raise PpdpError(f"the DataFrame has {qit_raw.num_rows} rows, the plan places {plan.n_records}")
@@ -173,7 +176,7 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     if getattr(mechanism, "negative_associations", None):
         raise PpdpError("negative associations for fake values are not supported on the Spark engine")
     sdf, doms = _prepare(sdf, quasi, sensitive, domains)
-    rng = np.random.default_rng(seed)
+    rng = publication_rng(seed)
     plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))
     release = apply_bucketized(plan, sdf, quasi, doms, rng)
     return stamp_manifest(release, mechanism.name, mechanism.get_params(), seed, VERSION)

@@ -25,6 +25,7 @@ def query_key(q: Query) -> str:
 
 @register_family("answers")
 class AnswersRelease(Release):
+    FILES = {"answers": ("where", "query", "count")}
     @property
     def answers(self):
         if "answers" not in self.tables:

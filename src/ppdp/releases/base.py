@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
@@ -21,6 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
+from ..kernels.rng import CSPRNG_NAME
+from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, open_regular, os_reason, publish_directory, read_json,
+                      remove_stale_temps, temp_path, write_custodian)
 
 FORMAT = "ppdp-release/1"
 _FAMILIES: dict[str, type["Release"]] = {}
@@ -94,6 +96,12 @@ class Release:
     #: True for a family whose ``n_input``/``n_published`` are a private estimate (ε-DP histograms),
     #: not the exact number of rows: verify then checks them against the files, not the source table
     n_is_estimate: ClassVar[bool] = False
+    #: the family's files: stem → its columns (``{quasi}`` / ``{sensitive}`` stand for each column
+    #: of that role in the manifest's schema; a trailing ``?`` marks an optional column). The
+    #: loader reads these and nothing else (:func:`load_release`).
+    FILES: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    #: what the loader found in the directory but did not read (extra files, symlinks, columns)
+    load_problems: Sequence[str] = ()
 
     def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table],
                  custodian: Mapping[str, Any] | None = None):
@@ -168,16 +176,35 @@ class Release:
     def verify(self, table=None) -> VerifyReport:
         rep = VerifyReport()
         m = self.manifest
+        rep.problems.extend(self.load_problems)
         rep.check(m.get("format") == FORMAT, "format is ppdp-release/1", f"format is {m.get('format')!r}, expected {FORMAT!r}")
-        for key in ("mechanism", "params", "schema", "n_input", "n_published", "dropped", "seed", "library_version", "certificate"):
-            rep.check(key in m, f"manifest has {key!r}", f"manifest lacks {key!r}")
-        if rep.problems:
+        present = [rep.check(key in m, f"manifest has {key!r}", f"manifest lacks {key!r}")
+                   for key in ("mechanism", "params", "schema", "n_input", "n_published", "dropped", "fit_for_publication",
+                               "library_version", "certificate")]
+        if not all(present) or m.get("format") != FORMAT:
+            return rep
+        counts = {k: m[k] for k in ("n_input", "n_published", "dropped")}
+        bad = {k: v for k, v in counts.items() if not isinstance(v, int) or isinstance(v, bool) or v < 0}
+        if not rep.check(not bad, "row counts are non-negative integers", f"row counts are not non-negative integers: {bad}"):
             return rep
         rep.check(
             int(m["n_published"]) + int(m["dropped"]) == int(m["n_input"]),
             "n_published + dropped = n_input",
             f"n_published {m['n_published']} + dropped {m['dropped']} != n_input {m['n_input']}",
         )
+        fit = m["fit_for_publication"]
+        rep.check(isinstance(fit, bool), "fit_for_publication is true or false",
+                  f"fit_for_publication is {fit!r}, not true or false")
+        rep.check(not ("seed" in m and fit is True), "a release fit for publication carries no seed",
+                  "the manifest carries a seed yet says fit_for_publication: true (whoever knows the seed can "
+                  "replay the randomisation)")
+        rep.facts["fit_for_publication"] = fit is True
+        if "files" in m:
+            toc = m["files"]
+            stated = {k: (v.get("rows") if isinstance(v, dict) else None) for k, v in toc.items()} if isinstance(toc, dict) else None
+            actual = {k: int(t.num_rows) for k, t in self.tables.items()}
+            rep.check(stated == actual, "the table of contents (files) matches the files",
+                      f"the manifest's files {stated} do not match the files {actual}")
         if table is not None and not self.n_is_estimate:
             rep.check(table.n_rows == int(m["n_input"]), "source table has n_input rows",
                       f"the source table has {table.n_rows} rows, the manifest says n_input = {m['n_input']}")
@@ -185,6 +212,8 @@ class Release:
             self._verify(rep, table)
         except PpdpError as e:  # a malformed or inconsistent release is a problem, never a crash
             rep.problems.append(str(e))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as e:
+            rep.problems.append(f"malformed release ({type(e).__name__}: {e})")
         return rep
 
     def _verify(self, rep: VerifyReport, table) -> None:
@@ -192,42 +221,81 @@ class Release:
 
     # ------------------------------------------------------------ save/load
     def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
-        """Write atomically: a temporary sibling directory renamed into place at the end."""
+        """Write the release to ``directory`` atomically and without replacing anything.
+
+        The files are written into a fresh hidden sibling ``.NAME.tmp-<pid>-<token>-<host>``,
+        synced, then renamed onto ``directory`` with a no-replace rename: if anything appeared
+        at ``directory`` meanwhile (another ``ppdp publish -o`` to the same place, a directory
+        made by hand) the rename fails, nothing is replaced and a :class:`ReleaseError` says so.
+        Only the temporary directory this call created is ever deleted. Temporary directories of
+        the same target left by a killed run (their creating process is gone) are removed first.
+
+        ``overwrite=True`` replaces an existing *release* directory (one holding a
+        ``manifest.json``; anything else is refused) by an atomic exchange of the two
+        directories, so the target always holds a complete release (see :func:`publish_directory`).
+
+        The custodian-side file (``Release.custodian``, e.g. the seed) goes to
+        :func:`custodian_path`, beside the release and never inside it, after the release is in
+        place (created exclusively; replaced only with ``overwrite``).
+        """
         target = Path(directory)
-        if target.exists() and not overwrite:
-            raise ReleaseError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        if target.name in ("", ".", ".."):
+            raise ReleaseError(f"{str(target)!r} is not a usable release directory name")
+        parent = target.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ReleaseError(f"cannot create the parent directory of {str(target)!r}: {os_reason(e)}") from None
+        remove_stale_temps(target)
+        cpath = custodian_path(target)
+        if os.path.lexists(target):
+            if not overwrite:
+                raise ReleaseError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
+            if not is_release_dir(target):
+                raise ReleaseError(f"{str(target)!r} exists and is not a ppdp release directory; overwrite replaces only a release")
+        if self.custodian and os.path.lexists(cpath) and not overwrite:
+            raise ReleaseError(f"the custodian file {str(cpath)!r} exists; choose a new directory or pass overwrite=True")
+        self.manifest["files"] = {name: {"rows": int(t.num_rows)} for name, t in self.tables.items()}
+        tmp = temp_path(target)
+        try:
+            os.mkdir(tmp)
+        except OSError as e:
+            raise ReleaseError(f"cannot write into {str(parent)!r}: {os_reason(e)}") from None
         try:
             for name, t in self.tables.items():
                 pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
-            (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=2, default=_json_default) + "\n")
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{os.getpid()}")
-                target.rename(old)
-                tmp.rename(target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                tmp.rename(target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+                fsync_path(tmp / f"{name}.parquet")
+            text = json.dumps(self.manifest, indent=2, default=_json_default, allow_nan=False) + "\n"
+            with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            fsync_path(tmp)
+            publish_directory(tmp, target, replace=overwrite)
+        except BaseException as e:
+            shutil.rmtree(tmp, ignore_errors=True)  # ours: created above by os.mkdir
+            if isinstance(e, OSError):
+                raise ReleaseError(f"cannot write the release {str(target)!r}: {os_reason(e)}") from None
+            if isinstance(e, ValueError) and not isinstance(e, PpdpError):
+                raise ReleaseError(f"cannot write the release {str(target)!r}: {e}") from None
             raise
+        fsync_path(parent)
         if self.custodian:
-            path = custodian_path(target)
-            part = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            part.write_text(json.dumps(self.custodian, indent=2, default=_json_default) + "\n")
-            os.replace(part, path)
+            text = json.dumps(self.custodian, indent=2, default=_json_default, allow_nan=False) + "\n"
+            write_custodian(cpath, text, replace=overwrite)
         return target
 
     def export_csv(self, directory: str | os.PathLike) -> list[Path]:
-        """CSV copies of the release's tables (on request; Parquet stays the format)."""
+        """CSV copies of the release's tables (on request; Parquet stays the format). Text cells
+        that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab
+        or CR, and not a plain number) are written with a leading ``'``."""
         import pyarrow.csv as pcsv
 
         out = []
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         for name, t in self.tables.items():
-            plain = pa.table({c: (t.column(c).cast(t.column(c).type.value_type) if pa.types.is_dictionary(t.column(c).type) else t.column(c)) for c in t.column_names})
+            plain = pa.table({c: csv_safe_array(t.column(c)) for c in t.column_names})
             pcsv.write_csv(plain, d / f"{name}.csv")
             out.append(d / f"{name}.csv")
         return out
@@ -238,15 +306,22 @@ class Release:
 
 def stamp_manifest(release: "Release", mechanism_name: str, params: Mapping[str, Any], seed: int | None,
                    library_version: str) -> "Release":
-    """Fill in the manifest fields every release shares (format, family, mechanism, params, seed …),
-    whichever engine applied the plan."""
+    """Fill in the manifest fields every release shares (format, family, mechanism, params …),
+    whichever engine applied the plan.
+
+    A seeded run is a reproducible test run: the manifest says ``fit_for_publication: false``
+    and the seed goes only into the custodian-side file (``release.custodian["seed"]``), never
+    into the release — whoever knows it can replay the randomisation and undo it."""
     m = release.manifest
     m["format"] = FORMAT
     m["family"] = release.family
     m["mechanism"] = mechanism_name
     m["params"] = dict(params)
-    m["seed"] = "os-entropy" if seed is None else int(seed)
+    m.pop("seed", None)
     m["fit_for_publication"] = seed is None
+    m["randomness"] = CSPRNG_NAME if seed is None else "seeded test run (PCG64); the seed is kept in the custodian file"
+    if seed is not None:
+        release.custodian["seed"] = int(seed)
     m["library_version"] = library_version
     m.setdefault("dropped", 0)
     return release
@@ -262,51 +337,200 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def custodian_path(directory: str | os.PathLike) -> Path:
-    """Where ``Release.save(directory)`` keeps the custodian-side file: ``<directory>.custodian.json``,
-    a sibling of the release directory, never inside it (it is not handed out)."""
-    d = Path(directory)
-    return d.with_name(d.name + ".custodian.json")
-
-
 def load_custodian(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a custodian-side file written by :meth:`Release.save`."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReleaseError(f"{str(p)!r}: no custodian file there") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ReleaseError(f"{str(p)!r}: unreadable custodian file ({e})") from None
+    """Read a custodian-side file written by :meth:`Release.save` (bounded, strict JSON)."""
+    data = read_json(Path(path), "custodian file")
     if not isinstance(data, dict):
-        raise ReleaseError(f"{str(p)!r}: a custodian file holds a JSON object")
+        raise ReleaseError(f"{str(path)!r}: a custodian file holds a JSON object")
     return data
 
 
-def load_release(directory: str | os.PathLike) -> Release:
-    """Open a release directory written by :meth:`Release.save`."""
+#: largest number of rows decoded from one Parquet file of a release (the manifest's table of
+#: contents must also state it); ``load_release(max_rows=…)`` overrides it
+MAX_ROWS = 2_000_000_000
+#: largest Parquet footer read (bytes)
+MAX_FOOTER_BYTES = 64 * 2**20
+#: decoded bytes allowed per value on top of a fixed allowance, from the footer's uncompressed
+#: sizes (labels and numbers are short: a release value needs a few bytes, never kilobytes)
+MAX_BYTES_PER_VALUE = 1024
+#: other files a release directory may hold (never read by the loader)
+ALLOWED_EXTRA = frozenset({"README.md"})
+
+
+def declared_columns(cls: type["Release"], schema: Mapping[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
+    """File stem → (required columns, optional columns) of a family's format: ``cls.FILES``
+    with ``{quasi}`` / ``{sensitive}`` expanded to each column of the manifest's schema and a
+    trailing ``?`` marking an optional column."""
+    out = {}
+    for stem, specs in cls.FILES.items():
+        req: list[str] = []
+        opt: list[str] = []
+        for spec in specs:
+            optional = spec.endswith("?")
+            spec = spec.rstrip("?")
+            names = [spec]
+            for role in ("quasi", "sensitive"):
+                if "{" + role + "}" in spec:
+                    names = [spec.replace("{" + role + "}", c) for c in schema.get(role, [])]
+            (opt if optional else req).extend(names)
+        out[stem] = (req, opt)
+    return out
+
+
+def _json_kind(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _check_manifest(manifest: Any, where: str) -> None:
+    """The structure the loader relies on; any deviation is one ReleaseError."""
+    def bad(what: str):
+        raise ReleaseError(f"{where}: {what}")
+
+    if not isinstance(manifest, dict):
+        bad(f"the manifest is a JSON {_json_kind(manifest)}, not an object")
+    if manifest.get("format") != FORMAT:
+        bad(f"format {manifest.get('format')!r} is not {FORMAT!r}")
+    for key, typ in (("family", str), ("schema", dict), ("files", dict)):
+        if key not in manifest:
+            bad(f"the manifest lacks {key!r}" + (" (written by an older ppdp? publish it again)" if key == "files" else ""))
+        if not isinstance(manifest[key], typ):
+            bad(f"{key!r} is a JSON {_json_kind(manifest[key])}, expected a JSON {_json_kind(typ())}")
+    for key in ("params", "certificate"):
+        if key in manifest and not isinstance(manifest[key], dict):
+            bad(f"{key!r} is a JSON {_json_kind(manifest[key])}, expected a JSON object")
+    sch = manifest["schema"]
+    for role in ("quasi", "sensitive"):
+        v = sch.get(role, [])
+        if not isinstance(v, list) or not all(isinstance(c, str) for c in v):
+            bad(f"schema {role!r} must be a list of column names")
+    doms = sch.get("domains")
+    if not isinstance(doms, dict) or not all(isinstance(d, list) and all(isinstance(x, str) for x in d) for d in doms.values()):
+        bad("schema 'domains' must map each column to a list of labels")
+    num = sch.get("numeric", {})
+    if not isinstance(num, dict) or not all(
+            v is None or (isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v))
+            for v in num.values()):
+        bad("schema 'numeric' must map each column to null or a list of numbers")
+    for stem, entry in manifest["files"].items():
+        rows = entry.get("rows") if isinstance(entry, dict) else None
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+            bad(f"files[{stem!r}] must be {{\"rows\": <non-negative integer>}}")
+
+
+def _primitive(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        return _primitive(t.value_type) and pa.types.is_integer(t.index_type)
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_null(t))
+
+
+def _read_parquet(path: Path, stated_rows: int, required: list[str], optional: list[str], max_rows: int,
+                  problems: list[str]) -> pa.Table:
+    """Read one declared Parquet file within bounds: the footer's row count (read before any
+    data page is decoded) must not exceed what the manifest states (nor ``max_rows``); only
+    the declared columns of primitive types are decoded; extra columns are a problem, not read."""
+    fd = open_regular(path, "Parquet file")
+    with os.fdopen(fd, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 12:
+            raise ReleaseError(f"{path}: not a Parquet file ({size} bytes)")
+        f.seek(size - 8)
+        tail = f.read(8)
+        footer = int.from_bytes(tail[:4], "little")
+        if tail[4:] != b"PAR1" or footer > min(size - 12, MAX_FOOTER_BYTES):
+            raise ReleaseError(f"{path}: not a Parquet file, or its footer exceeds {MAX_FOOTER_BYTES:,} bytes")
+        f.seek(0)
+        try:
+            pf = pq.ParquetFile(f)
+            md = pf.metadata
+            schema = pf.schema_arrow
+        except (OSError, pa.ArrowException, ValueError) as e:
+            raise ReleaseError(f"{path}: unreadable Parquet ({e})") from None
+        rows = int(md.num_rows)
+        if rows > stated_rows or rows > max_rows:
+            raise ReleaseError(f"{path}: {rows:,} rows, the manifest states {stated_rows:,}"
+                               + (f" (at most {max_rows:,} are read)" if rows > max_rows else "") + "; not decoded")
+        if rows < stated_rows:
+            problems.append(f"{path.name} has {rows:,} rows, the manifest's table of contents states {stated_rows:,}")
+        names = list(schema.names)
+        if len(set(names)) != len(names):
+            raise ReleaseError(f"{path}: repeated column names {names}")
+        extra = [c for c in names if c not in required and c not in optional]
+        if extra:
+            problems.append(f"{path.name} holds column(s) {extra} that the format does not define (not read)")
+        wanted = [c for c in names if c not in extra]
+        odd = [f"{c}: {schema.field(c).type}" for c in wanted if not _primitive(schema.field(c).type)]
+        if odd:
+            raise ReleaseError(f"{path}: columns of types the format does not use ({', '.join(odd)})")
+        unc = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        if unc > 16 * 2**20 + MAX_BYTES_PER_VALUE * max(rows, 1) * max(len(names), 1):
+            raise ReleaseError(f"{path}: {unc:,} bytes when decoded for {rows:,} rows; not decoded")
+        try:
+            return pf.read(columns=wanted)
+        except (OSError, pa.ArrowException, ValueError, MemoryError) as e:
+            raise ReleaseError(f"{path}: unreadable Parquet ({e})") from None
+
+
+def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Release:
+    """Open a release directory written by :meth:`Release.save`, safely.
+
+    Only what the family's format defines is read (``Release.FILES``: the file names and their
+    columns), as regular files (a symlink is never followed), within bounds: the manifest is at
+    most :data:`~ppdp.releases.storage.MAX_JSON_BYTES` and nests at most
+    :data:`~ppdp.releases.storage.MAX_JSON_DEPTH` levels; each Parquet file's row count is read
+    from its footer and checked against the manifest's table of contents (``files``) before any
+    data is decoded. A malformed release (a manifest that is no JSON object, NaN, missing keys,
+    wrong types, an unreadable or oversized file) raises one :class:`ReleaseError`; anything else
+    in the directory (an extra file, a symlink, an undeclared column) is recorded and reported
+    as a problem by ``verify`` (``release.load_problems``), never read."""
     d = Path(directory)
     mpath = d / "manifest.json"
-    if not mpath.is_file():
+    if not d.is_dir():
+        raise ReleaseError(f"{str(d)!r} is not a directory")
+    if not os.path.lexists(mpath):
         raise ReleaseError(f"{str(d)!r} is not a ppdp release (no manifest.json)")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except json.JSONDecodeError as e:
-        raise ReleaseError(f"{mpath}: malformed JSON ({e})") from None
-    if manifest.get("format") != FORMAT:
-        raise ReleaseError(f"{mpath}: format {manifest.get('format')!r} is not {FORMAT!r}")
+    manifest = read_json(mpath, "manifest")
+    _check_manifest(manifest, str(mpath))
     _import_families()
-    fam = manifest.get("family")
+    fam = manifest["family"]
     cls = _FAMILIES.get(fam)
     if cls is None:
         raise ReleaseError(f"{mpath}: unknown release family {fam!r}")
+    declared = declared_columns(cls, manifest["schema"])
+    toc = manifest["files"]
+    problems: list[str] = []
+    for stem in toc:
+        if stem not in declared:
+            problems.append(f"the manifest lists {stem!r}, which a {fam} release does not hold")
+    allowed = {"manifest.json", *ALLOWED_EXTRA, *(f"{s}.parquet" for s in declared)}
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except OSError as e:
+        raise ReleaseError(f"{str(d)!r}: cannot list the release directory: {os_reason(e)}") from None
+    regular: set[str] = set()
+    for entry in entries:
+        if entry.is_symlink():
+            problems.append(f"{entry.name} is a symbolic link (not followed, not read)")
+        elif not entry.is_file(follow_symlinks=False):
+            problems.append(f"{entry.name} is not a regular file (not read)")
+        elif entry.name not in allowed:
+            problems.append(f"{entry.name} is not part of a {fam} release (not read)")
+        else:
+            regular.add(entry.name)
+    if "manifest.json" not in regular:
+        raise ReleaseError(f"{mpath}: the manifest is not a regular file")
     tables = {}
-    for f in sorted(d.glob("*.parquet")):
-        try:
-            tables[f.stem] = pq.read_table(f)
-        except (OSError, pa.ArrowInvalid) as e:
-            raise ReleaseError(f"{f}: unreadable Parquet ({e})") from None
-    return cls(manifest, tables)
+    for stem, (req, opt) in declared.items():
+        if f"{stem}.parquet" not in regular:
+            continue  # missing: the family's verify reports it
+        if stem not in toc:
+            problems.append(f"{stem}.parquet is not in the manifest's table of contents (not read)")
+            continue
+        tables[stem] = _read_parquet(d / f"{stem}.parquet", toc[stem]["rows"], req, opt, max_rows, problems)
+    rel = cls(manifest, tables)
+    rel.load_problems = problems
+    return rel
 
 
 def _import_families() -> None:

@@ -67,6 +67,7 @@ def negative_association_mask(bid: np.ndarray, n_buckets: int, qi_codes: Mapping
 
 @register_family("bucketized")
 class BucketizedRelease(Release):
+    FILES = {"qit": ("{quasi}", "bid"), "st": ("bid", "{sensitive}", "count", "fake?")}
     def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table],
                  custodian: Mapping[str, Any] | None = None):
         super().__init__(manifest, tables, custodian)

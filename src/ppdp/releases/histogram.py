@@ -51,8 +51,7 @@ class HistogramRelease(Release):
 
     #: ``n_input`` / ``n_published`` are an ε-DP estimate, not the exact number of rows
     n_is_estimate = True
-    #: the files and their columns the format defines (anything else is a problem)
-    FILES = ("cells", "partitions")
+    FILES = {"cells": ("{quasi}", "count"), "partitions": ("pid", "{quasi}_lo", "{quasi}_hi", "count")}
 
     # ------------------------------------------------------------- building
     @classmethod

@@ -27,6 +27,7 @@ from .base import Release, VerifyReport, register_family
 
 @register_family("randomized")
 class RandomizedRelease(Release):
+    FILES = {"data": ("{quasi}", "{sensitive}", "subtable?")}
     @property
     def data(self):
         return self.tables["data"]
