@@ -142,10 +142,15 @@ def test_cli_unwritable_output_is_one_clear_error(work, monkeypatch, where, fail
 
         monkeypatch.setattr(pq, "write_table", broken)
     else:
-        def broken_mkdtemp(*a, **k):
-            raise OSError(code, os.strerror(code), str(work))
+        real_mkdir = os.mkdir
 
-        monkeypatch.setattr(tempfile, "mkdtemp", broken_mkdtemp)
+        def broken_mkdir(path, *a, **k):  # the release's temporary directory cannot be made
+            if ".tmp" in os.fspath(path):
+                raise OSError(code, os.strerror(code), str(work))
+            return real_mkdir(path, *a, **k)
+
+        monkeypatch.setattr(tempfile, "mkdtemp", lambda *a, **k: broken_mkdir(os.path.join(str(work), ".x.tmp")))
+        monkeypatch.setattr(os, "mkdir", broken_mkdir)
     before = _snapshot(work)
     r = CliRunner().invoke(cli, _publish(work))
     line = _one_clear_error(r, before, _snapshot(work))

@@ -208,8 +208,8 @@ TAMPERINGS = {
     "data.parquet deleted": lambda d, c: (d / "data.parquet").unlink(),
     "manifest.json not JSON": lambda d, c: (d / "manifest.json").write_text("{not json"),
     # --- manifest
-    "seed recorded with fit_for_publication true": edit_manifest(lambda m, c: m.update(fit_for_publication=True)),
-    "seed removed": edit_manifest(lambda m, c: m.pop("seed")),
+    "seed recorded with fit_for_publication true": edit_manifest(lambda m, c: m.update(seed=1, fit_for_publication=True)),
+    "seed recorded in the manifest": edit_manifest(lambda m, c: m.update(seed=1)),
     "n_input raised": edit_manifest(lambda m, c: m.update(n_input=m["n_input"] + 1)),
     "dropped raised, n_input to match": edit_manifest(lambda m, c: m.update(dropped=m["dropped"] + 1, n_input=m["n_input"] + 1)),
     "certificate removed": edit_manifest(lambda m, c: m.pop("certificate")),

@@ -129,6 +129,8 @@ def finish_publish(release, out):
         path = release.save(out)
     except OSError as e:
         raise PpdpError(f"--out {str(out)!r}: cannot write the release ({e.strerror or e})") from None
+    except PpdpError as e:  # the storage layer's own clear errors: name the flag
+        raise type(e)(str(e) if "--out" in str(e) else f"--out: {e}") from None
     rep = verify(release)
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
