@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .claims import state_disclosure
 from .errors import PpdpError
 from .provenance import VERSION
 from .releases.base import Release, VerifyReport, load_custodian, load_release
@@ -18,12 +19,18 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Release:
+def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
+            allow_full_disclosure: bool = False) -> Release:
     """Publish ``table`` under ``mechanism``.
 
     Without ``seed`` the randomness comes from OS entropy (``seed: "os-entropy"`` in the
     manifest). With a seed the run is reproducible, and the manifest marks the release as
     *not fit for publication* (anyone knowing the seed can undo the randomisation).
+
+    The manifest states what the release discloses (``disclosure``: records whose SA value
+    the files disclose with certainty, per value and in total, and the largest posterior). A
+    release that discloses the SA value of every record is refused (InfeasibleError) unless
+    ``allow_full_disclosure=True`` (CLI ``--allow-full-disclosure``), recorded in the manifest.
     """
     from .mechanisms.base import Mechanism
     from .table import Table
@@ -43,6 +50,7 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Rele
     rng = np.random.default_rng(ss)
     release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
+    state_disclosure(release, bool(allow_full_disclosure))
     return stamp_manifest(release, mechanism, seed)
 
 

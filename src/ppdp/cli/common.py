@@ -74,6 +74,10 @@ def finish_publish(release, out):
     click.echo(f"published {m['mechanism']} release to {path}")
     click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
     click.echo(f"  seed: {m['seed']}" + ("" if m.get("fit_for_publication") else "  (seeded: NOT fit for publication)"))
+    if "disclosure" in m:
+        from ..claims import disclosure_statement
+
+        click.echo(f"  {disclosure_statement(m['disclosure'])}")
     click.echo(str(rep))
     return rep
 
