@@ -252,6 +252,19 @@ def check_thresholds_against_bounds(release, report, thr: np.ndarray, params: Ma
                                   "source table or the custodian file)")
 
 
+def check_fake_placement(release, report, thr: np.ndarray, totals: np.ndarray | None) -> None:
+    """With unidentified fakes: some choice of σ fakes per bucket among the count-1 values must
+    agree with the publication rule and with the real SA totals ``totals`` (from the source
+    table, or those the thresholds reveal; −1 = unknown) — certain conclusions are propagated
+    (``release.fake_inference``) and any contradiction is a problem."""
+    inf = release.fake_inference(thr, totals)
+    dom = release.domains[release.sa]
+    bad = [dom[i] for i in inf["bad_values"][:3]]
+    report.check(inf["contradictions"] == 0, "the fake values can be placed consistently with the SA totals",
+                 f"no placement of σ fakes per bucket agrees with the files and the SA totals: {inf['bad_buckets']} "
+                 f"bucket(s) and {len(inf['bad_values'])} value(s) contradict it" + (f", e.g. {bad}" if bad else ""))
+
+
 def _same_thresholds(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.isclose(a, b, rtol=THRESHOLD_TOL, atol=THRESHOLD_TOL)
 
@@ -340,6 +353,10 @@ class FPrivacyClaim(Claim):
         o = rederivation_counts(release, report, source)
         if o is None and source is None:
             check_thresholds_against_bounds(release, report, thr, params)
+        if release.real_counts_from_files() is None:  # fakes unidentified: can they be placed at all?
+            totals = (o if o is not None and source is not None
+                      else self.revealed_totals(dom, int(release.manifest.get("n_published", 0))))
+            check_fake_placement(release, report, thr, totals)
         if o is not None and int(o.sum()) > 0 and all(k in params for k in ("theta", "floor")):
             try:
                 derived = fprime_thresholds(o, dom, theta=params["theta"], floor=params["floor"],

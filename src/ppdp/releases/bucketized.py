@@ -137,6 +137,25 @@ def receiver_posterior(observed: np.ndarray, sizes: np.ndarray, sigma: int, thre
         return real / size
     if sigma == 0:
         return obs / size
+    inf = fake_inference(obs, sizes, thresholds, forbidden, known_totals)
+    undecided, known_real = inf["undecided"], inf["known_real"]
+    und_g = undecided.sum(axis=1)
+    real_left = inf["n_real_ones"] - known_real.sum(axis=1)
+    p = np.divide(real_left, und_g, out=np.zeros(len(und_g), np.float64), where=und_g > 0).clip(0.0, 1.0)
+    expected = np.where(obs >= 2, obs, 0) + known_real + undecided * p[:, None]
+    return expected / size
+
+
+def fake_inference(observed: np.ndarray, sizes: np.ndarray, thresholds: np.ndarray,
+                   forbidden: np.ndarray | None = None, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+    """What a receiver concludes with certainty about the count-1 values (see
+    :func:`receiver_posterior`): ``known_real``, ``known_fake``, ``undecided`` (boolean
+    n_buckets × m), ``n_real_ones`` (r_g), ``n_fake`` (σ_g) and ``contradictions``: buckets or
+    values whose fake count cannot be met (more certain fakes than σ_g, or fewer candidates;
+    a known total o_x that the listed appearances cannot realise). A release the writer made
+    has none (its true fake draw is one consistent assignment); verify reports any."""
+    obs = np.asarray(observed, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
     multi = obs >= 2
     ones = obs == 1
     thr = np.asarray(thresholds, dtype=np.float64)
@@ -146,6 +165,8 @@ def receiver_posterior(observed: np.ndarray, sizes: np.ndarray, sigma: int, thre
     known_real = ones & can_be_real & ~can_be_fake
     n_real_ones = sizes - np.where(multi, obs, 0).sum(axis=1)  # r_g
     n_fake = ones.sum(axis=1) - n_real_ones  # σ_g (σ in a well-formed release)
+    known_x = np.zeros(obs.shape[1], bool)
+    f_x = np.full(obs.shape[1], -1, np.int64)
     if known_totals is not None:
         tot = np.asarray(known_totals, dtype=np.int64)
         known_x = tot >= 0
@@ -157,22 +178,22 @@ def receiver_posterior(observed: np.ndarray, sizes: np.ndarray, sigma: int, thre
         fakes_left = n_fake - known_fake.sum(axis=1)
         known_real |= undecided & (fakes_left <= 0)[:, None]
         known_fake |= undecided & ((fakes_left >= und_g) & (fakes_left > 0))[:, None]
-        if known_totals is not None:
+        if known_x.any():
             undecided = ones & ~known_fake & ~known_real
             und_x = undecided.sum(axis=0)
             left_x = f_x - known_fake.sum(axis=0)
-            all_real = known_x & (left_x <= 0)
-            all_fake = known_x & (left_x >= und_x) & (left_x > 0)
-            known_real |= undecided & all_real[None, :]
-            known_fake |= undecided & all_fake[None, :]
+            known_real |= undecided & (known_x & (left_x <= 0))[None, :]
+            known_fake |= undecided & (known_x & (left_x >= und_x) & (left_x > 0))[None, :]
         if int(known_fake.sum() + known_real.sum()) == before:
             break
     undecided = ones & ~known_fake & ~known_real
-    und_g = undecided.sum(axis=1)
-    real_left = n_real_ones - known_real.sum(axis=1)
-    p = np.divide(real_left, und_g, out=np.zeros(len(und_g), np.float64), where=und_g > 0).clip(0.0, 1.0)
-    expected = np.where(multi, obs, 0) + known_real + undecided * p[:, None]
-    return expected / size
+    kf_g, und_g = known_fake.sum(axis=1), undecided.sum(axis=1)
+    bad_g = (n_fake < kf_g) | (n_fake > kf_g + und_g)
+    kf_x, und_x = known_fake.sum(axis=0), undecided.sum(axis=0)
+    bad_x = known_x & ((f_x < kf_x) | (f_x > kf_x + und_x))
+    return {"known_real": known_real, "known_fake": known_fake, "undecided": undecided, "n_real_ones": n_real_ones,
+            "n_fake": n_fake, "contradictions": int(bad_g.sum() + bad_x.sum()), "bad_buckets": int(bad_g.sum()),
+            "bad_values": np.flatnonzero(bad_x)}
 
 
 def bucket_disclosure(posterior: np.ndarray, sizes: np.ndarray, labels) -> dict[str, Any]:
@@ -362,6 +383,12 @@ class BucketizedRelease(Release):
         return receiver_posterior(self.observed_counts(), self.bucket_sizes(), self.fake_values, self.thresholds(),
                                   forbidden, known_totals, self.published_fake_matrix())
 
+    def fake_inference(self, thresholds: np.ndarray | None = None, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+        """The receiver's certain conclusions about the count-1 values (:func:`fake_inference`)."""
+        forbidden = self.forbidden_fakes() if self.negative_associations else None
+        thr = self.thresholds() if thresholds is None else thresholds
+        return fake_inference(self.observed_counts(), self.bucket_sizes(), thr, forbidden, known_totals)
+
     def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
         """What the files disclose (:func:`bucket_disclosure` of :meth:`posterior`)."""
         return bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
@@ -515,4 +542,4 @@ class BucketizedRelease(Release):
 
 
 __all__ = ["BucketizedRelease", "bucket_statistics", "negative_association_mask", "fake_candidates", "receiver_posterior",
-           "bucket_disclosure", "revealed_absent"]
+           "bucket_disclosure", "revealed_absent", "fake_inference"]
