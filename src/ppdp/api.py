@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .claims import state_disclosure
 from .errors import PpdpError
 from .kernels.rng import publication_rng
 from .provenance import VERSION
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
     from .table import Table
 
 
-def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Release:
+def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
+            allow_full_disclosure: bool = False) -> Release:
     """Publish ``table`` under ``mechanism``.
 
     Without ``seed`` the randomness comes from a cryptographically secure generator
@@ -25,6 +27,11 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Rele
     fit for publication. With a seed the run is reproducible: the manifest says
     ``fit_for_publication: false`` and the seed is kept only in ``release.custodian`` (saved
     beside the release, never inside it) — anyone knowing it could undo the randomisation.
+
+    The manifest states what the release discloses (``disclosure``: records whose SA value
+    the files disclose with certainty, per value and in total, and the largest posterior). A
+    release that discloses the SA value of every record is refused (InfeasibleError) unless
+    ``allow_full_disclosure=True`` (CLI ``--allow-full-disclosure``), recorded in the manifest.
     """
     from .mechanisms.base import Mechanism
     from .table import Table
@@ -38,6 +45,7 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None) -> Rele
     rng = publication_rng(seed)
     release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
+    state_disclosure(release, bool(allow_full_disclosure))
     return stamp_manifest(release, mechanism, seed)
 
 

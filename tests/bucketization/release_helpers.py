@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 
 from ppdp.api import stamp_manifest
+from ppdp.claims import state_disclosure
 from ppdp.engines.local import apply_bucketized
 from ppdp.mechanisms.bucketization import FPrivacy, SACounts
 from ppdp.table import Table
@@ -40,15 +41,23 @@ def max_shares(counts: np.ndarray) -> np.ndarray:
 
 
 def publish_counts(table: Table, counts: np.ndarray, rng: np.random.Generator, fake_values: int = 0,
-                   negative_associations=None, publish_fake_flag: bool = True, thresholds=None):
+                   negative_associations=None, thresholds=None):
     """Publish a hand-built bucket setting under F'-privacy whose thresholds are given as
-    per-value overrides (default: :func:`max_shares`), through the public plan → local apply."""
+    per-value overrides (default: :func:`max_shares`, raised to 1/(smallest bucket) when there
+    are fakes so that every absent value may be a fake), through the public plan → local apply."""
     labels = table.domain(table.sa)
-    thr = max_shares(counts) if thresholds is None else np.asarray(thresholds, dtype=float)
+    if thresholds is None:
+        thr = max_shares(counts)
+        if fake_values:
+            thr = np.maximum(thr, 1.0 / counts.sum(axis=1).min())
+    else:
+        thr = np.asarray(thresholds, dtype=float)
     mech = FPrivacy(overrides={lab: float(f) for lab, f in zip(labels, thr)}, fake_values=fake_values,
-                    negative_associations=negative_associations, publish_fake_flag=publish_fake_flag)
+                    negative_associations=negative_associations)
     plan = mech.plan_for_counts(SACounts.of_table(table), counts)
-    return stamp_manifest(apply_bucketized(plan, table, rng), mech, 0)
+    release = apply_bucketized(plan, table, rng)
+    state_disclosure(release, allow_full_disclosure=True)  # hand-built settings may disclose every record
+    return stamp_manifest(release, mech, 0)
 
 
 def brute_estimates(release, queries) -> np.ndarray:
@@ -60,6 +69,7 @@ def brute_estimates(release, queries) -> np.ndarray:
     dom = list(release.domains[sa])
     sigma = int(release.certificate["fake_values"])
     assoc = release.certificate.get("negative_associations") or []
+    thr = {x: float(release.certificate["thresholds"].get(x, 1.0)) for x in dom}
     out = []
     for q in queries:
         preds = {p.column: set(p.values) for p in q.predicates}
@@ -71,6 +81,8 @@ def brute_estimates(release, queries) -> np.ndarray:
             for _, r in st[st.bid == g].iterrows():
                 obs[str(r[sa])] += int(r["count"])
             forbidden = {x for col, z, x in assoc if (rows[col].astype(str) == z).any()}
+            # the publication rule: a fake is a value a real record of g could hold (1/|g| ≤ f'_x)
+            forbidden |= {x for x in dom if not 1.0 / size <= thr[x]}
             unseen = [x for x in dom if obs[x] == 0 and x not in forbidden]
             chat = dict(obs)
             if sigma and unseen:

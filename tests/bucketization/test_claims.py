@@ -89,14 +89,21 @@ def test_other_claim_fields_edited_fail_verify(edu, tmp_path, key, value):
     assert not ppdp.verify(_edit(tmp_path, rel, key, edit)).ok
 
 
-def test_stripped_fake_flag_needs_the_source_table(edu):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8, fake_values=1, publish_fake_flag=False), seed=2)
-    rep = ppdp.verify(rel)
-    assert not rep.ok
-    assert any("cannot be re-derived without the source table" in p for p in rep.problems), rep.problems
-    assert ppdp.verify(rel, edu).ok
-    # with the flag published the files show the real counts
-    assert ppdp.verify(ppdp.publish(edu, ppdp.FPrivacy(theta=8, fake_values=1), seed=2)).ok
+def test_fakes_unidentified_thresholds_bounded_by_the_files_exact_with_source_or_custodian(edu, tmp_path):
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8, fake_values=1), seed=2)
+    assert "fake" not in rel.tables["st"].column_names
+    d = rel.save(tmp_path / "rel")
+    rep = ppdp.verify(d)  # files only: the thresholds are checked against the counts the files allow
+    assert rep.ok, rep.problems
+    assert "bounds" in rep.facts["thresholds"]
+    assert ppdp.verify(d, edu).ok
+    assert ppdp.verify(d, custodian=d.with_name(d.name + ".custodian.json")).ok
+
+    def raise_all(m):
+        m["certificate"]["thresholds"] = {k: 1.0 for k in m["certificate"]["thresholds"]}
+
+    rep = ppdp.verify(_edit(tmp_path, rel, "thr", raise_all))
+    assert not rep.ok and any("for any SA counts the files allow" in p for p in rep.problems), rep.problems
 
 
 def test_privacy_check_still_catches_an_over_threshold_bucket(edu, tmp_path):
@@ -106,7 +113,7 @@ def test_privacy_check_still_catches_an_over_threshold_bucket(edu, tmp_path):
     big = sizes[sizes > 2].index[0]
     rows = st.index[st.bid == big]
     st.loc[rows, edu.sa] = st.loc[rows[0], edu.sa]  # one value takes the whole bucket
-    st = st.groupby(["bid", edu.sa], observed=True, as_index=False).agg(count=("count", "sum"), fake=("fake", "any"))
+    st = st.groupby(["bid", edu.sa], observed=True, as_index=False).agg(count=("count", "sum"))
     import pyarrow as pa
 
     rel.tables["st"] = pa.Table.from_pandas(st, preserve_index=False)

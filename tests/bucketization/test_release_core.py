@@ -60,10 +60,13 @@ def test_random_release_verifies_and_estimator_matches_brute_force(case):
     rep = rel.verify(t)
     assert rep.ok, rep.problems
     # the published buckets realise the plan up to relabelling: same multiset of count rows
-    b = rel.buckets()
-    real = np.zeros_like(counts)
-    np.add.at(real, (b["sb"][~b["fake_rows"]], b["sc"][~b["fake_rows"]]), b["count"][~b["fake_rows"]])
+    assert "fake" not in rel.tables["st"].column_names  # which values are fake is never published
+    real = rel.real_counts_from_files()  # the custodian side (in memory) lists the fakes
     assert sorted(map(tuple, real)) == sorted(map(tuple, counts))
+    # files only: verify bounds the thresholds by the files, the estimator needs no flag
+    bare = type(rel)(rel.manifest, rel.tables)
+    rep = bare.verify()
+    assert rep.ok, rep.problems
     qs = _random_queries(np.random.default_rng(seed + 2), t, 6)
     np.testing.assert_allclose(rel.answer(qs), brute_estimates(rel, qs), rtol=1e-9, atol=1e-9)
 
@@ -208,15 +211,23 @@ def test_tampered_label_fails_verify(tmp_path):
     assert not rep.ok
 
 
-def test_fake_flag_stripped_still_verifies():
+def test_fakes_are_never_flagged_and_verify_uses_the_custodian_file(tmp_path):
     rng = np.random.default_rng(8)
     t = random_table(rng, 200, 6)
     counts = random_counts(rng, t.codes("s"), 6, 60)
-    rel = publish_counts(t, counts, rng, fake_values=1, publish_fake_flag=False)
+    rel = publish_counts(t, counts, rng, fake_values=1)
     assert "fake" not in rel.tables["st"].column_names
-    rep = rel.verify(t)
+    assert rel.custodian["fake"]["bid"] and len(rel.custodian["fake"]["bid"]) == rel.bucket_sizes().size
+    d = rel.save(tmp_path / "rel")
+    cust = d.with_name(d.name + ".custodian.json")
+    assert cust.is_file() and not (d / "custodian.json").exists()
+    rep = ppdp.verify(d)
     assert rep.ok, rep.problems
-    assert rep.facts["fake_flag"].startswith("absent")
+    assert rep.facts["fake_values"].startswith("σ = 1 per bucket, unidentified")
+    rep = ppdp.verify(d, custodian=cust)
+    assert rep.ok, rep.problems
+    assert rep.facts["fake_values"] == "checked against the custodian file"
+    assert ppdp.verify(d, t).ok
 
 
 def test_negative_associations_are_respected():
@@ -227,11 +238,12 @@ def test_negative_associations_are_respected():
     rel = publish_counts(t, counts, rng, fake_values=1, negative_associations=assoc)
     assert rel.verify(t).ok
     qit = rel.tables["qit"].to_pandas()
-    st_df = rel.tables["st"].to_pandas()
-    fakes = st_df[st_df.fake]
+    fakes = rel.custodian["fake"]
+    fakes = list(zip(fakes["bid"], fakes["value"]))
+    assert fakes
     for col, z, x in assoc:
         holders = set(qit.bid[qit[col].astype(str) == z])
-        assert not (fakes.bid.isin(holders) & (fakes.s.astype(str) == x)).any()
+        assert not any(b in holders and v == x for b, v in fakes)
     qs = _random_queries(rng, t, 4)
     np.testing.assert_allclose(rel.answer(qs), brute_estimates(rel, qs), rtol=1e-9, atol=1e-9)
 

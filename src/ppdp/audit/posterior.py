@@ -47,6 +47,8 @@ class AuditResult:
     classes: pd.DataFrame  # one row per (record class, SA value): class, value, posterior, bound, violation
     summary: pd.DataFrame  # one row per SA value: prior, bound, max_posterior, mean_posterior, n_classes, violations
     notes: list[str] = field(default_factory=list)
+    #: what the release discloses (records certain, per value, largest posterior; Claim.disclosure)
+    disclosure: dict | None = None
 
     @property
     def n_violations(self) -> int:
@@ -127,8 +129,13 @@ def _summarise(classes: pd.DataFrame, sa_domain, prior: np.ndarray, bound: np.nd
 
 
 # ------------------------------------------------------------------------------ bucketized
-def bucket_shares(release):
-    """(sizes |g| from the QIT, real counts (n_buckets × m) from the ST, fake counts, SA domain)."""
+def bucket_shares(release, seed: int = 0):
+    """(sizes |g| from the QIT, real counts (n_buckets × m) from the ST, fake counts, SA domain).
+
+    Which values are fake comes from the custodian-side file when loaded (``release.custodian``)
+    or a published ``fake`` column. Without either (σ > 0), the real/fake split is not in the
+    files: a plausible one is drawn (σ of each bucket's count-1 values that the publication rule
+    allows as fakes, uniformly, seeded) — :func:`fakes_known` says which case applies."""
     if "qit" not in release.tables or "st" not in release.tables:
         raise ReleaseError("a bucketized release needs qit.parquet and st.parquet")
     sa = release.schema["sensitive"][0]
@@ -140,12 +147,52 @@ def bucket_shares(release):
     sizes = np.bincount(qbid, minlength=n_b)
     x = labels_to_codes(st.column(sa), dom, sa)
     cnt = np.asarray(st.column("count").to_numpy(), dtype=np.int64) if "count" in st.column_names else np.ones(len(x), np.int64)
-    fake = (np.asarray(st.column("fake").to_numpy(zero_copy_only=False), dtype=bool) if "fake" in st.column_names
-            else np.zeros(len(x), bool))
     m = len(dom)
+    fake = _fake_rows(release, sbid, x, dom)
+    if fake is None:
+        fake = np.zeros(len(x), bool)
+        sigma = int((release.manifest.get("certificate") or {}).get("fake_values", 0) or 0)
+        if sigma:
+            fake = _plausible_fakes(release, sbid, x, cnt, sigma, seed)
     real = np.bincount(sbid[~fake] * m + x[~fake], weights=cnt[~fake], minlength=n_b * m).reshape(n_b, m).astype(np.int64)
     fakes = np.bincount(sbid[fake] * m + x[fake], weights=cnt[fake], minlength=n_b * m).reshape(n_b, m).astype(np.int64)
     return sizes, real, fakes, dom
+
+
+def fakes_known(release) -> bool:
+    """Are the fake values identified (custodian file loaded, or a published flag), or is there none?"""
+    st = release.tables.get("st")
+    cert = release.manifest.get("certificate") or {}
+    return (not int(cert.get("fake_values", 0) or 0) or "fake" in (release.custodian or {})
+            or (st is not None and "fake" in st.column_names))
+
+
+def _fake_rows(release, sbid, x, dom) -> np.ndarray | None:
+    st = release.tables["st"]
+    if "fake" in st.column_names:
+        return np.asarray(st.column("fake").to_numpy(zero_copy_only=False), dtype=bool)
+    spec = (getattr(release, "custodian", None) or {}).get("fake")
+    if not isinstance(spec, dict):
+        return None
+    index = {lab: i for i, lab in enumerate(dom)}
+    try:
+        pairs = {(int(b), index[str(v)]) for b, v in zip(spec.get("bid", []), spec.get("value", []))}
+    except (KeyError, TypeError, ValueError):
+        raise ReleaseError("the custodian file's fake list names unknown values or bucket ids") from None
+    return np.fromiter(((int(b), int(c)) in pairs for b, c in zip(sbid, x)), dtype=bool, count=len(x))
+
+
+def _plausible_fakes(release, sbid, x, cnt, sigma, seed) -> np.ndarray:
+    b = release.buckets()
+    excluded = release.fake_excluded()
+    dense = np.searchsorted(b["ids"], sbid)
+    cand = (cnt == 1) & ~excluded[dense, x]
+    key = np.where(cand, np.random.default_rng(seed).random(len(x)), np.inf)
+    order = np.lexsort((key, dense))
+    rank = np.empty(len(x), np.int64)
+    starts = np.searchsorted(dense[order], dense[order], side="left")
+    rank[order] = np.arange(len(x)) - starts
+    return cand & (rank < sigma)
 
 
 def _thresholds(release, dom) -> tuple[np.ndarray, str]:
@@ -156,9 +203,14 @@ def _thresholds(release, dom) -> tuple[np.ndarray, str]:
 
 
 def _audit_bucketized(release, table) -> AuditResult:
+    from ..claims import disclosure_statement
+
     sizes, real, fakes, dom = bucket_shares(release)
     bound, bname = _thresholds(release, dom)
     notes = []
+    claim = claim_of(release.manifest)
+    disclosure = claim.disclosure(release)
+    notes.append(disclosure_statement(disclosure))
     n = int(sizes.sum())
     prior = (table.counts(table.sa) / table.n_rows) if table is not None else real.sum(axis=0) / max(real.sum(), 1)
     mismatch = np.flatnonzero(real.sum(axis=1) != sizes)
@@ -167,8 +219,12 @@ def _audit_bucketized(release, table) -> AuditResult:
                      f"{int(mismatch[0])}: ST {int(real.sum(axis=1)[mismatch[0]])} vs QIT {int(sizes[mismatch[0]])}); "
                      "the share uses the QIT size")
     if fakes.any():
-        notes.append(f"{int(fakes.sum())} fake SA values: the share counts real values only (an adversary who cannot "
-                     "tell fakes apart has a lower posterior)")
+        if fakes_known(release):
+            notes.append(f"{int(fakes.sum())} fake SA values (identified by the custodian file): the share counts real "
+                         "values only, an upper bound on a receiver's posterior (who cannot tell fakes apart)")
+        else:
+            notes.append(f"{int(fakes.sum())} fake SA values, not identified (no custodian file): the shares use a "
+                         "plausible real/fake split; the disclosure above is the receiver's exact view of the files")
     g, xc = np.nonzero(real)
     share = real[g, xc] / np.maximum(sizes[g], 1)
     viol = share > bound[xc] + TOL
@@ -179,7 +235,8 @@ def _audit_bucketized(release, table) -> AuditResult:
                             "violation": viol})
     summary = _summarise(classes, dom, prior, bound, weights_col="count")
     notes.append(f"{len(sizes):,} buckets, {n:,} records; record class = bucket; posterior = |g,x|/|g|")
-    return AuditResult("bucketized", release.manifest.get("mechanism", "?"), bname, classes, summary, notes)
+    return AuditResult("bucketized", release.manifest.get("mechanism", "?"), bname, classes, summary, notes,
+                       disclosure=disclosure)
 
 
 # ------------------------------------------------------------------------------ randomized

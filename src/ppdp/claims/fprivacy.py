@@ -114,28 +114,40 @@ def threshold_array(thresholds: Mapping[str, float], labels: Sequence[str]) -> n
     return np.array([float(thresholds.get(lab, np.nan)) for lab in labels], dtype=np.float64)
 
 
-def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'-privacy") -> np.ndarray:
-    """Every bucket's real SA share |g, x|/|g| ≤ the bound of x (Definition 2); returns the
-    real counts matrix used. With the fake flag stripped, a count-1 value whose share would
-    exceed its bound must be a fake: at most σ such values per bucket."""
+def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'-privacy") -> tuple[np.ndarray, int]:
+    """Every bucket's real SA share |g, x|/|g| ≤ the bound of x (Definition 2).
+
+    Returns ``(counts, unknown)`` (``release.real_counts()``): the exact real counts and 0 when
+    the fakes are known (σ = 0, or the custodian file), else the observed counts and σ. With
+    unidentified fakes, a value listed ≥ 2 times is real and its share is tested; a value
+    listed once is either real or a fake, and the publication rule draws fakes only where a
+    real record could hold them, so each count-1 value must satisfy 1/|g| ≤ its bound."""
     dom = release.domains[release.sa]
-    real, ambiguous = release.real_counts(thresholds)
-    sizes = release.bucket_sizes()
-    if ambiguous is not None:
-        sigma = release.fake_values
-        report.check(bool((ambiguous <= sigma).all()), "fake flag absent: values over threshold number ≤ σ per bucket",
-                     f"{int((ambiguous > sigma).sum())} bucket(s) have more over-threshold count-1 values than σ = {sigma}")
-    over = real / np.maximum(sizes, 1)[:, None] > thresholds[None, :] + SHARE_TOL
+    counts, unknown = release.real_counts()
+    sizes = np.maximum(release.bucket_sizes(), 1)
+    thr = np.asarray(thresholds, dtype=np.float64)
+    test = counts
+    if unknown:
+        ones = counts == 1
+        bad = ones & (privacy_cap(thr[None, :], sizes[:, None]) < 1)
+        report.check(not bad.any(), "every value listed once could be a real record's (fakes are drawn only where a "
+                     "real record could hold them)",
+                     f"{int(bad.sum())} value(s) listed once in a bucket whose size makes their share 1/|g| exceed the "
+                     f"bound, e.g. {dom[int(np.argwhere(bad)[0][1])]!r}: neither a real record nor a fake can be there"
+                     if bad.any() else None)
+        test = np.where(ones, 0, counts)
+    over = test / sizes[:, None] > thr[None, :] + SHARE_TOL
     report.check(not over.any(), f"every bucket's SA shares ≤ its bound ({what})",
                  f"{int(over.any(axis=1).sum())} bucket(s) exceed a threshold, e.g. value "
                  f"{dom[int(np.argwhere(over)[0][1])]!r}" if over.any() else None)
-    return real
+    return counts, unknown
 
 
 def rederivation_counts(release, report, source=None) -> np.ndarray | None:
     """The real SA counts o_i the thresholds are derived from: from the source table when
-    given, else from the files when they show the real counts (σ = 0 or the fake flag
-    published); otherwise None and a problem in ``report``."""
+    given, else from the files when they show the real counts (σ = 0, or the fakes listed by
+    the custodian file); otherwise None (the caller then checks the thresholds against the
+    bounds the files put on the counts, :func:`check_thresholds_against_bounds`)."""
     sa, dom = release.sa, list(release.domains[release.sa])
     if source is not None:
         if sa in source.column_names and list(source.domain(sa)) == dom:
@@ -146,12 +158,112 @@ def rederivation_counts(release, report, source=None) -> np.ndarray | None:
         return None
     real = release.real_counts_from_files()
     if real is None:
-        report.check(False, "SA counts for the thresholds",
-                     f"the thresholds cannot be re-derived without the source table: the release carries "
-                     f"σ = {release.fake_values} fake values per bucket and no fake flag, so the real SA counts "
-                     "are not in the files (pass the source table to verify)")
         return None
     return real.sum(axis=0).astype(np.int64)
+
+
+def count_bounds(release) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``(lo, hi)`` on the real SA counts o_x that the files give when the fakes are not
+    identified: o_x ≤ the listed total of x, and o_x ≥ that minus the count-1 appearances of x
+    that the publication rule allows as fakes."""
+    obs = release.observed_counts()
+    may_be_fake = (obs == 1) & ~release.fake_excluded()
+    hi = obs.sum(axis=0)
+    return hi - may_be_fake.sum(axis=0), hi
+
+
+def implied_counts(thresholds: np.ndarray, labels: Sequence[str], n: int, theta: float, floor: float,
+                   overrides: Mapping[str, float] | None = None,
+                   sensitive: Collection[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The real counts o_x that thresholds f'_x = θ·o_x/N + b reveal (a receiver can invert the
+    formula wherever f'_x < 1 and x is neither overridden nor outside the sensitive values):
+    ``(o, tol)`` with o = −1 where the formula does not reveal the count (float; ``tol`` is the
+    rounding error of the inversion)."""
+    thr = np.asarray(thresholds, dtype=np.float64)
+    labels = [str(x) for x in labels]
+    ov = {str(k) for k in (overrides or {})}
+    sens = None if sensitive is None else {str(x) for x in sensitive}
+    formula = np.array([lab not in ov and (sens is None or lab in sens) for lab in labels], dtype=bool)
+    formula &= thr < 1.0 - 1e-12
+    o = np.full(len(labels), -1.0)
+    tol = np.zeros(len(labels))
+    if n > 0 and theta > 0:
+        o = np.where(formula, (thr - float(floor)) * n / float(theta), -1.0)
+        tol = np.maximum(1e-6, 8.0 * np.spacing(np.maximum(thr, float(floor))) * n / float(theta))
+    return o, tol
+
+
+def known_totals(claim: "FPrivacyClaim", labels: Sequence[str], n: int) -> np.ndarray:
+    """The real SA counts a receiver reads off the F'-privacy thresholds (int64, −1 where the
+    thresholds do not reveal one, or where the inversion is not a whole number)."""
+    o, tol = implied_counts(claim.threshold_array(labels), labels, n, claim.theta, claim.floor, claim.overrides,
+                            claim.sensitive_values)
+    r = np.rint(o)
+    ok = (o >= 0) & (np.abs(o - r) <= tol) & (tol < 0.5)
+    return np.where(ok, r, -1).astype(np.int64)
+
+
+def check_thresholds_against_bounds(release, report, thr: np.ndarray, params: Mapping[str, Any]) -> None:
+    """Without the source table or the custodian file the real counts are not in the files, but
+    they are bounded (:func:`count_bounds`): every threshold must be min(1, θ·o_x/N + b) (or its
+    override, or 1 for a value outside the sensitive values) for some o_x within the bounds;
+    where the formula is invertible, o_x = (f'_x − b)·N/θ must be a whole number in range, and
+    the counts together must make up N. A raised threshold, an edited θ or b fails this."""
+    dom = list(release.domains[release.sa])
+    n = int(release.manifest.get("n_published", 0))
+    theta: Any = params.get("theta")
+    floor: Any = params.get("floor")
+    if not (_is_number(theta) and _is_number(floor)) or theta <= 0 or n <= 0:
+        report.check(False, "thresholds checked against params", "params lacks a usable theta / floor")
+        return
+    lo, hi = count_bounds(release)
+    overrides = {str(k): float(v) for k, v in (params.get("overrides") or {}).items() if _is_number(v)}
+    sens = params.get("sensitive_values")
+    sens = None if sens is None else {str(x) for x in sens}
+    bad: list[str] = []
+    for i, lab in enumerate(dom):
+        if lab in overrides:
+            if not math.isclose(thr[i], overrides[lab], rel_tol=THRESHOLD_TOL, abs_tol=THRESHOLD_TOL):
+                bad.append(f"{lab!r}: certificate {thr[i]:.6g}, override {overrides[lab]:.6g}")
+        elif sens is not None and lab not in sens:
+            if thr[i] != 1.0:
+                bad.append(f"{lab!r}: certificate {thr[i]:.6g}, a value outside the sensitive values has 1")
+    o, tol = implied_counts(thr, dom, n, float(theta), float(floor), overrides, sens)
+    formula = np.array([lab not in overrides and (sens is None or lab in sens) for lab in dom], dtype=bool)
+    clipped = formula & (thr >= 1.0 - 1e-12)
+    inverted = formula & ~clipped
+    for i in np.flatnonzero(inverted).tolist():
+        r = round(float(o[i]))
+        if (tol[i] < 0.5 and abs(o[i] - r) > tol[i]) or not (lo[i] - tol[i] <= o[i] <= hi[i] + tol[i]):
+            bad.append(f"{dom[i]!r}: certificate {thr[i]:.6g} implies o = {o[i]:.6g} records, the files allow "
+                       f"{int(lo[i])}..{int(hi[i])} whole records")
+    for i in np.flatnonzero(clipped).tolist():
+        if float(theta) * float(hi[i]) / n + float(floor) < 1.0 - 1e-12:
+            bad.append(f"{dom[i]!r}: certificate 1, but θ·o/N + b < 1 for every count the files allow (≤ {int(hi[i])})")
+    fixed = inverted
+    lo_sum = float(np.rint(o[fixed]).sum() + lo[~fixed].sum())
+    hi_sum = float(np.rint(o[fixed]).sum() + hi[~fixed].sum())
+    if not lo_sum <= n <= hi_sum:
+        bad.append(f"the counts the thresholds imply cannot make up N = {n} (between {lo_sum:.0f} and {hi_sum:.0f})")
+    report.check(not bad, "certificate thresholds = min(1, θ·f + b) for SA counts within the files' bounds "
+                 "(fakes unidentified)",
+                 f"certificate thresholds are not what params give for any SA counts the files allow: {'; '.join(bad[:3])}"
+                 + (f" and {len(bad) - 3} more" if len(bad) > 3 else ""))
+    report.facts["thresholds"] = ("checked against the files' bounds on the SA counts (exact re-derivation needs the "
+                                  "source table or the custodian file)")
+
+
+def check_fake_placement(release, report, thr: np.ndarray, totals: np.ndarray | None) -> None:
+    """With unidentified fakes: some choice of σ fakes per bucket among the count-1 values must
+    agree with the publication rule and with the real SA totals ``totals`` (from the source
+    table, or those the thresholds reveal; −1 = unknown) — certain conclusions are propagated
+    (``release.fake_inference``) and any contradiction is a problem."""
+    inf = release.fake_inference(thr, totals)
+    dom = release.domains[release.sa]
+    bad = [dom[i] for i in inf["bad_values"][:3]]
+    report.check(inf["contradictions"] == 0, "the fake values can be placed consistently with the SA totals",
+                 f"no placement of σ fakes per bucket agrees with the files and the SA totals: {inf['bad_buckets']} "
+                 f"bucket(s) and {len(inf['bad_values'])} value(s) contradict it" + (f", e.g. {bad}" if bad else ""))
 
 
 def _same_thresholds(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -240,6 +352,12 @@ class FPrivacyClaim(Claim):
         if missing:
             return
         o = rederivation_counts(release, report, source)
+        if o is None and source is None:
+            check_thresholds_against_bounds(release, report, thr, params)
+        if release.real_counts_from_files() is None:  # fakes unidentified: can they be placed at all?
+            totals = (o if o is not None and source is not None
+                      else self.revealed_totals(dom, int(release.manifest.get("n_published", 0))))
+            check_fake_placement(release, report, thr, totals)
         if o is not None and int(o.sum()) > 0 and all(k in params for k in ("theta", "floor")):
             try:
                 derived = fprime_thresholds(o, dom, theta=params["theta"], floor=params["floor"],
@@ -255,6 +373,18 @@ class FPrivacyClaim(Claim):
                              f"re-derived {derived[dom.index(bad[0])]:.6g}" if bad else None)
                 thr = np.where(ok, thr, np.minimum(thr, derived))  # the share test uses the stricter bound
         check_bucket_shares(release, report, thr)
+        self.check_disclosure(release, report)
+
+    def disclosure(self, release) -> dict[str, Any]:
+        """Records whose SA the files disclose with certainty and the largest posterior, for a
+        receiver who also reads the real SA counts off the thresholds (θ·o_x/N + b)."""
+        dom = list(release.domains[release.sa])
+        n = int(release.manifest.get("n_published", 0))
+        return release.disclosure(self.revealed_totals(dom, n))
+
+    def revealed_totals(self, labels: Sequence[str], n: int) -> np.ndarray:
+        """The real SA counts the thresholds reveal to any receiver (−1 where they do not)."""
+        return known_totals(self, labels, n)
 
     # ------------------------------------------------------------------ audit / words
     def bound(self) -> Mapping[str, Any]:
@@ -271,4 +401,5 @@ class FPrivacyClaim(Claim):
 
 
 __all__ = ["FPrivacyClaim", "fprime_thresholds", "privacy_cap", "threshold_array", "check_bucket_shares",
-           "rederivation_counts", "THRESHOLD_TOL", "SHARE_TOL"]
+           "rederivation_counts", "count_bounds", "implied_counts", "known_totals", "check_thresholds_against_bounds",
+           "THRESHOLD_TOL", "SHARE_TOL"]

@@ -55,13 +55,20 @@ class LDiversityClaim(Claim):
         report.check(bool(ok.all()) and len(self.thresholds) == len(dom), "certificate thresholds = 1/ℓ for every SA value",
                      f"certificate thresholds are not 1/ℓ = {want:.6g} for every SA value "
                      f"({int((~ok).sum())} differ or are missing)")
-        real = check_bucket_shares(release, report, np.full(len(dom), want), what="ℓ-diversity")
+        counts, unknown = check_bucket_shares(release, report, np.full(len(dom), want), what="ℓ-diversity")
         sizes = release.bucket_sizes()
-        distinct = (real > 0).sum(axis=1)
-        report.check(bool((distinct >= self.l).all()) and not (real * self.l > sizes[:, None]).any(),
+        # with σ unidentified fakes per bucket, at least (values listed) − σ of them are real
+        distinct = (counts > 0).sum(axis=1) - unknown
+        real_test = np.where(counts == 1, 0, counts) if unknown else counts
+        report.check(bool((distinct >= self.l).all()) and not (real_test * self.l > sizes[:, None]).any(),
                      f"ℓ-diversity (Anatomy): each bucket ≥ ℓ = {self.l} distinct values, share ≤ 1/ℓ",
                      f"{int((distinct < self.l).sum())} bucket(s) hold fewer than ℓ = {self.l} distinct values "
                      "or a share > 1/ℓ")
+        self.check_disclosure(release, report)
+
+    def disclosure(self, release) -> dict[str, Any]:
+        """Records whose SA the files disclose with certainty, and the largest posterior."""
+        return release.disclosure(None)
 
     def bound(self) -> Mapping[str, Any]:
         return {"name": f"1/ℓ = 1/{self.l}", "posterior": self.thresholds}

@@ -139,6 +139,10 @@ def finish_publish(release, out):
         click.echo("  randomness: cryptographically secure (fit for publication)")
     else:
         click.echo(f"  seeded test run: NOT fit for publication (the seed is kept in {custodian_path(path)}, not in the release)")
+    if "disclosure" in m:
+        from ..claims import disclosure_statement
+
+        click.echo(f"  {disclosure_statement(m['disclosure'])}")
     click.echo(str(rep))
     return rep
 

@@ -106,6 +106,9 @@ def _input_params() -> list[click.Parameter]:
                      help="Make the run reproducible (the release is then marked not fit for publication)."),
         click.Option(["--out", "-o", "out"], required=True, type=click.Path(file_okay=False),
                      help="Release directory to write (must not exist)."),
+        click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
+                     help="Publish even if the release discloses the sensitive value of every record "
+                          "(recorded in the manifest)."),
     ]
 
 
@@ -182,7 +185,7 @@ def _time_limited(mech) -> float | None:
     return float(limit) if limit and getattr(mech, "method", None) == "optimal" else None
 
 
-def _publish_with_progress(table, mech, seed, seconds: float):
+def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclosure: bool = False):
     """Run publish while a progress bar shows elapsed time against the solver's time limit."""
     import threading
     import time
@@ -203,7 +206,7 @@ def _publish_with_progress(table, mech, seed, seconds: float):
     th = threading.Thread(target=tick, daemon=True)
     th.start()
     try:
-        return do_publish(table, mech, seed=seed)
+        return do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure)
     finally:
         done.set()
         th.join()
@@ -248,7 +251,8 @@ def _make_command(cls) -> click.Command:
     first = doc.split("\n\n")[0].replace("\n", " ")
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
-    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), **values):
+    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
+                 **values):
         from ..api import publish as do_publish
         from .common import finish_publish
 
@@ -266,8 +270,8 @@ def _make_command(cls) -> click.Command:
         table = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows, numeric=numeric)
         seconds = _time_limited(mech)
         try:
-            release = (_publish_with_progress(table, mech, seed, seconds) if seconds
-                       else do_publish(table, mech, seed=seed))
+            release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure) if seconds
+                       else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
         rep = finish_publish(release, out)

@@ -29,10 +29,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..claims import state_disclosure
 from ..errors import PpdpError, SchemaError
 from ..kernels.rng import full_width_seed, publication_rng
-from ..mechanisms.bucketization.apply import release_from_plan, st_table
-from ..mechanisms.bucketization.fakes import draw_fakes
+from ..mechanisms.bucketization.apply import draw_plan_fakes, release_from_plan, st_table
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..provenance import VERSION
 from ..releases.base import codes_to_labels, labels_to_codes, stamp_manifest
@@ -157,19 +157,21 @@ def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
     # release: QIT from the executors' output, ST from the plan (no data needed)
     qit = {c: codes_to_labels(labels_to_codes(qit_raw.column(c), doms[c], c), doms[c]) for c in quasi}
     qit["bid"] = qit_raw.column("bid").combine_chunks()
-    fake = draw_fakes(relabelled, plan.fake_values, rng, None)
-    st = st_table(relabelled, fake, rng, sensitive, plan.labels, plan.publish_fake_flag)
+    fake = draw_plan_fakes(plan, relabelled, rng, None)
+    st, custodian = st_table(relabelled, fake, rng, sensitive, plan.labels)
     published = {c: doms[c] for c in [*quasi, sensitive]}
     schema_t = _schema_table(published)
     numeric = {c: schema_t.numeric_values(c) for c in published}
-    return release_from_plan(plan, relabelled, pa.table(qit), st, list(quasi), published, numeric, {"engine": "spark"})
+    return release_from_plan(plan, relabelled, pa.table(qit), st, list(quasi), published, numeric, {"engine": "spark"},
+                             custodian)
 
 
 def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, seed: int | None = None,
-                       domains: Mapping[str, Sequence[str]] | None = None):
+                       domains: Mapping[str, Sequence[str]] | None = None, allow_full_disclosure: bool = False):
     """Publish a Spark DataFrame under ``FPrivacy`` or ``Anatomy``: SA counts → the mechanism's
     public ``plan`` → :func:`apply_bucketized`. Returns a ``BucketizedRelease`` with the same
-    manifest, certificate and files as ``ppdp.publish`` on a local table."""
+    manifest, certificate and files as ``ppdp.publish`` on a local table (a release disclosing
+    every record's SA is refused unless ``allow_full_disclosure``)."""
     _require_spark()
     if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
         raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
@@ -179,6 +181,7 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     rng = publication_rng(seed)
     plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))
     release = apply_bucketized(plan, sdf, quasi, doms, rng)
+    state_disclosure(release, allow_full_disclosure)
     return stamp_manifest(release, mechanism.name, mechanism.get_params(), seed, VERSION)
 
 

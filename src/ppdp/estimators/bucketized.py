@@ -8,7 +8,9 @@ summed over rows with the same QI values, on the shared :class:`~ppdp.queries.Co
 
 Fake-value correction. A receiver sees, per bucket, the observed counts c^obs_g(x) (real
 counts plus one per fake) but not which values are fake. Let E_g be the values eligible as
-fakes (not real in g, not forbidden by a published negative association) and D_g = E_g minus
+fakes (not real in g, holdable by a real record of g under the published thresholds —
+1/|g| ≤ f'_x — and not forbidden by a published negative association: the publication rule
+of :func:`~ppdp.releases.bucketized.fake_candidates`) and D_g = E_g minus
 the fakes: the eligible values that do *not* appear in g — computable from the release —
 with |E_g| = |D_g| + σ. With p = σ/|E_g|, each x ∈ E_g is a fake with probability p, so for a
 value set S, F̂_g(S) = σ·|S ∩ D_g|/|D_g| has E[F̂_g(S)] = p·|S ∩ E_g| = E[F_g(S)]. Hence
@@ -57,8 +59,8 @@ def anatomy_index(release) -> CountIndex:
     b = release.buckets()
     nb = b["n_buckets"]
     sigma = release.fake_values
-    forbidden = release.forbidden_fakes() if sigma and release.negative_associations else None
-    chat, _ = correct_counts(release.observed_counts(), sigma, forbidden)
+    excluded = release.fake_excluded() if sigma else None  # the publication rule, read from the files
+    chat, _ = correct_counts(release.observed_counts(), sigma, excluded)
     cw = chat / np.maximum(b["sizes"], 1)[:, None]
     # rows with identical QI values are interchangeable for every query: sum their weights
     quasi, domains = release.quasi, release.domains

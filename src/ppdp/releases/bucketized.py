@@ -1,21 +1,32 @@
 """The "bucketized" release family (SPEC §5; Wang et al. 2011 §3, Xiao & Tao 2006).
 
-Files:
+Files (exactly these; verify refuses any other file or column):
 - ``qit.parquet``: the QI columns (labels, dictionary-encoded) and ``bid`` (int64);
-- ``st.parquet``: ``bid``, the SA column (labels), ``count`` (int64) and ``fake`` (bool; a
-  real publication strips it — see ``publish_fake_flag``). A bucket's real values carry
-  their counts; each of its σ fake values appears once with count 1.
+- ``st.parquet``: ``bid``, the SA column (labels), ``count`` (int64). A bucket's real values
+  carry their counts; each of its σ fake values appears once with count 1. Which values are
+  fake is never published: the custodian-side file (``Release.custodian["fake"]``, saved
+  beside the release) lists them for ``verify``.
 
 Certificate: the typed claim (``model`` "F'-privacy" with ``thresholds``, θ, b, overrides,
 sensitive values — :mod:`ppdp.claims.fprivacy` — or "l-diversity" with ``l`` and
 ``thresholds`` = 1/ℓ — :mod:`ppdp.claims.ldiversity`), plus the descriptive statistics
 ``loss`` = Σ(|g|−1)², ``mse`` = loss/(N−1), ``n_buckets``, ``bucket_sizes`` (size → number of
 buckets), ``fake_values`` (σ), ``negative_associations`` and, for F'-privacy, ``method`` /
-``proven_optimal``.
+``proven_optimal``. The manifest's ``disclosure`` states what the files disclose
+(:func:`bucket_disclosure`).
+
+The fake-value rule (public, so a receiver can apply it): a fake value x of bucket g is absent
+from g's real values, is not excluded by a published negative association (g holds a record
+with QI value z and (z, x) is one), and could be held by a real record of g under the
+published thresholds: a value listed once in a bucket of |g| QIT rows has share 1/|g|, so
+x must satisfy 1/|g| ≤ f'_x (:func:`fake_candidates`). A count-1 value is then never
+recognisable as fake by the thresholds: every count-1 value of a well-formed release is one a
+real record could hold, and verify rejects any that is not.
 
 This module is the public model a receiver knows: the decoded buckets, the observed and (as
-far as the files show them) real counts, and the file-format checks of ``verify``. The claim
-re-checks itself (``Claim.check``); the estimators live in :mod:`ppdp.estimators.bucketized`.
+far as the files show them) real counts, the receiver's posterior, and the file-format checks
+of ``verify``. The claim re-checks itself (``Claim.check``); the estimators live in
+:mod:`ppdp.estimators.bucketized`.
 """
 
 from __future__ import annotations
@@ -26,8 +37,16 @@ import numpy as np
 import pyarrow as pa
 
 from ..claims import claim_of
+from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
-from .base import Release, VerifyReport, register_family
+from .base import Release, VerifyReport, labels_to_codes, register_family
+
+#: the files and columns of the format (beyond the QI columns and the SA column)
+QIT_COLUMNS = ("bid",)
+ST_COLUMNS = ("bid", "count")
+FILES = ("qit", "st")
+#: posteriors within this of 1 count as certainty
+CERTAIN_TOL = 1e-12
 
 
 def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
@@ -63,6 +82,142 @@ def negative_association_mask(bid: np.ndarray, n_buckets: int, qi_codes: Mapping
         holders = np.unique(bid[qi_codes[col] == dom.index(z)])
         forbid[holders, sa_dom.index(x)] = True
     return forbid
+
+
+def fake_candidates(sizes: np.ndarray, thresholds: np.ndarray, forbidden: np.ndarray | None = None) -> np.ndarray:
+    """Boolean (n_buckets × m): values a fake of bucket g may take apart from being absent from
+    g — a real record of g could hold it under the published thresholds (a count-1 value has
+    share 1/|g|, so ``privacy_cap(f'_x, |g|) ≥ 1``) and no negative association forbids it.
+    The writer draws fakes from these (minus g's real values); the estimator and verify read
+    the same rule from the files."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    thr = np.asarray(thresholds, dtype=np.float64)
+    ok = privacy_cap(thr[None, :], np.maximum(sizes, 1)[:, None]) >= 1
+    if forbidden is not None:
+        ok &= ~np.asarray(forbidden, dtype=bool)
+    return ok
+
+
+def revealed_absent(claim, labels, n: int) -> np.ndarray:
+    """Values the claim's public thresholds reveal to be held by no record (an F'-privacy
+    threshold f'_x = b means o_x = 0): a fake of such a value would be recognisable, so the
+    publication rule excludes them."""
+    totals = getattr(claim, "revealed_totals", None)
+    if totals is None:
+        return np.zeros(len(labels), dtype=bool)
+    return np.asarray(totals(list(labels), int(n))) == 0
+
+
+def receiver_posterior(observed: np.ndarray, sizes: np.ndarray, sigma: int, thresholds: np.ndarray,
+                       forbidden: np.ndarray | None = None, known_totals: np.ndarray | None = None,
+                       fake: np.ndarray | None = None) -> np.ndarray:
+    """P(a record of bucket g has SA value x | the files), (n_buckets × m), for a receiver who
+    knows the publication rule but not which values are fake.
+
+    - ``fake`` given (the flag was published): the real shares, exactly.
+    - A value listed with count ≥ 2 is real (a fake is listed once, and never beside a real
+      record of its value): share c/|g|.
+    - Count-1 values: r_g = |g| − Σ_{c≥2} c of them are real, the rest fake. Certainly real: a
+      value the rule forbids as a fake (negative association); certainly fake: a value no real
+      record could hold (1/|g| > f'_x). ``known_totals`` (m, −1 = unknown): real SA totals o_x a
+      receiver can read elsewhere (F'-privacy thresholds θ·o_x/N + b reveal them), so the
+      number of fakes of x, F_x = listed total − o_x, is known; certain conclusions are
+      propagated between values (F_x fakes left among x's undecided appearances: none → all
+      real, as many → all fake) and buckets (fakes left in g: none → real, as many → fake)
+      until nothing changes.
+    - The undecided count-1 values of g are exchangeable under the rule (each could be real or
+      fake), so each is real with probability (real left)/(undecided) — the uniform-prior
+      posterior; a receiver with a non-uniform prior over SA values weights them differently.
+    """
+    obs = np.asarray(observed, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    size = np.maximum(sizes, 1)[:, None].astype(np.float64)
+    if fake is not None:
+        real = np.where(fake, 0, obs)
+        return real / size
+    if sigma == 0:
+        return obs / size
+    inf = fake_inference(obs, sizes, thresholds, forbidden, known_totals)
+    undecided, known_real = inf["undecided"], inf["known_real"]
+    und_g = undecided.sum(axis=1)
+    real_left = inf["n_real_ones"] - known_real.sum(axis=1)
+    p = np.divide(real_left, und_g, out=np.zeros(len(und_g), np.float64), where=und_g > 0).clip(0.0, 1.0)
+    expected = np.where(obs >= 2, obs, 0) + known_real + undecided * p[:, None]
+    return expected / size
+
+
+def fake_inference(observed: np.ndarray, sizes: np.ndarray, thresholds: np.ndarray,
+                   forbidden: np.ndarray | None = None, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+    """What a receiver concludes with certainty about the count-1 values (see
+    :func:`receiver_posterior`): ``known_real``, ``known_fake``, ``undecided`` (boolean
+    n_buckets × m), ``n_real_ones`` (r_g), ``n_fake`` (σ_g) and ``contradictions``: buckets or
+    values whose fake count cannot be met (more certain fakes than σ_g, or fewer candidates;
+    a known total o_x that the listed appearances cannot realise). A release the writer made
+    has none (its true fake draw is one consistent assignment); verify reports any."""
+    obs = np.asarray(observed, dtype=np.int64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    multi = obs >= 2
+    ones = obs == 1
+    thr = np.asarray(thresholds, dtype=np.float64)
+    can_be_real = privacy_cap(thr[None, :], np.maximum(sizes, 1)[:, None]) >= 1
+    can_be_fake = can_be_real if forbidden is None else can_be_real & ~np.asarray(forbidden, dtype=bool)
+    known_fake = ones & ~can_be_real
+    known_real = ones & can_be_real & ~can_be_fake
+    n_real_ones = sizes - np.where(multi, obs, 0).sum(axis=1)  # r_g
+    n_fake = ones.sum(axis=1) - n_real_ones  # σ_g (σ in a well-formed release)
+    known_x = np.zeros(obs.shape[1], bool)
+    f_x = np.full(obs.shape[1], -1, np.int64)
+    if known_totals is not None:
+        tot = np.asarray(known_totals, dtype=np.int64)
+        known_x = tot >= 0
+        f_x = np.where(known_x, obs.sum(axis=0) - tot, -1)
+    for _ in range(64):  # unit propagation of certain conclusions (a few rounds in practice)
+        before = int(known_fake.sum() + known_real.sum())
+        undecided = ones & ~known_fake & ~known_real
+        und_g = undecided.sum(axis=1)
+        fakes_left = n_fake - known_fake.sum(axis=1)
+        known_real |= undecided & (fakes_left <= 0)[:, None]
+        known_fake |= undecided & ((fakes_left >= und_g) & (fakes_left > 0))[:, None]
+        if known_x.any():
+            undecided = ones & ~known_fake & ~known_real
+            und_x = undecided.sum(axis=0)
+            left_x = f_x - known_fake.sum(axis=0)
+            known_real |= undecided & (known_x & (left_x <= 0))[None, :]
+            known_fake |= undecided & (known_x & (left_x >= und_x) & (left_x > 0))[None, :]
+        if int(known_fake.sum() + known_real.sum()) == before:
+            break
+    undecided = ones & ~known_fake & ~known_real
+    kf_g, und_g = known_fake.sum(axis=1), undecided.sum(axis=1)
+    bad_g = (n_fake < kf_g) | (n_fake > kf_g + und_g)
+    kf_x, und_x = known_fake.sum(axis=0), undecided.sum(axis=0)
+    bad_x = known_x & ((f_x < kf_x) | (f_x > kf_x + und_x))
+    return {"known_real": known_real, "known_fake": known_fake, "undecided": undecided, "n_real_ones": n_real_ones,
+            "n_fake": n_fake, "contradictions": int(bad_g.sum() + bad_x.sum()), "bad_buckets": int(bad_g.sum()),
+            "bad_values": np.flatnonzero(bad_x)}
+
+
+def bucket_disclosure(posterior: np.ndarray, sizes: np.ndarray, labels) -> dict[str, Any]:
+    """What a bucketized release discloses, from the receiver's posterior (:func:`receiver_posterior`):
+    the records whose SA value it discloses with certainty (every record of a bucket whose
+    posterior of one value is 1), in total and per SA value, and the largest posterior reached."""
+    post = np.asarray(posterior, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n = int(sizes.sum())
+    labels = list(labels)
+    if post.size == 0:
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                "max_posterior_value": None, "buckets_certain": 0}
+    best = post.argmax(axis=1)
+    top = post[np.arange(len(best)), best]
+    certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
+    per = np.bincount(best[certain], weights=sizes[certain], minlength=len(labels)).astype(np.int64)
+    flat = int(np.argmax(post))
+    g, x = divmod(flat, post.shape[1])
+    total = int(per.sum())
+    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+            "max_posterior": float(min(1.0, post[g, x])), "max_posterior_value": labels[x],
+            "buckets_certain": int(certain.sum())}
 
 
 @register_family("bucketized")
@@ -111,10 +266,12 @@ class BucketizedRelease(Release):
         return t
 
     def buckets(self) -> dict[str, Any]:
-        """Decoded release: dense bucket index per QIT row and per ST row, sizes, observed
-        counts matrix (n_buckets × m) and, if published, the fake matrix."""
-        if self._decoded is not None:
-            return self._decoded
+        """Decoded release: dense bucket index per QIT row and per ST row, sizes, the ids
+        (``ids``: published bucket id of each dense index), observed counts matrix (n_buckets × m)
+        and, if published, the fake flag per ST row."""
+        key = (id(self.tables.get("qit")), id(self.tables.get("st")), id(self.manifest.get("schema")))
+        if self._decoded is not None and self._decoded.get("key") == key:
+            return self._decoded  # (decoded again when a table is replaced)
         qit = self._table("qit", self.quasi + ["bid"])
         st = self._table("st", ["bid", self.sa, "count"])
         qbid = qit.column("bid").to_numpy().astype(np.int64)
@@ -132,7 +289,7 @@ class BucketizedRelease(Release):
         if "fake" in st.column_names:
             fake = st.column("fake").to_numpy(zero_copy_only=False).astype(bool)
         self._decoded = {"qb": qb.ravel(), "sb": sb_clip, "sc": sc, "count": cnt, "fake_rows": fake, "n_buckets": nb,
-                         "sizes": np.bincount(qb.ravel(), minlength=nb), "m": m}
+                         "sizes": np.bincount(qb.ravel(), minlength=nb), "m": m, "ids": ids, "key": key}
         return self._decoded
 
     def bucket_sizes(self) -> np.ndarray:
@@ -146,8 +303,15 @@ class BucketizedRelease(Release):
         np.add.at(obs, (b["sb"], b["sc"]), b["count"])
         return obs
 
-    def fake_matrix(self) -> np.ndarray | None:
-        """True where the published fake flag marks a fake value; None when the flag is stripped."""
+    def thresholds(self) -> np.ndarray:
+        """The claim's per-value bound (f'_x, or 1/ℓ) in SA-domain order; 1 where none is stated."""
+        claim: Any = claim_of(self.manifest)  # FPrivacyClaim or LDiversityClaim
+        thr = claim.threshold_array(self.domains[self.sa])
+        return np.where(np.isnan(thr), 1.0, thr)
+
+    def published_fake_matrix(self) -> np.ndarray | None:
+        """True where a published ``fake`` column marks a fake value (a leak: the format has no
+        such column and verify rejects it); None without the column."""
         b = self.buckets()
         if b["fake_rows"] is None:
             return None
@@ -156,28 +320,80 @@ class BucketizedRelease(Release):
         fake[b["sb"][fr], b["sc"][fr]] = True
         return fake
 
+    def custodian_fake_matrix(self) -> np.ndarray | None:
+        """True where the custodian-side file (``custodian["fake"]``: ``{"bid": [...], "value":
+        [...]}``) lists a fake value; None when the custodian file is not loaded or lists none."""
+        spec = (self.custodian or {}).get("fake")
+        if spec is None:
+            return None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("bid"), list) or not isinstance(spec.get("value"), list) \
+                or len(spec["bid"]) != len(spec["value"]):
+            raise ReleaseError("the custodian file's 'fake' entry must be {'bid': [...], 'value': [...]} of equal lengths")
+        b = self.buckets()
+        try:
+            bid = np.asarray(spec["bid"], dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise ReleaseError("the custodian file's fake bucket ids are not integers") from None
+        ids = b["ids"]
+        pos = np.minimum(np.searchsorted(ids, bid), max(len(ids) - 1, 0))
+        if len(bid) and (len(ids) == 0 or not np.array_equal(ids[pos], bid)):
+            raise ReleaseError("the custodian file names fake values in bucket ids that no QIT row has")
+        codes = labels_to_codes(np.asarray([str(v) for v in spec["value"]], dtype=object), self.domains[self.sa], self.sa)
+        fake = np.zeros((b["n_buckets"], b["m"]), dtype=bool)
+        if len(set(zip(pos.tolist(), codes.tolist()))) != len(bid):
+            raise ReleaseError("the custodian file lists a fake value twice in one bucket")
+        fake[pos, codes] = True
+        return fake
+
+    def fake_matrix(self) -> np.ndarray | None:
+        """Which values are fake, as far as known: the custodian file's list, else a published
+        ``fake`` column; None when neither is at hand."""
+        fake = self.custodian_fake_matrix()
+        return fake if fake is not None else self.published_fake_matrix()
+
     def real_counts_from_files(self) -> np.ndarray | None:
-        """The real counts (n_buckets × m) when the files show them exactly — σ = 0 or the fake
-        flag published — else None."""
+        """The exact real counts (n_buckets × m) when they are known — σ = 0, or the fakes known
+        from the custodian file (or a published flag) — else None."""
         obs = self.observed_counts()
         fake = self.fake_matrix()
         if fake is not None:
-            obs[fake] = 0
+            obs[fake & (obs == 1)] = 0
             return obs
         return obs if self.fake_values == 0 else None
 
-    def real_counts(self, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Real counts for the privacy test, and (fake flag stripped, σ > 0) the number of
-        count-1 values per bucket whose share 1/|g| would exceed ``thresholds``: those must be
-        fakes and are removed; the others are kept (the test is then conservative)."""
+    def real_counts(self) -> tuple[np.ndarray, int]:
+        """``(counts, unknown)``: the exact real counts and 0 when known; otherwise the observed
+        counts and σ, the number of each bucket's count-1 values that are fake but unidentified."""
         exact = self.real_counts_from_files()
         if exact is not None:
-            return exact, None
-        obs = self.observed_counts()
-        sizes = self.bucket_sizes()
-        amb = (obs == 1) & (1.0 / np.maximum(sizes, 1)[:, None] > np.asarray(thresholds)[None, :] + 1e-9)
-        obs[amb] = 0
-        return obs, amb.sum(axis=1)
+            return exact, 0
+        return self.observed_counts(), self.fake_values
+
+    def fake_excluded(self) -> np.ndarray:
+        """(n_buckets × m) True where the publication rule forbids a fake value (beyond being
+        absent from the bucket): no real record could hold it, or a negative association."""
+        forbidden = self.forbidden_fakes() if self.negative_associations else None
+        excluded = ~fake_candidates(self.bucket_sizes(), self.thresholds(), forbidden)
+        absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
+        excluded[:, absent] = True
+        return excluded
+
+    def posterior(self, known_totals: np.ndarray | None = None) -> np.ndarray:
+        """The receiver's posterior P(x | a record of g) from the published files alone
+        (:func:`receiver_posterior`; the custodian file is not used)."""
+        forbidden = self.forbidden_fakes() if self.fake_values and self.negative_associations else None
+        return receiver_posterior(self.observed_counts(), self.bucket_sizes(), self.fake_values, self.thresholds(),
+                                  forbidden, known_totals, self.published_fake_matrix())
+
+    def fake_inference(self, thresholds: np.ndarray | None = None, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+        """The receiver's certain conclusions about the count-1 values (:func:`fake_inference`)."""
+        forbidden = self.forbidden_fakes() if self.negative_associations else None
+        thr = self.thresholds() if thresholds is None else thresholds
+        return fake_inference(self.observed_counts(), self.bucket_sizes(), thr, forbidden, known_totals)
+
+    def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+        """What the files disclose (:func:`bucket_disclosure` of :meth:`posterior`)."""
+        return bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
 
     def forbidden_fakes(self) -> np.ndarray:
         """(n_buckets × m) True where a published negative association forbids a fake value."""
@@ -194,17 +410,13 @@ class BucketizedRelease(Release):
             rep.check(key in cert, f"certificate has {key!r}", f"certificate lacks {key!r}")
         if rep.problems:
             return
+        self._verify_layout(rep)
         params = self.manifest.get("params", {})
         for key in ("fake_values", "negative_associations", "method"):
             if key in params:
                 want = params[key] if key != "negative_associations" else [list(a) for a in params[key] or []]
                 rep.check(cert.get(key) == want, f"certificate {key} = params.{key}",
                           f"certificate {key} = {cert.get(key)!r} but params.{key} = {params[key]!r}")
-        if "publish_fake_flag" in params:
-            flagged = "fake" in self.tables["st"].column_names
-            rep.check(bool(params["publish_fake_flag"]) == flagged, "the fake flag is published iff params.publish_fake_flag",
-                      f"params.publish_fake_flag = {params['publish_fake_flag']!r} but st.parquet "
-                      f"{'has' if flagged else 'lacks'} the 'fake' column")
         if "method" in cert:
             rep.check(("proven_optimal" in cert) == (cert["method"] == "optimal"),
                       "proven_optimal is stated for the optimal method only",
@@ -219,6 +431,7 @@ class BucketizedRelease(Release):
             rep.check(int(sizes.max()) <= int(params["max_bucket"]), "every bucket holds ≤ max_bucket records",
                       f"a bucket holds {int(sizes.max())} records, more than params.max_bucket = {params['max_bucket']}")
         sigma = self.fake_values
+        rep.check(sigma >= 0, "σ ≥ 0", f"certificate fake_values = {sigma} is negative")
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
@@ -227,26 +440,34 @@ class BucketizedRelease(Release):
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
         obs = self.observed_counts()
-        fake = self.fake_matrix()
+        rep.check(np.array_equal(obs.sum(axis=1), sizes + sigma), "ST counts per bucket = QIT size + σ",
+                  f"{int((obs.sum(axis=1) != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
+        excluded = self.fake_excluded()
+        ones = obs == 1
+        if sigma:  # σ of each bucket's count-1 values are fake: there must be room for them under the rule
+            room = (ones & ~excluded).sum(axis=1)
+            rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
+                      f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
+                      "publication rule allows as fakes")
+        fake = self.custodian_fake_matrix()
         if fake is not None:
-            fr = b["fake_rows"]
-            rep.check(bool((b["count"][fr] == 1).all()), "fake values have count 1", "a fake ST row has count ≠ 1")
-            real = obs.copy()
-            real[fake] = 0
+            rep.facts["fake_values"] = "checked against the custodian file"
+            real = np.where(fake, 0, obs)
             n_fake = fake.sum(axis=1)
+            rep.check(bool((obs[fake] == 1).all()), "custodian-listed fake values are listed once in ST",
+                      f"{int((obs[fake] != 1).sum())} custodian-listed fake value(s) are not count-1 ST entries")
             rep.check(bool((n_fake == sigma).all()), f"every bucket has exactly σ = {sigma} fake values",
                       f"{int((n_fake != sigma).sum())} bucket(s) do not have exactly {sigma} fake values")
             rep.check(np.array_equal(real.sum(axis=1), sizes), "QIT bucket sizes = ST real counts per bucket",
                       f"{int((real.sum(axis=1) != sizes).sum())} bucket(s) have QIT size ≠ ST real count")
-            assoc = self.negative_associations
-            if assoc and fake.any():
-                forb = self.forbidden_fakes()
-                rep.check(not (fake & forb).any(), "no fake value contradicts a negative association",
-                          f"{int((fake & forb).sum())} fake value(s) sit in a bucket holding a negatively associated QI value")
-        else:
-            rep.check(np.array_equal(obs.sum(axis=1), sizes + sigma), "ST counts per bucket = QIT size + σ",
-                      f"{int((obs.sum(axis=1) != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
-            rep.facts["fake_flag"] = "absent (published without it)"
+            rep.check(not (fake & excluded).any(), "every fake value is one a real record could hold (thresholds, "
+                      "negative associations)",
+                      f"{int((fake & excluded).sum())} fake value(s) break the publication rule (a real record could not "
+                      "hold them under the thresholds, or a negative association forbids them)")
+        elif sigma:
+            rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
+                                        "the real counts are bounded, not known)")
+        # recompute the descriptive statistics
         # recompute the descriptive statistics
         stats = bucket_statistics(sizes, n)
         for key in ("loss", "n_buckets"):
@@ -263,6 +484,34 @@ class BucketizedRelease(Release):
         # the model part: the typed claim re-derives itself from params, the files and the source
         # (to move into Release.verify once every family writes a typed claim)
         claim_of(self.manifest).check(self, rep, table)
+
+    def _verify_layout(self, rep: VerifyReport) -> None:
+        """Only the files and columns the format defines: qit = QI columns + bid, st = bid, SA,
+        count. A ``fake`` column would publish which values are fake; any other file or column
+        (a row id, the source table …) is not part of a release."""
+        extra_files = sorted(set(self.tables) - set(FILES))
+        rep.check(not extra_files, "only qit.parquet and st.parquet",
+                  f"the release holds file(s) the format does not define: {', '.join(f + '.parquet' for f in extra_files)}")
+        want = {"qit": [*self.quasi, *QIT_COLUMNS], "st": [ST_COLUMNS[0], self.sa, *ST_COLUMNS[1:]]}
+        for name, cols in want.items():
+            if name not in self.tables:
+                continue
+            have = self.tables[name].column_names
+            extra = [c for c in have if c not in cols]
+            if "fake" in extra and name == "st":
+                rep.check(False, "st.parquet does not say which values are fake",
+                          "st.parquet publishes which values are fake (a 'fake' column); the custodian file keeps that")
+                extra.remove("fake")
+            rep.check(not extra, f"{name}.parquet has only the format's columns",
+                      f"{name}.parquet has column(s) the format does not define: {extra}")
+            rep.check(len(set(have)) == len(have), f"{name}.parquet has no repeated column",
+                      f"{name}.parquet repeats a column")
+        for name, col in (("qit", "bid"), ("st", "bid"), ("st", "count")):
+            t = self.tables.get(name)
+            if t is not None and col in t.column_names:
+                typ = t.schema.field(col).type
+                rep.check(pa.types.is_integer(typ), f"{name}.{col} is an integer column",
+                          f"{name}.parquet column {col!r} has type {typ}, not an integer type")
 
     def _verify_source(self, rep: VerifyReport, table) -> None:
         """Every input row exactly once: QI multiset of the QIT = the table's; SA counts equal."""
@@ -294,4 +543,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "negative_association_mask"]
+__all__ = ["BucketizedRelease", "bucket_statistics", "negative_association_mask", "fake_candidates", "receiver_posterior",
+           "bucket_disclosure", "revealed_absent", "fake_inference"]

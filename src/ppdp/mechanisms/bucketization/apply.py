@@ -24,9 +24,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ...claims import disclosure_of
 from ...errors import PpdpError, SchemaError
 from ...releases.base import codes_to_labels
-from ...releases.bucketized import BucketizedRelease, negative_association_mask
+from ...releases.bucketized import BucketizedRelease, negative_association_mask, revealed_absent
 from .fakes import draw_fakes
 from .plan import BucketizationPlan
 
@@ -66,32 +67,37 @@ def grouped_random_order(groups: np.ndarray, rng: np.random.Generator) -> np.nda
     return np.argsort(key)
 
 
-def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str, labels,
-             publish_fake_flag: bool = True) -> pa.Table:
+def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str,
+             labels) -> tuple[pa.Table, dict]:
     """st.parquet from the counts and fake matrices alone (no rows needed): one row per
-    (bucket, value) with its count, each fake a count-1 row, random value order in a bucket."""
+    (bucket, value) with its count, each fake a count-1 row, random value order in a bucket.
+
+    Returns ``(st, custodian)``: the ST (``bid``, SA, ``count`` — nothing says which values are
+    fake) and the custodian-side entry ``{"fake": {"bid": [...], "value": [...]}}`` (empty when
+    there are no fakes) that ``verify(..., custodian=path)`` reads."""
     rb, rc = np.nonzero(counts)
     fb, fc = np.nonzero(fake)
     st_bid = np.concatenate([rb, fb]).astype(np.int64)
     st_code = np.concatenate([rc, fc])
     st_count = np.concatenate([counts[rb, rc], np.ones(len(fb), dtype=np.int64)]).astype(np.int64)
-    st_fake = np.concatenate([np.zeros(len(rb), bool), np.ones(len(fb), bool)])
     st_order = grouped_random_order(st_bid, rng)  # value order inside a bucket is random
     st = {"bid": pa.array(st_bid[st_order], pa.int64()),
           sa: codes_to_labels(st_code[st_order], labels),
           "count": pa.array(st_count[st_order], pa.int64())}
-    if publish_fake_flag:
-        st["fake"] = pa.array(st_fake[st_order], pa.bool_())
-    return pa.table(st)
+    labels = [str(x) for x in labels]
+    custodian = {"fake": {"bid": fb.astype(np.int64).tolist(), "value": [labels[c] for c in fc.tolist()]}} if len(fb) else {}
+    return pa.table(st), custodian
 
 
 def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.Table, st: pa.Table,
                       quasi: Sequence[str], domains: Mapping[str, Sequence[str]],
-                      numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None) -> BucketizedRelease:
+                      numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None,
+                      custodian: Mapping | None = None) -> BucketizedRelease:
     """The release (manifest + files) of an applied plan; the one manifest builder of every engine.
 
     ``relabelled``: the counts matrix in published bucket order; ``numeric``: numeric value of
-    each label (or None) per published column, for BETWEEN queries."""
+    each label (or None) per published column, for BETWEEN queries; ``custodian``: what only
+    the custodian keeps (which values are fake), saved beside the release, never in it."""
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(domains[c]) for c in published}}
@@ -99,7 +105,23 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 **dict(extra or {}), "certificate": plan.certificate(np.asarray(relabelled).sum(axis=1))}
-    return BucketizedRelease(manifest, {"qit": qit, "st": st})
+    release = BucketizedRelease(manifest, {"qit": qit, "st": st}, custodian)
+    # what the files disclose (ppdp.publish re-states it and refuses a release disclosing every record)
+    release.manifest["disclosure"] = disclosure_of(release)
+    return release
+
+
+def draw_plan_fakes(plan: BucketizationPlan, relabelled: np.ndarray, rng: np.random.Generator,
+                    forbidden: np.ndarray | None = None) -> np.ndarray:
+    """The plan's σ fake values per bucket, drawn only where a real record could hold them
+    under the plan's thresholds (and not ``forbidden`` by a negative association); see
+    :mod:`~ppdp.mechanisms.bucketization.fakes`."""
+    absent = revealed_absent(plan.claim, plan.labels, plan.n_records)
+    if absent.any():
+        extra = np.zeros(np.shape(relabelled), dtype=bool)
+        extra[:, absent] = True
+        forbidden = extra if forbidden is None else (np.asarray(forbidden, bool) | extra)
+    return draw_fakes(relabelled, plan.fake_values, rng, forbidden, plan.thresholds)
 
 
 def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> BucketizedRelease:
@@ -116,13 +138,13 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
     if plan.negative_associations:  # validated even when σ = 0
         forbidden = negative_association_mask(bid, counts.shape[0], {c: table.codes(c) for c in table.quasi},
                                               table.domains, sa, plan.negative_associations)
-    fake = draw_fakes(counts, plan.fake_values, rng, forbidden)
+    fake = draw_plan_fakes(plan, counts, rng, forbidden)
     qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
     qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
     qit["bid"] = pa.array(bid[qit_order], pa.int64())
-    st = st_table(counts, fake, rng, sa, table.domain(sa), plan.publish_fake_flag)
+    st, custodian = st_table(counts, fake, rng, sa, table.domain(sa))
     numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
-    return release_from_plan(plan, counts, pa.table(qit), st, table.quasi, table.domains, numeric)
+    return release_from_plan(plan, counts, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
 
 
-__all__ = ["assign_buckets", "grouped_random_order", "st_table", "release_from_plan", "apply_plan"]
+__all__ = ["assign_buckets", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]

@@ -2,26 +2,71 @@
 
 Injection. Every bucket g receives σ fake SA values, distinct within the bucket, drawn
 uniformly without replacement from its *eligible* set
-    E_g = {x : x is not a real value of g} minus {x : (z, x) is a learned negative
-          association and some record of g has the QI value z}.
 
-The receiver's estimator subtracts the expected fake contribution without knowing which
-values are fake (:func:`ppdp.estimators.bucketized.correct_counts`); the forbidden set is
-:func:`ppdp.releases.bucketized.negative_association_mask` (the associations are published).
+    E_g = {x : x is not a real value of g}
+          ∩ {x : 1/|g| ≤ f'_x}  (a real record of g could hold x under the published thresholds)
+          minus {x : (z, x) is a learned negative association and some record of g has z}.
+
+Why the threshold condition: the receiver sees |g| (QIT rows), the ST counts (|g| + σ in
+all) and the thresholds f'. A value listed once in g would, if real, have share 1/|g|; a real
+value's share never exceeds its threshold, so a count-1 value with 1/|g| > f'_x is certainly a
+fake. Drawing fakes without that condition let a receiver identify 84% of them on EDU/OCC
+(θ = 8, σ = 1 or 2); with it, every count-1 value is one a real record could hold and the
+rule identifies none (tests/bucketization/test_fakes_hidden.py).
+
+Which values are fake is never published: :func:`~ppdp.mechanisms.bucketization.apply.st_table`
+returns them for the custodian-side file. The receiver's estimator subtracts the expected fake contribution using
+the same eligibility rule read from the files (:func:`ppdp.estimators.bucketized.correct_counts`
+with :meth:`~ppdp.releases.bucketized.BucketizedRelease.fake_excluded`); the rule itself is
+:func:`ppdp.releases.bucketized.fake_candidates`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...claims.fprivacy import privacy_cap
 from ...errors import InfeasibleError
+from ...releases.bucketized import fake_candidates
 
 
-def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidden: np.ndarray | None = None) -> np.ndarray:
+def planning_thresholds(o: np.ndarray, fprime: np.ndarray, sigma: int, allowed: np.ndarray | None = None,
+                        min_size: int = 1) -> np.ndarray:
+    """Thresholds to *plan* with when σ fakes must fit: min(f'_x, 1/S0).
+
+    A bucket of size S holds at most S distinct real values and its fakes must come from the
+    values with 1/S ≤ f'_x (K(S) of them), so a bucket has room for σ fakes whenever
+    K(S) ≥ S + σ. The smallest buckets are the tight ones (OCC at θ = 8: only two values have
+    f' ≥ 1/2, so a bucket of two has no room at all); S0 is the smallest size ≥ the planner's
+    M with K(S0) ≥ S0 + σ, and planning with min(f', 1/S0) makes every bucket at least that
+    large. The result is stricter than f' (the release still claims f'); unchanged when no
+    such S0 keeps Lemma 1 (f_x ≤ 1/S0) or none is needed. ``allowed``: values fakes may take at
+    all (default: every value)."""
+    o = np.asarray(o, dtype=np.int64)
+    fp = np.asarray(fprime, dtype=np.float64)
+    if sigma <= 0:
+        return fp
+    ok = np.ones(len(fp), bool) if allowed is None else np.asarray(allowed, bool)
+    n = int(o.sum())
+    for S in range(max(1, int(min_size)), len(fp) + 2):
+        K = int((ok & (privacy_cap(fp, S) >= 1)).sum())
+        if K >= S + sigma:
+            if S <= min_size:
+                return fp
+            cap = np.minimum(fp, 1.0 / S)
+            if (o > privacy_cap(cap, n)).any():  # Lemma 1 would fail: keep f' (the draw then says what is short)
+                return fp
+            return cap
+    return fp
+
+
+def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidden: np.ndarray | None = None,
+               thresholds: np.ndarray | None = None) -> np.ndarray:
     """σ distinct fake values per bucket: a boolean (n_buckets × m) matrix, True = injected.
 
     Each bucket's fakes are a uniformly random σ-subset of its eligible values (absent from
-    the bucket, not forbidden). Raises :class:`InfeasibleError` when a bucket has fewer
+    the bucket, not forbidden, and — when ``thresholds`` are given — holdable by a real record
+    of the bucket: 1/|g| ≤ f'_x). Raises :class:`InfeasibleError` when a bucket has fewer
     than σ eligible values.
     """
     counts = np.asarray(counts)
@@ -30,19 +75,21 @@ def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidd
     if sigma == 0 or nb == 0:
         return fake
     eligible = counts == 0
-    if forbidden is not None:
+    if thresholds is not None:
+        eligible &= fake_candidates(counts.sum(axis=1), thresholds, forbidden)
+    elif forbidden is not None:
         eligible &= ~forbidden
     n_el = eligible.sum(axis=1)
     short = np.flatnonzero(n_el < sigma)
     if len(short):
         raise InfeasibleError(
             f"{len(short)} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
-            f"{int(counts[short[0]].sum())} has only {int(n_el[short[0]])} eligible absent SA values); "
-            f"lower fake_values or drop negative associations")
+            f"{int(counts[short[0]].sum())} has only {int(n_el[short[0]])} absent SA values that a real record could "
+            f"hold there under the thresholds and the negative associations); lower fake_values")
     keys = np.where(eligible, rng.random((nb, m)), np.inf)
     chosen = np.argpartition(keys, sigma - 1, axis=1)[:, :sigma]
     fake[np.repeat(np.arange(nb), sigma), chosen.ravel()] = True
     return fake
 
 
-__all__ = ["draw_fakes"]
+__all__ = ["draw_fakes", "planning_thresholds"]

@@ -15,13 +15,15 @@ import numpy as np
 from ...claims.fprivacy import FPrivacyClaim
 from ...claims.ldiversity import LDiversityClaim
 from ...errors import InfeasibleError
-from ...validation import Flag, FrozenDict, Integer, LabelMap, Labels, Optional, Options, Real, Triples
+from ...releases.bucketized import revealed_absent
+from ...validation import FrozenDict, Integer, LabelMap, Labels, Optional, Options, Real, Triples
 from ..base import Mechanism
 from .anatomy_plan import anatomy_setting
 from .apply import apply_plan
+from .fakes import planning_thresholds
 from .multi_size import multi_size_bucketing
 from .optimal import optimal_bucketing
-from .plan import BucketizationPlan, SACounts
+from .plan import BucketizationPlan, SACounts, min_bucket_size
 from .two_size import two_size_bucketing
 
 METHODS = ("multi-size", "two-size", "optimal")
@@ -31,7 +33,7 @@ class _Bucketized(Mechanism):
     """Shared by FPrivacy and Anatomy: SA counts → :class:`BucketizationPlan` → apply."""
     family = "bucketized"
     _cli_names = {"overrides": "--override", "negative_associations": "--negative-association",
-                  "sensitive_values": "--sensitive-value", "publish_fake_flag": "--keep-fake-flag/--strip-fake-flag"}
+                  "sensitive_values": "--sensitive-value"}
 
     family = "bucketized"
     default_estimator = "anatomy"
@@ -59,7 +61,7 @@ class _Bucketized(Mechanism):
 
     def _plan_of(self, stats: SACounts, thresholds, counts, claim, details) -> BucketizationPlan:
         return BucketizationPlan(stats.sa, stats.labels, stats.counts, thresholds, counts, claim, self.fake_values,
-                                 tuple(self.negative_associations or ()), self.publish_fake_flag, details)
+                                 tuple(self.negative_associations or ()), details)
 
     def _publish(self, table, rng: np.random.Generator):
         return apply_plan(self.plan(SACounts.of_table(table)), table, rng)
@@ -74,8 +76,8 @@ class FPrivacy(_Bucketized):
     ``sensitive_values``: if given, only these SA labels get thresholds; the others f' = 1.
     ``fake_values`` σ: fake SA values injected into every bucket (§6), avoiding values that a
     learned ``negative_associations`` entry (QI column, QI label, SA label) would let an
-    adversary exclude. ``publish_fake_flag``: keep the ``fake`` column in st.parquet (for
-    verification; a real publication strips it).
+    adversary exclude; fakes are drawn only where a real record could hold them under the
+    thresholds, and which values are fake is kept in the custodian-side file, never published.
     """
 
     name = "fprivacy"
@@ -98,7 +100,6 @@ class FPrivacy(_Bucketized):
         "negative_associations": Optional(Triples()),
         "sensitive_values": Optional(Labels()),
         "time_limit": Real(0, None, closed="neither"),
-        "publish_fake_flag": Flag(),
     }
     _parameter_help = {
         "theta": "Privacy coefficient θ in f'_i = min(1, θ·f_i + b).",
@@ -111,14 +112,12 @@ class FPrivacy(_Bucketized):
                                  "COLUMN=VALUE (repeatable).",
         "sensitive_values": "Only these SA values are sensitive; the others get f' = 1 (repeatable; default: all).",
         "time_limit": "Seconds for method optimal (MILP).",
-        "publish_fake_flag": "Keep the 'fake' column in st.parquet (needed to verify fakes; a real publication strips it).",
     }
 
     def __init__(self, theta: float = 8.0, floor: float = 0.02, overrides: Mapping[str, float] | None = None,
                  method: str = "multi-size", max_bucket: int = 50, fake_values: int = 0,
                  negative_associations: Sequence[Sequence[str]] | None = None,
-                 sensitive_values: Sequence[str] | None = None, time_limit: float = 60.0,
-                 publish_fake_flag: bool = True):
+                 sensitive_values: Sequence[str] | None = None, time_limit: float = 60.0):
         self._set_params(locals())
 
     def claim(self, stats: SACounts) -> FPrivacyClaim:
@@ -130,12 +129,16 @@ class FPrivacy(_Bucketized):
         claim = self.claim(stats)
         fprime = claim.threshold_array(stats.labels)
         o = np.asarray(stats.counts)
+        # with σ fakes, plan with stricter thresholds where the smallest buckets would leave no room
+        # for fakes a real record could hold (fakes.planning_thresholds); the claim stays f'
+        plan_fp = planning_thresholds(o, fprime, self.fake_values,
+                                      ~revealed_absent(claim, stats.labels, stats.n), min_bucket_size(o, fprime))
         if self.method == "two-size":
-            setting = two_size_bucketing(o, fprime, max_bucket=self.max_bucket)
+            setting = two_size_bucketing(o, plan_fp, max_bucket=self.max_bucket)
         elif self.method == "multi-size":
-            setting = multi_size_bucketing(o, fprime, max_bucket=self.max_bucket)
+            setting = multi_size_bucketing(o, plan_fp, max_bucket=self.max_bucket)
         else:
-            setting = optimal_bucketing(o, fprime, max_bucket=self.max_bucket, time_limit=self.time_limit)
+            setting = optimal_bucketing(o, plan_fp, max_bucket=self.max_bucket, time_limit=self.time_limit)
         details = self.details()
         if self.method == "optimal":
             details["proven_optimal"] = bool(setting.proven_optimal)
@@ -157,13 +160,12 @@ class Anatomy(_Bucketized):
         "l": Integer(2, None),
         "fake_values": FPrivacy._parameter_constraints["fake_values"],
         "negative_associations": FPrivacy._parameter_constraints["negative_associations"],
-        "publish_fake_flag": Flag(),
     }
     _parameter_help = {"l": "ℓ: every bucket holds ℓ (or ℓ+1) distinct SA values.",
-                       **{k: FPrivacy._parameter_help[k] for k in ("fake_values", "negative_associations", "publish_fake_flag")}}
+                       **{k: FPrivacy._parameter_help[k] for k in ("fake_values", "negative_associations")}}
 
-    def __init__(self, l: int, fake_values: int = 0, negative_associations: Sequence[Sequence[str]] | None = None,  # noqa: E741
-                 publish_fake_flag: bool = True):
+    def __init__(self, l: int, fake_values: int = 0,  # noqa: E741
+                 negative_associations: Sequence[Sequence[str]] | None = None):
         self._set_params(locals())
 
     def plan(self, stats: SACounts) -> BucketizationPlan:

@@ -259,7 +259,7 @@ class BucketizationPlan:
     """Everything an engine needs to write a bucketized release, computed from :class:`SACounts`
     alone: ``counts[j, i]`` records of SA value i go to bucket j (planner order; the engine
     relabels buckets at random), σ fake values per bucket, the negative associations fakes
-    must respect, whether the fake flag is published, the typed ``claim`` and the
+    must respect, the typed ``claim`` and the
     certificate's descriptive ``details`` (method, proven_optimal)."""
 
     sa: str
@@ -270,7 +270,6 @@ class BucketizationPlan:
     claim: Claim
     fake_values: int = 0
     negative_associations: tuple[tuple[str, str, str], ...] = ()
-    publish_fake_flag: bool = True
     details: Mapping[str, Any] = field(default_factory=FrozenDict)
 
     def __post_init__(self):
