@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.errors import ReleaseError
 
 SA = "education"
 
@@ -449,8 +450,13 @@ def _fresh(saved, tmp_path, name):
 def _verdicts(d, t) -> dict[str, bool]:
     """ok per verify mode (a crash is a failure of the test, not a verdict)."""
     cust = d.with_name(d.name + ".custodian.json")
-    return {"files": ppdp.verify(d).ok, "source": ppdp.verify(d, t).ok, "custodian": ppdp.verify(d, custodian=cust).ok,
-            "source+custodian": ppdp.verify(d, t, custodian=cust).ok}
+    def ok(*args, **kw) -> bool:
+        try:
+            return ppdp.verify(*args, **kw).ok
+        except ReleaseError:  # refused at load (e.g. row counts against the manifest): caught
+            return False
+
+    return {"files": ok(d), "source": ok(d, t), "custodian": ok(d, custodian=cust), "source+custodian": ok(d, t, custodian=cust)}
 
 
 _RESULTS: dict[str, tuple[str, bool]] = {}

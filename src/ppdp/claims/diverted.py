@@ -136,7 +136,8 @@ class DivertedClaim(Claim):
         for model, sa in zip(release.transition_models(), release.sensitive):
             y = release.published_counts(sa)
             post = max(post, largest_posterior(model.single, y, receiver_counts(y, self.l_prime)))
-        return {"certain": 0, "per_value": {}, "max_posterior": post}
+        n = int(release.manifest.get("n_published", 0) or 0)
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": post}
 
     def statement(self) -> str:
         return (f"ℓ'-diverted zero-differential privacy with ℓ' = {self.l_prime}, conditional on the secret id draw: each "

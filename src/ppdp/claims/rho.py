@@ -240,7 +240,8 @@ class RhoClaim(Claim):
 
 
 def transition_disclosure(release) -> dict[str, Any]:
-    """{"certain": 0, "per_value": {}, "max_posterior": …} of a uniform or SDR release: the
+    """The disclosure (:meth:`Claim.disclosure`'s form) of a uniform or SDR release: no record
+    with certainty, and as ``max_posterior`` the
     largest Bayes posterior over the published values, per transition group, with the group's
     inverted published counts (clipped at 0) as the prior."""
     post = 0.0
@@ -254,7 +255,8 @@ def transition_disclosure(release) -> dict[str, Any]:
         for g, yy in groups:
             local = np.bincount(yy, minlength=model.n_values)[g.domain]
             post = max(post, largest_posterior(g, local))
-    return {"certain": 0, "per_value": {}, "max_posterior": post}
+    n = int(release.manifest.get("n_published", 0) or 0)
+    return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": post}
 
 
 def check_perturbation(rep, label: str, m: int, gamma: float, retention, p, q) -> None:
