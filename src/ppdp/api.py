@@ -46,7 +46,11 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
     state_disclosure(release, bool(allow_full_disclosure))
-    return stamp_manifest(release, mechanism, seed)
+    stamp_manifest(release, mechanism, seed)
+    if table.drawn_with_replacement:  # people repeat: independent randomizations of one person add up
+        release.manifest["fit_for_publication"] = False
+        release.manifest["sampling"] = "with replacement (people repeat): a test release, not fit for publication"
+    return release
 
 
 def stamp_manifest(release: Release, mechanism: Mechanism, seed: int | None) -> Release:

@@ -218,6 +218,11 @@ class Table:
             numeric={c: self._numeric[c] for c in cols},
         )
 
+    #: True for a table drawn with replacement (:meth:`sample` past N): people repeat, so a
+    #: release of it publishes some people several times with independent randomness and is
+    #: never fit for publication (``ppdp.publish`` marks it so)
+    drawn_with_replacement: bool = False
+
     def take(self, indices: np.ndarray) -> "Table":
         idx = np.asarray(indices)
         return Table(
@@ -238,7 +243,9 @@ class Table:
         idx = rng.choice(self._n, size=n, replace=replace)
         if not replace:
             idx.sort()
-        return self.take(idx), replace
+        t = self.take(idx)
+        t.drawn_with_replacement = replace
+        return t, replace
 
     # ------------------------------------------------------------ conversion
     def to_pandas(self, columns: Sequence[str] | None = None) -> pd.DataFrame:
