@@ -8,6 +8,13 @@ signature, ``release.answer(workload, estimator=…)``.
 meeting a QI predicate of which y show x, x̂ = (y − n·q_j)/p_j (SPEC §2.3), summed over the
 groups and the selected values — unbiased.
 
+**EM** (``"em"``) and **Norm-Sub** (``"norm-sub"``) (uniform, SDR, global): per distinct QI
+predicate and sub-table, the whole vector of SA counts of the rows meeting the predicate is
+estimated non-negative with the known total n_P,j — by the iterative Bayesian update
+(Agrawal & Aggarwal 2001) or by projecting the inversion onto {x ≥ 0, Σx = n_P,j} (Wang et
+al. 2020) — and each query adds up the values it selects. Consistent, biased near zero.
+``EM.answer_with_iterations`` reports the iteration counts. docs/sdr.md gives the numbers.
+
 **A'** (Fu, Wang, Wang & Wong 2014, §5, §7.2; SPEC §2.4):
 
 - SA-only counts: f'_s, the count of s in D' (the MLE, Theorem 3);
@@ -51,6 +58,9 @@ from .base import Estimator
 METHODS = ("full-iterative", "full-closed", "iterative", "closed")
 DEFAULT_TOL = 0.01
 MAX_ITER = 10_000
+#: EM's default tolerance on uniform / SDR / A releases, chosen on EDU and ADULT (docs/sdr.md):
+#: 0.01 stops far from the fixed point on a near-uniform channel (uniform perturbation, A)
+EM_TOL = 1e-3
 
 
 # ----------------------------------------------------------------------------- inversion
@@ -95,6 +105,163 @@ class Inversion(Estimator):
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
         return inversion_estimates(release, masks, release.transition_models()[0])
+
+
+# ----------------------------------------------------------------------------- EM and Norm-Sub
+def _published_vectors(release, masks, model):
+    """Per distinct QI predicate u and group j, the published SA counts y[u, j, :] of the rows
+    meeting the predicate (one CountIndex pass over the (group, value) keys), plus the query →
+    predicate map and the (n_queries, m) SA selections."""
+    sa = model.attribute
+    m = model.n_values
+    J = len(model.groups)
+    y = release.column_codes(sa).astype(np.int64)
+    if model.group_column is None:
+        sub = np.zeros(len(y), dtype=np.int64)
+    else:
+        sub = np.asarray(release.data.column(model.group_column).to_numpy(), dtype=np.int64)
+        if sub.size and (sub.min() < 0 or sub.max() >= J):
+            raise ReleaseError(f"data.parquet has {model.group_column} ids outside the model's {J} groups")
+    in_dom = model.membership()
+    if not in_dom[sub, y].all():
+        raise ReleaseError("a published SA value lies outside its sub-table's domain")
+    rest, sel = split_masks(masks, sa, m)
+    # many queries share their QI predicate (the point workload pairs each with every SA value)
+    uniq: dict[bytes, int] = {}
+    inv = np.empty(len(masks), dtype=np.int64)
+    reps: list = []
+    for q, mk in enumerate(rest):
+        h = b"|".join(c.encode() + b"=" + np.packbits(mk[c]).tobytes() for c in sorted(mk))
+        if h not in uniq:
+            uniq[h] = len(reps)
+            reps.append(mk)
+        inv[q] = uniq[h]
+    qi_cols = sorted({c for mk in reps for c in mk})
+    index = CountIndex({c: release.column_codes(c) for c in qi_cols}, {c: len(release.domains[c]) for c in qi_cols},
+                       sub * m + y, J * m)
+    Y = index.sums(reps).reshape(len(reps), J, m) if reps else np.zeros((0, J, m))
+    return Y, inv, sel, in_dom
+
+
+def uniform_em(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, tol: float = EM_TOL,
+               max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
+    """Iterative Bayesian update (Agrawal & Aggarwal 2001) for many rows of uniform channels.
+
+    Row r holds the published counts y (on its group's domain, ``member[r]``) of n = Σ y records
+    randomized by T = q·J + p·I on that domain: E[y] = x T, (x T)_k = q·n + p·x_k. The update
+    x ← x ∘ ((y / (x T)) Tᵀ), i.e. x_i ← x_i (q Σ_k y_k/d_k + p·y_i/d_i), starts at x⁰ = y,
+    keeps x ≥ 0 and Σ x = n (the known number of records of the row), and increases the
+    likelihood; a row stops when no component moves by more than ``tol`` (relative, floor one
+    record). Returns (x̂, iterations per row)."""
+    Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
+    X = Y.copy()
+    n = Y.sum(axis=1)
+    iters = np.zeros(len(X), dtype=np.int64)
+    active = np.flatnonzero(n > 0)
+    for it in range(1, max_iter + 1):
+        if not len(active):
+            break
+        xa, ya, pa, qa, ma = X[active], Y[active], p[active, None], q[active, None], member[active]
+        d = qa * n[active, None] + pa * xa
+        ratio = np.divide(ya, d, out=np.zeros_like(ya), where=ma & (d > 0))
+        new = xa * (qa * ratio.sum(axis=1, keepdims=True) + pa * ratio)
+        moved = (np.abs(new - xa) > tol * np.maximum(xa, 1.0)).any(axis=1)
+        X[active] = new
+        iters[active] = it
+        active = active[moved]
+    return X, iters
+
+
+def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """Norm-Sub (Wang, Lopuhaä-Zwakenberg, Li, Škorić & Li 2020): x̂_i = max(x_i + δ, 0) on each
+    row's domain with the one δ that makes Σ x̂ = total — the Euclidean projection onto
+    {x ≥ 0, Σ x = total}. Rows with total ≤ 0 become 0."""
+    X = np.asarray(X, dtype=np.float64)
+    total = np.asarray(total, dtype=np.float64)
+    v = np.where(member, X, -np.inf)
+    srt = -np.sort(-v, axis=1)  # descending, non-members (−∞) last
+    finite = np.isfinite(srt)
+    css = np.cumsum(np.where(finite, srt, 0.0), axis=1)
+    k = np.arange(1, X.shape[1] + 1)
+    delta_k = (total[:, None] - css) / k
+    ok = finite & (srt + delta_k > 0)
+    kk = np.where(ok.any(axis=1), X.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
+    delta = delta_k[np.arange(len(X)), kk]
+    out = np.where(member, np.maximum(X + delta[:, None], 0.0), 0.0)
+    out[total <= 0] = 0.0
+    return out
+
+
+def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL,
+                         max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
+    """(estimates, iterations) of ``"em"`` or ``"norm-sub"`` for a resolved workload on a
+    uniform / SDR / global-randomization release: per distinct QI predicate and group
+    (sub-table), the full vector of SA counts is estimated from the published counts of the
+    rows meeting the predicate — non-negative, summing to their known number n_P,j — and each
+    query adds up the values it selects."""
+    nq = len(masks)
+    if nq == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64)
+    Y, inv, sel, in_dom = _published_vectors(release, masks, model)
+    U, J, m = Y.shape
+    p, q = model.uniform_pq()
+    rows = Y.reshape(U * J, m)
+    grp = np.tile(np.arange(J), U)
+    member = in_dom[grp]
+    if method == "em":
+        X, its = uniform_em(rows, p[grp], q[grp], member, tol, max_iter)
+    else:
+        n = rows.sum(axis=1)
+        inv_x = np.where(member, (rows - (n * q[grp])[:, None]) / p[grp][:, None], 0.0)
+        X, its = norm_sub(inv_x, member, n), np.zeros(len(rows), dtype=np.int64)
+    Xu = X.reshape(U, J, m).sum(axis=1)
+    est = (Xu[inv] * sel).sum(axis=1)
+    return est, its.reshape(U, J).max(axis=1)[inv]
+
+
+class _ConsistentEstimator(Estimator):
+    """Base of the non-negative estimators of uniform perturbation, SDR and global randomization A."""
+
+    family = "randomized"
+    mechanisms = ("uniform", "sdr", "global")
+    method = ""
+
+    def answer_with_iterations(self, release, workload) -> tuple[np.ndarray, np.ndarray]:
+        """(estimates, iterations): per query, the largest iteration count over its predicate's
+        sub-tables (0 for Norm-Sub)."""
+        if not self.supports(release):
+            raise ParameterError(f"estimator {self.name!r} does not apply to a {release.manifest.get('mechanism')} release",
+                                 param="estimator")
+        _, masks = release.resolve(workload)
+        p = self.get_params()
+        return consistent_estimates(release, masks, release.transition_models()[0], self.method,
+                                    p.get("tol", EM_TOL), p.get("max_iter", MAX_ITER))
+
+    def answer(self, release, workload) -> np.ndarray:
+        return self.answer_with_iterations(release, workload)[0]
+
+
+class EM(_ConsistentEstimator):
+    """Iterative Bayesian update per sub-table on the rows meeting each QI predicate (non-negative,
+    keeps the known totals; Agrawal & Aggarwal 2001)."""
+
+    name = method = "em"
+    _parameter_constraints = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None)}
+    _parameter_help = {"tol": "Stop when no count moves by more than this (relative, floor one record).",
+                       "max_iter": "Iteration cap."}
+
+    def __init__(self, tol: float = EM_TOL, max_iter: int = MAX_ITER):
+        self._set_params(locals())
+
+
+class NormSub(_ConsistentEstimator):
+    """The inversion per sub-table, projected onto non-negative counts with the known total
+    (Norm-Sub, Wang et al. 2020)."""
+
+    name = method = "norm-sub"
+
+    def __init__(self) -> None:
+        self._set_params(locals())
 
 
 # ----------------------------------------------------------------------------- A': 4-state model
@@ -457,6 +624,7 @@ class FourStateClosed(DivertedEstimator):
         self._set_params(locals())
 
 
-__all__ = ["CountVectors", "DivertedEstimator", "FourStateClosed", "FourStateIterative", "FullClosed", "FullIterative",
+__all__ = ["EM", "NormSub", "consistent_estimates", "norm_sub", "uniform_em",
+           "CountVectors", "DivertedEstimator", "FourStateClosed", "FourStateIterative", "FullClosed", "FullIterative",
            "Inversion", "closed_form", "diverted_estimates", "full_closed", "full_iterative", "inversion_estimates",
            "iterative_bayes"]

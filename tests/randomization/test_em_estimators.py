@@ -1,0 +1,126 @@
+"""EM (iterative Bayesian update) and Norm-Sub on uniform perturbation, SDR and global
+randomization A: hand-computed steps and fixed points, non-negativity, known totals kept,
+agreement with the inversion on large counts, and the estimator contract."""
+
+import numpy as np
+import pytest
+
+import ppdp
+from ppdp.errors import ParameterError
+from ppdp.estimators.randomized import EM, NormSub, norm_sub, uniform_em
+from ppdp.queries import answer_exact
+from ppdp.table import Table
+
+# m = 2, γ = 3: retention 3/4, q = 1/4, p = 1/2
+P2, Q2 = np.array([0.5]), np.array([0.25])
+MEMBER2 = np.ones((1, 2), dtype=bool)
+
+
+def test_em_one_step_by_hand():
+    # y = (25, 15), x⁰ = y: d = q·n + p·x = (22.5, 17.5); x¹_i = x_i (q Σ y/d + p y_i/d_i)
+    x, it = uniform_em(np.array([[25.0, 15.0]]), P2, Q2, MEMBER2, tol=1e-12, max_iter=1)
+    r = np.array([25 / 22.5, 15 / 17.5])
+    assert it.tolist() == [1]
+    assert np.allclose(x[0], [25, 15] * (0.25 * r.sum() + 0.5 * r))
+    assert np.allclose(x[0], [26.190476, 13.809524])
+
+
+def test_em_fixed_points_by_hand():
+    # interior: the inversion (30, 10) is the MLE and a fixed point; EM converges to it
+    x, it = uniform_em(np.array([[25.0, 15.0]]), P2, Q2, MEMBER2, tol=1e-10)
+    assert np.allclose(x[0], [30, 10], atol=1e-6) and 1 < it[0] < 10_000
+    # (30, 10) is a fixed point: x T = (25, 15) = y, so every ratio y/d is 1 and x¹ = x (q·2 + p) = x
+    assert np.allclose(np.array([30.0, 10.0]) @ np.array([[0.75, 0.25], [0.25, 0.75]]), [25, 15])
+    # boundary: the inversion (50, −10) is infeasible; the MLE (40, 0) is EM's limit and Norm-Sub's answer
+    x, _ = uniform_em(np.array([[35.0, 5.0]]), P2, Q2, MEMBER2, tol=1e-10)
+    assert np.allclose(x[0], [40, 0], atol=1e-3)
+    assert np.allclose(norm_sub(np.array([[50.0, -10.0]]), MEMBER2, np.array([40.0])), [[40, 0]])
+
+
+def test_norm_sub_projection():
+    member = np.array([[True, True, True, False], [True, True, True, True], [True, True, False, False]])
+    X = np.array([[5.0, -1.0, 2.0, 99.0], [3.0, 3.0, 3.0, 3.0], [-2.0, -3.0, 0.0, 0.0]])
+    out = norm_sub(X, member, np.array([6.0, 12.0, 0.0]))
+    # row 0: δ = −0.5 → (4.5, 0, 1.5); outside the domain stays 0; row 1 unchanged; row 2 total 0
+    assert np.allclose(out, [[4.5, 0, 1.5, 0], [3, 3, 3, 3], [0, 0, 0, 0]])
+
+
+def _table(n=3000, seed=0, m=6):
+    rng = np.random.default_rng(seed)
+    probs = np.array([0.3, 0.2, 0.15, 0.15, 0.12, 0.08])[:m]
+    cols = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n), "s": rng.choice(m, size=n, p=probs / probs.sum())}
+    doms = {"a": list("pqrs"), "b": list("xyz"), "s": [f"v{i}" for i in range(m)]}
+    return Table(cols, doms, quasi=("a", "b"), sensitive=("s",))
+
+
+MECHS = [ppdp.UniformPerturbation(0.2, 0.5), ppdp.SDR(0.2, 0.5), ppdp.GlobalRandomization(3)]
+POINT = [f"a = '{a}' AND b = '{b}' AND s = 'v{v}'" for a in "pqrs" for b in "xyz" for v in range(6)]
+
+
+@pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
+@pytest.mark.parametrize("est", ["em", "norm-sub"])
+def test_non_negative_and_totals_kept(mech, est):
+    t = _table()
+    for seed in range(3):
+        rel = ppdp.publish(t, mech, seed=seed)
+        x = rel.answer(POINT, estimator=est)
+        assert x.min() >= 0
+        # per QI cell the estimates over all SA values add up to the cell's (exactly known) size
+        cells = x.reshape(12, 6).sum(axis=1)
+        sizes = answer_exact(t, [f"a = '{a}' AND b = '{b}'" for a in "pqrs" for b in "xyz"])
+        assert np.allclose(cells, sizes)
+        wl = ["a = 'p'", "s IN ('v0','v1','v2','v3','v4','v5')", "b = 'y' AND s IN ('v1', 'v2')"]
+        got = rel.answer(wl, estimator=est)
+        assert np.allclose(got[:2], answer_exact(t, wl[:2]))
+        # a value set is the sum of its values
+        assert np.isclose(got[2], rel.answer(["b = 'y' AND s = 'v1'", "b = 'y' AND s = 'v2'"], estimator=est).sum())
+
+
+def test_inversion_goes_negative_control():
+    """Control: on these releases the inversion does give negative counts (so the test above has power)."""
+    t = _table()
+    assert min(ppdp.publish(t, m, seed=0).answer(POINT, estimator="inversion").min() for m in MECHS) < 0
+
+
+@pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
+def test_agrees_with_inversion_on_large_counts(mech):
+    t = _table(n=200_000, seed=1)
+    rel = ppdp.publish(t, mech, seed=0)
+    wl = [f"a = '{a}' AND s = 'v{v}'" for a in "pqrs" for v in range(6)]
+    inv = rel.answer(wl, estimator="inversion")
+    assert inv.min() > 500  # every inverted count is far inside the simplex
+    assert np.allclose(rel.answer(wl, estimator="norm-sub"), inv)  # nothing to project
+    em = rel.answer(wl, estimator=EM(tol=1e-9))
+    assert np.allclose(em, inv, rtol=1e-5)  # the interior MLE is the inversion
+
+
+def test_em_iterations_and_tolerance():
+    rel = ppdp.publish(_table(), ppdp.SDR(0.2, 0.5), seed=0)
+    est, its = EM().answer_with_iterations(rel, POINT)
+    assert its.shape == (len(POINT),) and its.min() >= 1
+    est1, its1 = EM(max_iter=1).answer_with_iterations(rel, POINT)
+    assert its1.max() == 1 and not np.allclose(est1, est)
+    _, its_tight = EM(tol=1e-6).answer_with_iterations(rel, POINT)
+    assert np.median(its_tight) > np.median(its)
+    assert NormSub().answer_with_iterations(rel, POINT)[1].max() == 0
+
+
+@pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
+def test_contract(mech):
+    rel = ppdp.publish(_table(n=500), mech, seed=0)
+    for est in ("em", "norm-sub", EM(tol=1e-3), NormSub()):
+        assert rel.answer([], estimator=est).shape == (0,)
+        one = rel.answer(["a = 'p' AND s = 'v0'"], estimator=est)
+        assert one.shape == (1,) and one.dtype == np.float64
+        assert np.isclose(rel.count("a = 'p' AND s = 'v0'", estimator=est), one[0])
+    with pytest.raises(ParameterError):
+        EM(tol=0)
+    with pytest.raises(ParameterError):
+        EM(max_iter=0)
+
+
+def test_not_for_diverted():
+    rel = ppdp.publish(_table(n=600), ppdp.Diverted(3), seed=0)
+    for est in ("em", "norm-sub"):
+        with pytest.raises(ParameterError):
+            rel.answer(["s = 'v0'"], estimator=est)
