@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.releases.readme import render_readme
 from ppdp.errors import ReleaseError
 
 SA = "education"
@@ -45,6 +46,7 @@ def _manifest(d, edit):
     m = json.loads((d / "manifest.json").read_text())
     edit(m)
     (d / "manifest.json").write_text(json.dumps(m))
+    (d / "README.md").write_text(render_readme(m))  # a tamperer rewrites the generated README too
 
 
 def _custodian(d, edit):
@@ -293,6 +295,7 @@ def claim_weakened_truthfully(d, t):
     rel = ppdp.load_release(d)
     m["disclosure"] = ppdp.claims.disclosure_of(rel)
     (d / "manifest.json").write_text(json.dumps(m))
+    (d / "README.md").write_text(render_readme(m))  # a tamperer rewrites the generated README too
 
 
 def floor_in_params_and_certificate(d, t):

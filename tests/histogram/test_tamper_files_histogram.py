@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.releases.readme import render_readme
 from ppdp.claims.dp import dpcube_split_rule, published_total
 from ppdp.kernels.grid import box_counts, cube_codes, declared_domains, dense_counts, summed_area
 from ppdp.kernels.noise import discrete_laplace
@@ -46,6 +47,7 @@ def _manifest(d: Path, fn):
     m = json.loads((d / "manifest.json").read_text())
     fn(m)
     (d / "manifest.json").write_text(json.dumps(m))
+    (d / "README.md").write_text(render_readme(m))  # a tamperer rewrites the generated README too
 
 
 def _table(d: Path, name: str, fn):

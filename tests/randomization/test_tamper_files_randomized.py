@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.releases.readme import render_readme
 from ppdp.claims.diverted import DivertedClaim
 from ppdp.errors import PpdpError
 from ppdp.mechanisms.randomization.uniform import data_table
@@ -37,6 +38,7 @@ def manifest(d: Path) -> dict:
 
 def write_manifest(d: Path, m: dict) -> None:
     (d / "manifest.json").write_text(json.dumps(m))
+    (d / "README.md").write_text(render_readme(m))  # a tamperer rewrites the generated README too
 
 
 def data(d: Path) -> pa.Table:

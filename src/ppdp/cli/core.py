@@ -1,4 +1,4 @@
-"""Subcommands that work on every release family: query, verify, datasets."""
+"""Subcommands that work on every release family: query, verify, export, datasets."""
 
 from __future__ import annotations
 
@@ -114,3 +114,48 @@ def demo(dataset, theta, n_queries, out, seed):
     click.echo(f"  anatomy workload ({n_queries} queries, selectivity 1%): mean relative error {rel_err.mean():.3f}, "
                f"median {np.median(rel_err):.3f}; estimated in {t3 - t2:.2f} s")
     raise SystemExit(0 if rep.ok else 1)
+
+
+@cli.command()
+@click.argument("release", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True,
+              help="File format of the copies.")
+@click.option("--out", "-o", type=click.Path(file_okay=False), required=True, help="Directory for the copies (created).")
+def export(release, fmt, out):
+    """Copies of a release's tables for tools without Parquet or ppdp: CSV (text cells a
+    spreadsheet would run as formulas get a leading ') or Parquet. Histogram cells and
+    partitions get one label column per dimension (<dim>_label, <dim>_lo_label, …) beside the
+    integer cell indices; the release's README.md is copied and describes the columns."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    from ..releases.base import load_release
+    from ..releases.readme import README_NAME, render_readme
+    from ..releases.storage import csv_safe_array
+
+    rel = load_release(release)
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, t in rel.tables.items():
+        cols = {c: t.column(c) for c in t.column_names}
+        if rel.family == "histogram":
+            for dim, labels in rel.domains.items():
+                lab = pa.array(list(labels), pa.string())
+                for suffix in ("", "_lo", "_hi"):
+                    if dim + suffix in cols:
+                        idx = pa.array(np.asarray(cols[dim + suffix].to_numpy(), dtype=np.int64))
+                        cols[f"{dim}{suffix}_label"] = pc.take(lab, idx)
+        if fmt == "csv":
+            path = d / f"{name}.csv"
+            pcsv.write_csv(pa.table({c: csv_safe_array(v) for c, v in cols.items()}), path)
+        else:
+            path = d / f"{name}.parquet"
+            pq.write_table(pa.table(cols), path, compression="zstd")
+        written.append(path)
+    (d / README_NAME).write_text(render_readme(rel.manifest), encoding="utf-8")
+    click.echo(f"exported {len(written)} table(s) as {fmt} → {d}/: " + ", ".join(p.name for p in written) + f", {README_NAME}")

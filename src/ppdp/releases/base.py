@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
+from .readme import MAX_README_BYTES, README_NAME, render_readme
 from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, open_regular, os_reason, publish_directory, read_json,
                       remove_stale_temps, temp_path, write_custodian)
 
@@ -102,6 +103,10 @@ class Release:
     FILES: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     #: what the loader found in the directory but did not read (extra files, symlinks, columns)
     load_problems: Sequence[str] = ()
+    #: the README.md shipped in the directory, as read by :func:`load_release` ("" when absent;
+    #: None for a release not loaded from a directory): verify compares it with the one the
+    #: manifest gives
+    shipped_readme: str | None = None
 
     def __init__(self, manifest: Mapping[str, Any], tables: Mapping[str, pa.Table],
                  custodian: Mapping[str, Any] | None = None):
@@ -214,10 +219,29 @@ class Release:
             rep.problems.append(str(e))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as e:
             rep.problems.append(f"malformed release ({type(e).__name__}: {e})")
+        if self.shipped_readme is not None:  # last: a family's checks stop at an earlier problem
+            self._verify_readme(rep)
         return rep
 
     def _verify(self, rep: VerifyReport, table) -> None:
         raise NotImplementedError
+
+    def _verify_readme(self, rep: VerifyReport) -> None:
+        """The shipped README.md is the one the manifest gives (a receiver reads it; a tampered
+        one could misstate the claim or the recipe)."""
+        shipped = self.shipped_readme or ""
+        if not rep.check(bool(shipped), f"the release carries its {README_NAME}",
+                         f"the release lacks {README_NAME} (the receiver's guide; publish it again or see `ppdp export`)"):
+            return
+        want = render_readme(self.manifest)
+        if shipped != want:
+            a, b = shipped.splitlines(), want.splitlines()
+            i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            rep.check(False, f"{README_NAME} is the one the manifest gives",
+                      f"{README_NAME} differs from the one the manifest gives (first at line {i + 1}: "
+                      f"{(a[i] if i < len(a) else '<end>')[:80]!r}); do not trust it — regenerate it from the manifest")
+        else:
+            rep.checks.append(f"{README_NAME} is the one the manifest gives")
 
     # ------------------------------------------------------------ save/load
     def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
@@ -268,6 +292,11 @@ class Release:
             text = json.dumps(self.manifest, indent=2, default=_json_default, allow_nan=False) + "\n"
             with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
                 f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            # the receiver's guide, from the manifest as written (verify regenerates it from the file)
+            with open(tmp / README_NAME, "w", encoding="utf-8") as f:
+                f.write(render_readme(json.loads(text)))
                 f.flush()
                 os.fsync(f.fileno())
             fsync_path(tmp)
@@ -353,8 +382,9 @@ MAX_FOOTER_BYTES = 64 * 2**20
 #: decoded bytes allowed per value on top of a fixed allowance, from the footer's uncompressed
 #: sizes (labels and numbers are short: a release value needs a few bytes, never kilobytes)
 MAX_BYTES_PER_VALUE = 1024
-#: other files a release directory may hold (never read by the loader)
-ALLOWED_EXTRA = frozenset({"README.md"})
+#: other files a release directory may hold: the generated README (read as text, bounded, and
+#: compared by verify with the one the manifest gives)
+ALLOWED_EXTRA = frozenset({README_NAME})
 
 
 def declared_columns(cls: type["Release"], schema: Mapping[str, Any]) -> dict[str, tuple[list[str], list[str]]]:
@@ -530,7 +560,27 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
         tables[stem] = _read_parquet(d / f"{stem}.parquet", toc[stem]["rows"], req, opt, max_rows, problems)
     rel = cls(manifest, tables)
     rel.load_problems = problems
+    rel.shipped_readme = ""
+    if README_NAME in regular:
+        try:
+            rel.shipped_readme = _read_readme(d / README_NAME)
+        except ReleaseError as e:  # reported by verify, never used
+            problems.append(str(e))
+            rel.shipped_readme = None
     return rel
+
+
+def _read_readme(path: Path) -> str:
+    """The shipped README as text (a regular file of at most MAX_README_BYTES bytes, UTF-8)."""
+    fd = open_regular(path, README_NAME)
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_README_BYTES + 1)
+    if len(data) > MAX_README_BYTES:
+        raise ReleaseError(f"{path}: larger than {MAX_README_BYTES:,} bytes; not a ppdp README")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ReleaseError(f"{path}: not UTF-8 text ({e.reason})") from None
 
 
 def _import_families() -> None:
