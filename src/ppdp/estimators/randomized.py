@@ -46,7 +46,7 @@ counts next to the estimates.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -92,6 +92,22 @@ def inversion_estimates(release, masks, model) -> np.ndarray:
     return (index.sums(rest) * sel).sum(axis=1)
 
 
+def distinct_predicates(masks: Sequence[Mapping[str, np.ndarray]]) -> tuple[list, np.ndarray]:
+    """The distinct QI predicates among ``masks`` (column → value mask) and, per query, the index
+    of its predicate: queries that share a predicate (the point workload pairs each with every
+    SA value) are counted once."""
+    uniq: dict[bytes, int] = {}
+    inv = np.empty(len(masks), dtype=np.int64)
+    reps: list = []
+    for q, mk in enumerate(masks):
+        h = b"|".join(c.encode() + b"=" + np.packbits(mk[c]).tobytes() for c in sorted(mk))
+        if h not in uniq:
+            uniq[h] = len(reps)
+            reps.append(mk)
+        inv[q] = uniq[h]
+    return reps, inv
+
+
 class Inversion(Estimator):
     """x̂ = (y − n·q)/p per group: uniform perturbation, SDR and global randomization A."""
 
@@ -127,15 +143,7 @@ def _published_vectors(release, masks, model):
         raise ReleaseError("a published SA value lies outside its sub-table's domain")
     rest, sel = split_masks(masks, sa, m)
     # many queries share their QI predicate (the point workload pairs each with every SA value)
-    uniq: dict[bytes, int] = {}
-    inv = np.empty(len(masks), dtype=np.int64)
-    reps: list = []
-    for q, mk in enumerate(rest):
-        h = b"|".join(c.encode() + b"=" + np.packbits(mk[c]).tobytes() for c in sorted(mk))
-        if h not in uniq:
-            uniq[h] = len(reps)
-            reps.append(mk)
-        inv[q] = uniq[h]
+    reps, inv = distinct_predicates(rest)
     qi_cols = sorted({c for mk in reps for c in mk})
     index = CountIndex({c: release.column_codes(c) for c in qi_cols}, {c: len(release.domains[c]) for c in qi_cols},
                        sub * m + y, J * m)
@@ -456,15 +464,7 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
         raise QueryError(f"the sensitive attributes {sas} have {K} value combinations; too many to estimate jointly")
     index = CountIndex({c: release.column_codes(c) for c in nsa_cols}, {c: len(release.domains[c]) for c in nsa_cols}, key, K)
     # many queries share their NSA predicate (the point workload pairs each with every SA value)
-    uniq: dict[bytes, int] = {}
-    inv = np.empty(nq, dtype=np.int64)
-    reps: list = []
-    for q, m in enumerate(rest):
-        h = b"|".join(c.encode() + b"=" + np.packbits(m[c]).tobytes() for c in sorted(m))
-        if h not in uniq:
-            uniq[h] = len(reps)
-            reps.append(m)
-        inv[q] = uniq[h]
+    reps, inv = distinct_predicates(rest)
     Yu = index.sums(reps)
     Y = Yu[inv].reshape((nq, *sizes))
     glob = np.bincount(key, minlength=K).astype(np.float64).reshape((1, *sizes))

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
 from .readme import MAX_README_BYTES, README_NAME, render_readme
-from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, open_regular, os_reason, publish_directory, read_json,
+from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, open_regular, os_reason, publish_directory, read_bounded, read_json,
                       remove_stale_temps, temp_path, write_custodian)
 
 FORMAT = "ppdp-release/1"
@@ -572,11 +572,7 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
 
 def _read_readme(path: Path) -> str:
     """The shipped README as text (a regular file of at most MAX_README_BYTES bytes, UTF-8)."""
-    fd = open_regular(path, README_NAME)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(MAX_README_BYTES + 1)
-    if len(data) > MAX_README_BYTES:
-        raise ReleaseError(f"{path}: larger than {MAX_README_BYTES:,} bytes; not a ppdp README")
+    data = read_bounded(path, README_NAME, MAX_README_BYTES)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -321,15 +321,21 @@ def _no_duplicates(pairs):
     return out
 
 
-def read_json(path: Path, what: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """Parse a JSON file strictly and within bounds: a regular file (no symlink) of at most
-    ``max_bytes``, UTF-8, nested at most ``max_depth`` deep, no NaN/Infinity, no overflowing
-    number, no duplicate key. Any violation is one :class:`ReleaseError`."""
+def read_bounded(path: Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file (no symlink) of at most ``max_bytes``; one ReleaseError otherwise."""
     fd = open_regular(path, what)
     with os.fdopen(fd, "rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ReleaseError(f"{str(path)!r}: the {what} exceeds {max_bytes:,} bytes")
+    return data
+
+
+def read_json(path: Path, what: str, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """Parse a JSON file strictly and within bounds: a regular file (no symlink) of at most
+    ``max_bytes``, UTF-8, nested at most ``max_depth`` deep, no NaN/Infinity, no overflowing
+    number, no duplicate key. Any violation is one :class:`ReleaseError`."""
+    data = read_bounded(path, what, max_bytes)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
