@@ -6,8 +6,8 @@ and register themselves when defined (importing this package defines them all).
 """
 
 from . import answers, histogram, randomized  # noqa: F401  (define and register the estimators)
-from .base import Estimator
+from .base import Estimates, Estimator
 
-__all__ = ["Estimator"]
+__all__ = ["Estimates", "Estimator"]
 
 from . import bucketized  # noqa: E402,F401  (registers the bucketized family's estimators)

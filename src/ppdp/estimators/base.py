@@ -8,12 +8,43 @@ and register themselves when defined.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy import stats
 
 from ..registry import register_estimator
 from ..validation import Parametrized
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Estimated counts with their uncertainty, one entry per query.
+
+    ``se``: standard error of each estimate; ``lower``/``upper``: the two-sided interval at
+    ``level``; ``method``: how the uncertainty was obtained, in words (closed form and its
+    source, or parametric bootstrap with its replicate count), as shown to the receiver.
+    An estimator that cannot quantify its uncertainty returns NaN ``se`` and bounds and says so
+    in ``method``."""
+
+    estimate: np.ndarray
+    se: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    method: str
+    level: float = 0.95
+
+    @classmethod
+    def normal(cls, estimate, se, method: str, level: float = 0.95) -> Estimates:
+        """Normal-approximation interval estimate ± z·se."""
+        est = np.asarray(estimate, dtype=np.float64)
+        se = np.broadcast_to(np.asarray(se, dtype=np.float64), est.shape).copy()
+        z = float(stats.norm.ppf(0.5 + level / 2))
+        return cls(est, se, est - z * se, est + z * se, method, level)
+
+    def __len__(self) -> int:
+        return len(self.estimate)
 
 
 class Estimator(Parametrized):
@@ -40,5 +71,12 @@ class Estimator(Parametrized):
         """Estimated counts (float64, one per query)."""
         raise NotImplementedError
 
+    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        """Estimated counts with standard errors and ``level`` intervals. Estimators override
+        this; the base answers with unknown (NaN) uncertainty."""
+        est = np.asarray(self.answer(release, workload), dtype=np.float64)
+        nan = np.full(est.shape, np.nan)
+        return Estimates(est, nan, nan.copy(), nan.copy(), "uncertainty not quantified", level)
 
-__all__ = ["Estimator"]
+
+__all__ = ["Estimates", "Estimator"]

@@ -56,13 +56,13 @@ class HistogramEstimator(Estimator):
             return False
         return release.storage == "dense" or self.reads_sparse
 
-    def estimate(self, release) -> np.ndarray:
+    def estimate_cells(self, release) -> np.ndarray:
         raise NotImplementedError
 
     def _cached(self, release) -> tuple[np.ndarray, np.ndarray]:
         per = _CACHE.setdefault(release, {})
         if self not in per:
-            cells = self.estimate(release)
+            cells = self.estimate_cells(release)
             per[self] = (cells, summed_area(cells))
         return per[self]
 
@@ -92,7 +92,7 @@ class CellsEstimator(HistogramEstimator):
     needs_cells = True
     reads_sparse = True
 
-    def estimate(self, release) -> np.ndarray:
+    def estimate_cells(self, release) -> np.ndarray:
         return release.noisy_cells()
 
     def answer(self, release, workload) -> np.ndarray:
@@ -114,7 +114,7 @@ class UniformEstimator(HistogramEstimator):
     name = "uniform"
     needs_partitions = True
 
-    def estimate(self, release) -> np.ndarray:
+    def estimate_cells(self, release) -> np.ndarray:
         lo, hi, yp = release.partition_boxes()
         n_p = np.prod(hi - lo + 1, axis=1).astype(np.float64)
         return paint(release.shape, lo, hi, yp / n_p, dtype=np.float64)
@@ -141,7 +141,7 @@ class LeastSquaresEstimator(HistogramEstimator):
     needs_cells = True
     needs_partitions = True
 
-    def estimate(self, release) -> np.ndarray:
+    def estimate_cells(self, release) -> np.ndarray:
         y, pid, _, _, _, delta, _ = _least_squares_parts(release)
         return y + delta[pid]
 
@@ -153,7 +153,7 @@ class EmpiricalBayesEstimator(HistogramEstimator):
     needs_cells = True
     needs_partitions = True
 
-    def estimate(self, release) -> np.ndarray:
+    def estimate_cells(self, release) -> np.ndarray:
         y, pid, yp, n_p, sums, delta, v1 = _least_squares_parts(release)
         # same partition totals as ls; deviations from the partition mean shrunk by
         # τ_p/(τ_p + v1), τ_p = max(0, within-partition variance of y − v1)

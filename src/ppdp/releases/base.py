@@ -172,6 +172,11 @@ class Release:
         ``estimator``: ``None`` (the mechanism's default), a registered name, or an Estimator object."""
         return np.asarray(self.estimator(estimator).answer(self, workload), dtype=np.float64)
 
+    def estimate(self, workload, estimator=None, level: float = 0.95):
+        """Estimated counts with standard errors and intervals (an
+        :class:`~ppdp.estimators.Estimates`), one entry per query of the workload."""
+        return self.estimator(estimator).estimate(self, workload, level=level)
+
     def count(self, query, estimator=None) -> float:
         """Estimated count of one query (a Query or a WHERE string)."""
         answers = self.answer([query]) if estimator is None else self.answer([query], estimator=estimator)
