@@ -99,7 +99,11 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
     exact via :mod:`ppdp.kernels.usefulness`). Both least-squares estimates: ``ls`` (weighted by
     the two noise variances, what the library ships) and ``ls_unweighted`` (the paper's H⁺)."""
     from ..kernels.noise import discrete_laplace
-    from ..kernels.usefulness import eq33_uniform_error_bound, eq34_uniform_error
+    from ..kernels.usefulness import eq33_uniform_error_bound, eq34_uniform_error, eq35_ls_error
+
+    def exact_ls(a1_, a2_, n_, s_):
+        """eq 35 for continuous noise: (paper's unweighted, variance-weighted)."""
+        return eq35_ls_error(a1_, a2_, n_, s_), eq35_ls_error(a1_, a2_, n_, s_, (2 / a1_**2, 2 / a2_**2))
 
     rng = np.random.default_rng(seed)
     T = 2000 if quick else 40000
@@ -109,8 +113,9 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
         u, l, lu = _partition_errors(n_p, s, a1, a2, _smooth_x(n_p, s, gamma), T, rng)
         # "any distribution": the uniform error given an observed inconsistency η (eq 34)
         z = discrete_laplace(rng, a1, (T, s)).sum(1)
-        rows.append({"s": s, "uniform_smooth": u, "ls": l, "ls_unweighted": lu,
-                     "uniform_smooth_bound_eq33": float(eq33_uniform_error_bound(gamma, s, n_p, a2)),
+        e35u, e35w = exact_ls(a1, a2, n_p, s)
+        rows.append({"s": s, "uniform_smooth": u, "ls": l, "ls_unweighted": lu, "ls_unweighted_eq35": e35u,
+                     "ls_weighted_eq35": e35w, "uniform_smooth_bound_eq33": float(eq33_uniform_error_bound(gamma, s, n_p, a2)),
                      "uniform_any_eta5": float(np.abs(eta + z).mean()),
                      "uniform_any_eta5_eq34": float(eq34_uniform_error(eta, s, a1))})
     f9 = pd.DataFrame(rows)
@@ -122,13 +127,15 @@ def figs_9_12(out: Path, quick: bool, seed: int) -> dict:
         s = 5
         u, l, lu = _partition_errors(n_p, s, a1_, 0.2 - a1_, _smooth_x(n_p, s, gamma), T, rng)
         z = discrete_laplace(rng, a1_, (T, s)).sum(1)
-        rows.append({"alpha1": a1_, "uniform_smooth": u, "ls": l, "ls_unweighted": lu,
-                     "uniform_smooth_bound_eq33": float(eq33_uniform_error_bound(gamma, s, n_p, 0.2 - a1_)),
+        e35u, e35w = exact_ls(a1_, 0.2 - a1_, n_p, s)
+        rows.append({"alpha1": a1_, "uniform_smooth": u, "ls": l, "ls_unweighted": lu, "ls_unweighted_eq35": e35u,
+                     "ls_weighted_eq35": e35w, "uniform_smooth_bound_eq33": float(eq33_uniform_error_bound(gamma, s, n_p, 0.2 - a1_)),
                      "uniform_any_eta5": float(np.abs(eta + z).mean()),
                      "uniform_any_eta5_eq34": float(eq34_uniform_error(eta, s, a1_))})
     f10 = pd.DataFrame(rows)
     f10.to_csv(out / "fig10_error_vs_alpha1.csv", index=False)
-    _plot(f10, "alpha1", ["uniform_smooth", "ls", "ls_unweighted", "uniform_any_eta5"], out / "fig10_error_vs_alpha1.png",
+    _plot(f10, "alpha1", ["uniform_smooth", "ls", "ls_unweighted", "ls_unweighted_eq35", "uniform_any_eta5"],
+          out / "fig10_error_vs_alpha1.png",
           "Fig 10: α = 0.2, s = 5, n_p = 11 (ls weighted, ls_unweighted = paper's H⁺)")
     rows = []
     for n in [3, 5, 7, 11, 15, 21, 31]:
@@ -947,13 +954,19 @@ def _summary(meta, res) -> str:
              f"{r5.uniform_any_eta5_eq34:.1f}) vs LS {r5.ls_unweighted:.1f} — {_claim(r5.ls_unweighted < r5.uniform_any_eta5)}.")
     L += ["", "**Fig 10** (α = 0.2, s = 5): mean absolute error vs α1; `ls_unweighted` is the paper's estimator, `ls` the "
           "library's weighted one (identical at α1 = α2 = 0.1, same draws).", "",
-          "| α1 | uniform γ-smooth (MC) | eq 33 bound | uniform any, η=5 (MC) | eq 34 | LS unweighted (paper) | LS weighted (ours) |",
-          "|---|---|---|---|---|---|---|"]
+          "MC = Monte Carlo with the library's discrete noise; eq 33/34/35 = the paper's closed forms for continuous "
+          "noise (eq 35 evaluated for both estimators).", "",
+          "| α1 | uniform γ-smooth (MC) | eq 33 bound | uniform any, η=5 (MC) | eq 34 | LS unweighted (paper; MC) | eq 35 | "
+          "LS weighted (ours; MC) | eq 35 weighted |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in f10.itertuples():
         L.append(f"| {r.alpha1:g} | {r.uniform_smooth:.1f} | {r.uniform_smooth_bound_eq33:.1f} | {r.uniform_any_eta5:.1f} | "
-                 f"{r.uniform_any_eta5_eq34:.1f} | {r.ls_unweighted:.1f} | {r.ls:.1f} |")
+                 f"{r.uniform_any_eta5_eq34:.1f} | {r.ls_unweighted:.1f} | {r.ls_unweighted_eq35:.1f} | {r.ls:.1f} | "
+                 f"{r.ls_weighted_eq35:.1f} |")
     a_u, a_w = float(f10.alpha1[f10.ls_unweighted.idxmin()]), float(f10.alpha1[f10.ls.idxmin()])
-    L += ["", f"- 'LS: equal split or slightly more for the cells is best': argmin α1 unweighted {a_u:g}, weighted {a_w:g} — "
+    a_35 = float(f10.alpha1[f10.ls_unweighted_eq35.idxmin()])
+    L += ["", f"- 'LS: equal split or slightly more for the cells is best': argmin α1 unweighted {a_u:g} (eq 35: {a_35:g}), "
+          f"weighted {a_w:g} — "
           f"{_claim(0.1 <= a_u <= 0.14)} for the paper's estimator. The weighted LS / unweighted ratio runs from "
           f"{(f10.ls / f10.ls_unweighted).min():.2f} to {(f10.ls / f10.ls_unweighted).max():.2f} (1 at α1 = α2; it matters "
           f"most when α1 ≫ α2: {f10.ls.iloc[-1]:.1f} vs {f10.ls_unweighted.iloc[-1]:.1f} at α1 = {f10.alpha1.iloc[-1]:g}).",

@@ -45,6 +45,7 @@ __all__ = [
     "empirical_delta", "useful_epsilon", "is_useful",
     "lemma41_bound", "abs_laplace_sum_cdf", "theorem42_alpha", "theorem42_delta", "cell_histogram_delta",
     "single_query_delta", "eq32_max_gamma", "uniform_delta", "eq33_uniform_error_bound", "eq34_uniform_error",
+    "laplace_combination_mean_abs", "eq35_ls_error",
 ]
 
 #: largest (terms × points) block evaluated at once
@@ -275,3 +276,51 @@ def eq34_uniform_error(eta, s: int, alpha1: float) -> np.ndarray:
                         + a[None, :] / alpha1 * special.gammainc(a[None, :] + 1, alpha1 * x)) @ w
     out = laplace_sum_mean_abs(s, alpha1) + h - 2 * integral
     return out.reshape(eta.shape)
+
+
+# ------------------------------------------------------------ eq 35
+def laplace_combination_mean_abs(coefs, alphas, counts=None) -> float:
+    """E|Σ_j c_j Σ_{i=1..k_j} Ñ_{ji}| for independent Ñ_{ji} ~ Lap(1/α_j) (``counts`` k_j, default 1).
+
+    For a symmetric X, E|X| = (2/π) ∫_0^∞ (1 − φ(t))/t² dt with the real characteristic
+    function φ(t) = Π_j (1 + (c_j t/α_j)²)^{−k_j}; one adaptive quadrature after scaling t by
+    the standard deviation (1 − φ by expm1, so no cancellation near t = 0)."""
+    from scipy import integrate
+
+    c = np.abs(np.asarray(coefs, dtype=np.float64)).ravel()
+    a = np.asarray(alphas, dtype=np.float64).ravel()
+    k = np.ones_like(c) if counts is None else np.asarray(counts, dtype=np.float64).ravel()
+    if not (c.shape == a.shape == k.shape) or not len(c):
+        raise ParameterError("coefs, alphas and counts must have the same non-zero length", param="coefs")
+    if not ((a > 0) & np.isfinite(a)).all() or not ((k >= 0) & np.isfinite(k)).all() or not np.isfinite(c).all():
+        raise ParameterError("alphas must be positive, counts ≥ 0, coefficients finite", param="alphas")
+    scale = c / a
+    sd = float(np.sqrt(2 * (k * scale**2).sum()))
+    if sd == 0:
+        return 0.0
+    r = scale / sd
+
+    def integrand(u):
+        return -np.expm1(-(k * np.log1p((r * u) ** 2)).sum()) / (u * u) if u > 0 else float((k * r**2).sum())
+
+    head = integrate.quad(integrand, 0, 1, limit=200, epsabs=0, epsrel=1e-10)[0]
+    tail = integrate.quad(integrand, 1, np.inf, limit=200, epsabs=0, epsrel=1e-10)[0]
+    return 2 * sd / math.pi * (head + tail)
+
+
+def eq35_ls_error(alpha1: float, alpha2: float, n_p: int, s: int, weights: tuple[float, float] | None = None) -> float:
+    """Eq 35: E|error| of the least-squares estimate of a query of ``s`` cells inside a
+    partition of ``n_p`` cells from the cell histogram (noise Lap(1/α1)) and the partition count
+    (Lap(1/α2)).
+
+    ``weights`` None is the paper's unweighted H⁺: error = s/(n_p+1)·Ñ(α2) + (n_p+1−s)/(n_p+1)·Σ_s Ñ(α1)
+    − s/(n_p+1)·Σ_{n_p−s} Ñ(α1). ``weights=(v1, v2)`` (the two noise variances) is the
+    variance-weighted estimate, the same form with w = v1/(v2 + n_p v1) in place of 1/(n_p+1)."""
+    s, n_p = _query_in_partition(s, n_p)
+    alpha1, alpha2 = _positive(alpha1, "alpha1"), _positive(alpha2, "alpha2")
+    if weights is None:
+        w = 1.0 / (n_p + 1)
+    else:
+        v1, v2 = (_positive(v, "weights") for v in weights)
+        w = v1 / (v2 + n_p * v1)
+    return laplace_combination_mean_abs([s * w, 1 - s * w, s * w], [alpha2, alpha1, alpha1], [1, s, n_p - s])
