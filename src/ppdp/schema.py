@@ -169,6 +169,14 @@ class Schema:
         """A copy whose file options are changed (flags given on the command line win)."""
         return replace(self, file=replace(self.file, **{k: v for k, v in changes.items() if v is not None}))
 
+    def with_roles(self, quasi: Sequence[str], sensitive: Sequence[str]) -> "Schema":
+        """A copy in which exactly ``quasi`` and ``sensitive`` have those roles (others dropped)."""
+        cols = {c: replace(s, role="drop") for c, s in self.columns.items()}
+        for names, role in ((quasi, "quasi"), (sensitive, "sensitive")):
+            for c in names:
+                cols[c] = replace(cols.get(c, ColumnSpec()), role=role)
+        return replace(self, columns=cols)
+
     def with_columns(self, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), numeric: Sequence[str] = (),
                      bins: Mapping[str, Sequence[float]] | None = None) -> "Schema":
         """A copy with roles, numeric columns and bins given as flags; a role given as a flag
