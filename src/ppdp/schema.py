@@ -522,9 +522,11 @@ def _is_text_dtype(s: pd.Series) -> bool:
 
 def looks_numeric(s: pd.Series, na: Sequence[str] = ()) -> bool:
     """Every present value reads as a finite number (and there is at least one)."""
-    vals = pd.Series(s.dropna().unique())
-    if vals.dtype != object:
-        return bool(pd.api.types.is_numeric_dtype(vals.dtype) and not pd.api.types.is_bool_dtype(vals.dtype))
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return False
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return True
+    vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
     vals = vals[~vals.isin(list(na)) & (vals.astype(str).str.strip() != "")]
     if not len(vals):
         return False
