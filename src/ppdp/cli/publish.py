@@ -14,6 +14,7 @@ after one flag (``--dims age hours_per_week``), the flag repeated, or commas.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -162,6 +163,9 @@ def _flag_error(cls, e: ParameterError) -> ParameterError:
     flag = flag_of(cls, param)
     msg = str(e)
     msg = flag + msg[len(param):] if msg.startswith(param + " ") else f"{flag}: {msg}"
+    for other in cls._parameter_constraints:  # Python spellings inside the text become flags too
+        if "_" in other:
+            msg = re.sub(rf"(?<![\w-]){other}(?!\w)", flag_of(cls, other), msg)
     return ParameterError(msg, param=e.param)
 
 
