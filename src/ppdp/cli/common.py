@@ -267,6 +267,7 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
     records (missing values kept as a category)."""
     from ..releases.base import load_release
     from ..schema import ColumnSpec, bin_edges
+    from ..table import MISSING_LABEL
 
     rel = load_release(release)
     table = None
@@ -288,7 +289,9 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
                     cols[c] = ColumnSpec(role, "numeric", None, _edges_spec(edges), None)
                 else:
                     typ = "numeric" if nums.get(c) is not None else "text"
-                    cols[c] = ColumnSpec(role, typ, None, None, was.sensitive_values)
+                    # a domain the schema declares: the release's (the public domain it was published in)
+                    declared = tuple(x for x in dom if x != MISSING_LABEL) if was.domain is not None else None
+                    cols[c] = ColumnSpec(role, typ, declared, None, was.sensitive_values)
             from dataclasses import replace
 
             spec = replace(spec, columns=cols)
