@@ -90,10 +90,13 @@ def test_raw_adult_publish_verify_query_export(tmp_path, mech, truth):
     assert x.exit_code == 0, x.output
     files = sorted(p.name for p in (tmp_path / f"{mech}-csv").glob("*.csv"))
     assert files
-    for name in files:
+    data_rows = 0
+    for name in files:  # a header, then rows of the header's width (a histogram's partitions may be empty)
         with open(tmp_path / f"{mech}-csv" / name, newline="") as f:
             rows = list(csv.reader(f))
-        assert len(rows) >= 2 and len(set(map(len, rows))) == 1
+        assert rows and len(set(map(len, rows))) == 1
+        data_rows += len(rows) - 1
+    assert data_rows > 0
 
 
 def test_missing_values_are_the_declared_category(tmp_path):
