@@ -26,7 +26,7 @@ from ..errors import ParameterError, PpdpError
 from ..validation import Labels, Optional, to_json
 from . import cli
 from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_new_out, file_option_params, input_schema,
-                     load_table, split_names)
+                     load_table)
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
