@@ -478,8 +478,14 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "input", n_rows: int |
     quasi, sensitive = schema.quasi, schema.sensitive
     for c in schema.columns:
         if c not in df.columns:
-            raise SchemaError(f"{where}: the schema names the column {c!r}, which the input lacks; it has "
-                              f"{list(df.columns)}")
+            hint = ""
+            if df.shape[1] == 1:
+                hint = " (a single column: wrong separator? give --sep, e.g. --sep ';' or --sep tab, or file.sep)"
+            elif any(_numberlike(x) for x in df.columns):
+                hint = (" (the first row looks like data: give --no-header --names A,B,…, or file.header = false "
+                        "and file.names in the schema)")
+            raise SchemaError(f"{where}: no column {c!r} (named by a flag or the schema); the input has "
+                              f"{list(df.columns)[:20]}{hint}")
     if not quasi and not sensitive:
         raise SchemaError("no column has a role: give --quasi / --sensitive, or role = \"quasi\" / \"sensitive\" "
                           "in the schema")
@@ -514,6 +520,13 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "input", n_rows: int |
                           domains=domains or None, missing=schema.file.missing, na_values=na,
                           numeric=declared)
     return t
+
+
+def _numberlike(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_text_dtype(s: pd.Series) -> bool:
