@@ -27,7 +27,7 @@ from .common import input_options
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed (workload and per-trial publish seeds).")
 @click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, no_verify, out):
+def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, no_verify, out, schema=None):
     """Publish every --model on the table (several seeded trials), answer ONE shared workload,
     and write workload.jsonl, results.csv, summary.csv and report.html to --out."""
     from ..evaluate import evaluate as run, parse_model_spec
