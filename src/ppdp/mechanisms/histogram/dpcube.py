@@ -43,7 +43,7 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas, dpcube_split_rule
+from ...claims.dp import BudgetPlan, DPClaim, budget_plan, dpcube_alphas, dpcube_split_rule, expected_error
 from ...errors import ParameterError, PpdpError, SchemaError
 from ...kernels.grid import (box_counts, check_bins, cube_codes, declared_domains, dense_counts, sparse_counts,
                              summed_area)
@@ -212,7 +212,8 @@ class CellHistogram(HistogramMechanism):
         (every_cell,) = plan.cells
         if spec.dense:
             y = budget.measure(rng, dense_counts(codes, spec.shape), every_cell)
-            return self._release(table, spec, plan, budget, cells=y)
+            err = expected_error(self.name, self.get_params(), spec.shape)
+            return self._release(table, spec, plan, budget, cells=y, extra={"expected_error": err})
         idx, cnt = sparse_counts(codes, spec.shape)
         idx, y, tau = budget.measure_sparse(rng, idx, cnt, spec.n_cells, every_cell)
         return self._release(table, spec, plan, budget, cells=(idx, y), extra={"storage": "sparse", "threshold": tau})
