@@ -221,7 +221,8 @@ def _total_step(e: float) -> Step:
 
 def agrid_steps(e_rest: float, shape, n_hat: int, alpha: float, c: float) -> tuple[Step, ...]:
     m1 = agrid_first_grid(n_hat, e_rest, shape, c)
-    return (Step(e_rest * alpha, f"adaptive grid level 1 (c = {c:g}): noisy counts of the uniform grid",
+    return (Step(e_rest * alpha, f"adaptive grid level 1 (c = {c:g}, N̂ = {int(n_hat)}): noisy counts of the "
+                 f"{'×'.join(str(m) for m in m1)} grid",
                  parts=math.prod(m1)),
             Step(e_rest * (1 - alpha), f"adaptive grid level 2 (c/2 = {c / 2:g}): noisy counts of each box's sub-grid"))
 

@@ -106,7 +106,7 @@ def agrid_measure(budget: Budget, rng, x: np.ndarray, n_hat: int, e_rest: float,
     for b in boxes:
         lo = [int(st1[i][b[i]]) for i in range(d)]
         hi = [int(ends1[i][b[i]]) for i in range(d)]
-        m2 = max(1, math.ceil((max(v1[b], 0.0) * e2 / (c / 2)) ** (1.0 / d) - 1e-9))
+        m2 = max(1, math.ceil((max(float(v1[b]), 0.0) * e2 / (c / 2)) ** (1.0 / d) - 1e-9))
         st = [_grid_edges(0, hi[i] - lo[i], m2) for i in range(d)]
         starts2.append(st)
         subs.append(_block_sums(x[tuple(slice(a, z) for a, z in zip(lo, hi))], st))
