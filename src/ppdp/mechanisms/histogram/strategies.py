@@ -129,7 +129,7 @@ def agrid_measure(budget: Budget, rng, x: np.ndarray, n_hat: int, e_rest: float,
 
 
 #: mirror-descent iterations of the graphical-model inference
-MARGINAL_ITERATIONS = 300
+MARGINAL_ITERATIONS = 500
 
 
 def marginals_measure(budget: Budget, rng, x: np.ndarray, steps, way: int) -> np.ndarray:
