@@ -93,7 +93,7 @@ def _z_statistic(mech_of, adult, seeds, wl, truth, estimator=None):
     return np.asarray(z)
 
 
-@pytest.mark.parametrize("name", ["kron", "cells", "dpcube-ls", "dp"])
+@pytest.mark.parametrize("name", ["kron", "cells", "dpcube-ls", "dpcube-ls-unweighted", "dp"])
 def test_noise_scale_matches_the_closed_form_standard_errors(adult, name):
     """Noise scale: across 40 independent releases (fixed seeds), the standardised errors of 3
     fixed queries, Σ z² over releases ~ χ²(40) per query (normal approximation of a
@@ -103,6 +103,7 @@ def test_noise_scale_matches_the_closed_form_standard_errors(adult, name):
         "kron": (lambda: KroneckerLeastSquares(1.0, DIMS, bins={**AGE, **HOURS}), None),
         "cells": (lambda: CellHistogram(1.0, DIMS, bins={**AGE, **HOURS}), None),
         "dpcube-ls": (lambda: DPCube(1.0, DIMS, bins={**AGE, **HOURS}), "ls"),
+        "dpcube-ls-unweighted": (lambda: DPCube(1.0, DIMS, bins={**AGE, **HOURS}), "ls-unweighted"),
         "dp": (lambda: DefaultHistogram(2.0, DIMS, bins={**AGE, **HOURS}), None),
     }[name]
     wl = [parse_where("age BETWEEN 32 AND 46 AND hours_per_week BETWEEN 35 AND 44"),  # whole bins
@@ -147,3 +148,21 @@ def test_default_is_at_least_as_good_as_identity_on_the_2d_cube(adult):
         assert e_dp < e_id, (eps, e_dp, e_id)
 
 
+
+
+def test_unweighted_least_squares_is_eq35_and_equals_ls_when_alpha1_is_alpha2(adult):
+    rel = ppdp.publish(adult, DPCube(1.0, DIMS, alpha1_fraction=0.5, bins={**AGE, **HOURS}), seed=2)
+    wl = range_workload(adult.domains, DIMS, 50, seed=1)
+    assert np.allclose(rel.answer(wl, estimator="ls"), rel.answer(wl, estimator="ls-unweighted"))
+    rel = ppdp.publish(adult, DPCube(1.0, DIMS, alpha1_fraction=0.9, bins={**AGE, **HOURS}), seed=2)
+    # eq 35 against the pseudo-inverse of H = [I; partition indicators]
+    y = rel.noisy_cells().ravel()
+    lo, hi, yp = rel.partition_boxes()
+    H = [np.eye(y.size)]
+    for a, b in zip(lo, hi):
+        m = np.zeros(rel.shape)
+        m[tuple(slice(i, j + 1) for i, j in zip(a, b))] = 1
+        H.append(m.ravel()[None, :])
+    x = np.linalg.pinv(np.vstack(H)) @ np.concatenate([y, yp])
+    from ppdp.estimators.histogram import UnweightedLeastSquaresEstimator
+    assert np.allclose(UnweightedLeastSquaresEstimator().cells(rel).ravel(), x)

@@ -3,10 +3,12 @@ range queries as box sums over one summed-area table of the estimated cells.
 
 * ``cells`` — the noisy cells as they are (a sparse cell histogram: its released cells);
 * ``uniform`` — each partition's noisy count spread evenly over its cells;
-* ``ls`` — weighted least squares over both histograms, weights = inverse noise variances
+* ``ls`` — *variance-weighted* least squares over both histograms, weights = inverse noise variances
   (Xiao et al.'s H⁺ is the α1 = α2 case). Partitions are disjoint, so the problem splits by
   partition and has a closed form: every cell of partition p moves by the same
   δ_p = (y_p − Σ_{c∈p} y_c)·v1/(v2 + n_p·v1);
+* ``ls-unweighted`` — the paper's unweighted least squares (eq 35, H⁺y): every equation weighted
+  equally; δ_p = (y_p − Σ_{c∈p} y_c)/(1 + n_p); equal to ``ls`` when α1 = α2;
 * ``ls-eb`` — the same least squares plus the partitions' uniformity as a prior: penalty
   Σ(x_c − x̄_p)²/τ_p with τ_p the within-partition variance of the noisy cells beyond the
   noise variance, an empirical-Bayes estimate (docs/dpcube.md). Same partition totals as
@@ -33,6 +35,7 @@ from ..queries import CountIndex, as_workload
 from .base import Estimates, Estimator
 
 __all__ = ["HistogramEstimator", "CellsEstimator", "UniformEstimator", "LeastSquaresEstimator",
+           "UnweightedLeastSquaresEstimator",
            "EmpiricalBayesEstimator"]
 
 #: release → {estimator: (estimated cells, their summed-area table)}
@@ -146,6 +149,20 @@ class LeastSquaresEstimator(HistogramEstimator):
     def estimate_cells(self, release) -> np.ndarray:
         y, pid, _, _, _, delta, _ = _least_squares_parts(release)
         return y + delta[pid]
+
+
+class UnweightedLeastSquaresEstimator(HistogramEstimator):
+    """The paper's least squares (Xiao et al., eq 35: x̂ = H⁺y, every equation weighted equally,
+    whatever α1 and α2): per partition δ_p = (y_p − Σ_{c∈p} y_c)/(1 + n_p). ``ls`` is the
+    variance-weighted one (weights 1/v1, 1/v2); the two coincide when α1 = α2."""
+
+    name = "ls-unweighted"
+    needs_cells = True
+    needs_partitions = True
+
+    def estimate_cells(self, release) -> np.ndarray:
+        y, pid, yp, n_p, sums, _, _ = _least_squares_parts(release)
+        return y + ((yp - sums) / (1.0 + n_p))[pid]
 
 
 class EmpiricalBayesEstimator(HistogramEstimator):
@@ -278,15 +295,17 @@ def _ls_estimate(self, release, workload, level: float = 0.95) -> Estimates:
     claim = _dp_claim(release)
     v1 = discrete_laplace_variance(claim.epsilon_cells)
     v2 = discrete_laplace_variance(claim.epsilon_partitions)
-    r = v1 / (v2 + n_p * v1)
+    r = 1.0 / (1.0 + n_p) if self.name == "ls-unweighted" else v1 / (v2 + n_p * v1)
     k = _overlaps(lo, hi, plo, phi)
     kq = np.zeros((len(wl), len(plo)))
     np.add.at(kq, owner, k)
     kr = kq * r[None, :]
     var = (kq * v1 * (1 - kr) ** 2 + (n_p[None, :] - kq) * v1 * kr**2 + kr**2 * v2).sum(axis=1)
-    return _estimates(est, var, "closed form: weighted least squares per partition (exact noise variance, "
+    kind = "unweighted (eq 35)" if self.name == "ls-unweighted" else "variance-weighted"
+    return _estimates(est, var, f"closed form: {kind} least squares per partition (exact noise variance, "
                       "discrete Laplace v1, v2)", level)
 
 
 CellsEstimator.estimate = _cells_estimate  # type: ignore[method-assign]
 LeastSquaresEstimator.estimate = _ls_estimate  # type: ignore[method-assign]
+UnweightedLeastSquaresEstimator.estimate = _ls_estimate  # type: ignore[method-assign]
