@@ -202,7 +202,7 @@ def _kron_plan(p, shape, noisy_total) -> BudgetPlan:
 AGRID_ALPHA = 0.3
 AGRID_C = 10.0
 #: share of ε the rules that read the input size (AGrid's grid, the default's choice) spend on a noisy total
-TOTAL_FRACTION = 0.02
+TOTAL_FRACTION = 0.01
 
 
 def agrid_first_grid(n_hat: int, e: float, shape: Sequence[int], c: float = AGRID_C) -> tuple[int, ...]:

@@ -8,7 +8,7 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   weighted least-squares solution, computed through the Kronecker structure (one small matrix
   per dimension, no matrix over the whole domain). Error independent of the data; its expected
   value is in the certificate (``expected_error``).
-* ``agrid`` — adaptive grids (Qardaji, Yang & Li 2013): a noisy total (2% of ε) sets a uniform
+* ``agrid`` — adaptive grids (Qardaji, Yang & Li 2013): a noisy total (1% of ε) sets a uniform
   first-level grid (m1 = max(10, ⌈¼√(N̂ε/c)⌉) per dimension in 2-D), each first-level box is
   cut into a sub-grid whose size follows its noisy count (m2 = ⌈√(N'(1−α)ε/(c/2))⌉ per
   dimension in 2-D; the d-th root of the squared counts in d dimensions); the two levels are
@@ -19,7 +19,7 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   inferred with private-pgm (the maintained ``mbi`` package; McKenna, Sheldon & Miklau 2019):
   the graphical model (maximum entropy) that best fits the noisy marginals. For many cells
   and few rows per cell (high dimensions), far more accurate than any measurement of the cells.
-* ``dp`` — the default: a noisy total (2% of ε) and :func:`ppdp.claims.dp.dp_choice` pick
+* ``dp`` — the default: a noisy total (1% of ε) and :func:`ppdp.claims.dp.dp_choice` pick
   ``kron`` (when its predicted relative error on a random box is ≤ 2%), else ``agrid`` (≤ 2
   dimensions, first-level share α = 0.3) or ``marginals`` (≥ 3 dimensions, 2-way or 1-way by a
   signal-to-noise rule) with the rest of ε. The choice is in the certificate; verify re-derives it.
@@ -202,7 +202,7 @@ class AdaptiveGrid(_PostProcessed):
     _parameter_constraints = {**HistogramMechanism._common_constraints, "alpha": Real(0, 1, closed="neither"),
                               "c": Real(0, None, closed="neither")}
     _parameter_help = {**HistogramMechanism._common_help,
-                       "alpha": "Share of ε (after the 2% noisy total) on the first-level grid.",
+                       "alpha": "Share of ε (after the 1% noisy total) on the first-level grid.",
                        "c": "AGrid's constant c: first-level boxes ≈ N̂ε/c cells⁻¹…, sub-grids ≈ N'(1−α)ε/(c/2)."}
 
     def __init__(self, epsilon: float, dims, alpha=0.5, c=AGRID_C, domains=None, bins=None):
