@@ -15,7 +15,8 @@ Speed: median publish time of the default (``dp``) on both cubes at ε = 0.1 and
 warm-up, which includes the inference library's compilation), and 100,000 random range
 queries answered from a 2-D release (end to end from Query objects).
 
-Run: ``PYTHONPATH=src python benchmarks/bench_dp_accuracy.py [--trials 10] [--cubes 2d,4d]``.
+Run: ``PYTHONPATH=src python benchmarks/bench_dp_accuracy.py [--trials 10] [--cubes 2d,4d] [--methods dp]
+[--no-speed]`` (results: ``dp_accuracy[_<cubes>][_<methods>].json``).
 """
 
 from __future__ import annotations
@@ -56,12 +57,14 @@ def methods(cube: str):
     return out
 
 
-def accuracy(table, cube: str, trials: int) -> dict:
+def accuracy(table, cube: str, trials: int, only: str | None = None) -> dict:
     dims = CUBES[cube]
     wls = [range_workload(table.domains, dims, 2000, seed=1000 + t) for t in range(trials)]
     truth = [answer_exact(table, wl) for wl in wls]
     res: dict = {}
     for label, make, est in methods(cube):
+        if only and not any(label.startswith(o) for o in only.split(",")):
+            continue
         rows = {}
         for e in EPSILONS:
             errs, secs = [], []
@@ -109,17 +112,20 @@ def main() -> dict:
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--cubes", default="2d,4d")
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--methods", default=None, help="comma-separated label prefixes (default: all)")
     a = ap.parse_args()
     table = ppdp.datasets.load("adult")
     res = {**provenance(seed=0), "data": "adult (48,842 rows, bundled), public domains",
            "workloads": "2,000 uniformly random ranges per trial, fresh seed per trial (1000 + t)",
            "trials": a.trials, "epsilons": list(EPSILONS), "required": REQUIRED, "target": TARGET, "accuracy": {}}
     for cube in a.cubes.split(","):
-        res["accuracy"][cube] = accuracy(table, cube, a.trials)
+        res["accuracy"][cube] = accuracy(table, cube, a.trials, a.methods)
         print(table_md(res["accuracy"][cube], cube), flush=True)
     if not a.no_speed:
         res["speed"] = speed(table)
     name = "dp_accuracy" if a.cubes == "2d,4d" else f"dp_accuracy_{a.cubes.replace(',', '_')}"
+    if a.methods:
+        name += "_" + a.methods.split(" ")[0].replace(",", "_").replace(" ", "")
     write_result(name, res)
     return res
 
