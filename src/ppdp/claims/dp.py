@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import PpdpError, ReleaseError
-from ..kernels.grid import (DENSE_MAX_CELLS, box_counts, cube_codes, declared_domains, dense_counts, summed_area, tree_levels)
+from ..kernels.grid import (box_counts, cube_codes, declared_domains, dense_counts, summed_area, tree_levels)
 from ..kernels.strategies import expected_range_sd, kron_strategy
 from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
                               discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
@@ -313,7 +313,7 @@ def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
 
 
 def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
-                   noisy_total: int | None = None) -> dict[str, float] | None:
+                   noisy_total: int | None = None, storage: str = "dense") -> dict[str, float] | None:
     """The expected error of a release, from its noise variances (public: ε and the shape), for
     the mechanisms whose error does not depend on the data: the identity (``cells``) and the
     Kronecker least squares (``kron``, and ``dp`` when it chooses it). ``cell_sd``: standard
@@ -328,7 +328,7 @@ def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[in
             return None
         mechanism = "kron"
     if mechanism == "cells":
-        if math.prod(int(n) for n in shape) > DENSE_MAX_CELLS:
+        if storage != "dense":  # a thresholded (sparse) histogram's error depends on the data
             return None
         mean_len = math.prod((n + 2) / 3.0 for n in shape)
         sd_range = math.sqrt(discrete_laplace_variance(e))  # per cell
@@ -555,7 +555,8 @@ class DPClaim(Claim):
                          "the default's choice re-derived from ε, the shape and the noisy total",
                          f"the certificate's choice {release.certificate.get('choice')} differs from the rule's "
                          f"{want_choice}")
-        want_err = expected_error(m["mechanism"], params, shape, self.noisy_total)
+        want_err = expected_error(m["mechanism"], params, shape, self.noisy_total,
+                                  str(release.certificate.get("storage", "dense")))
         report.check(_same_numbers(release.certificate.get("expected_error"), want_err),
                      "expected error re-derived from the noise variances",
                      f"the certificate's expected_error {release.certificate.get('expected_error')} is not "
