@@ -57,6 +57,7 @@ def _draws(monkeypatch):
                                   AdaptiveGrid(0.5, DIMS, domains="adult"),
                                   MarginalsModel(1.0, ["age", "sex", "race"], way=2, domains="adult"),
                                   DefaultHistogram(0.1, DIMS, domains="adult"),
+                                  AdaptiveGrid(1.0, DIMS, profile=0.1, domains="adult"),
                                   DefaultHistogram(2.0, DIMS, bins={**AGE, **HOURS})])
 def test_every_draw_is_the_hardened_sampler_at_the_ledgers_epsilon(adult, monkeypatch, mech):
     """Every noisy count comes from the hardened sampler with the ε its ledger entry declares,
@@ -81,7 +82,7 @@ def test_tampered_choice_and_expected_error_fail_verify(adult):
     rel = ppdp.publish(adult, DefaultHistogram(1.0, DIMS, bins={**AGE, **HOURS}), seed=0)
     assert ppdp.verify(rel).ok
     m = rel.manifest
-    m["certificate"]["choice"]["algorithm"] = "agrid"
+    m["certificate"]["choice"]["algorithm"] = "marginals"
     assert not ppdp.verify(rel).ok
 
 
@@ -104,11 +105,14 @@ def test_noise_scale_matches_the_closed_form_standard_errors(adult, name):
         "cells": (lambda: CellHistogram(1.0, DIMS, bins={**AGE, **HOURS}), None),
         "dpcube-ls": (lambda: DPCube(1.0, DIMS, bins={**AGE, **HOURS}), "ls"),
         "dpcube-ls-unweighted": (lambda: DPCube(1.0, DIMS, bins={**AGE, **HOURS}), "ls-unweighted"),
-        "dp": (lambda: DefaultHistogram(2.0, DIMS, bins={**AGE, **HOURS}), None),
+        "dp": (lambda: DefaultHistogram(1.0, ["age"], domains="adult"), None),  # one dimension: kron
     }[name]
     wl = [parse_where("age BETWEEN 32 AND 46 AND hours_per_week BETWEEN 35 AND 44"),  # whole bins
           parse_where("age BETWEEN 17 AND 90 AND hours_per_week BETWEEN 1 AND 99"),
           parse_where("age BETWEEN 62 AND 71 AND hours_per_week BETWEEN 1 AND 29")]
+    if name == "dp":
+        wl = [parse_where("age BETWEEN 32 AND 46"), parse_where("age BETWEEN 17 AND 90"),
+              parse_where("age BETWEEN 62 AND 71")]
     truth = answer_exact(adult, wl)
     z = _z_statistic(mech_of, adult, range(40), wl, truth, est)
     s = (z**2).sum(axis=0)
@@ -127,7 +131,8 @@ def test_expected_error_in_the_certificate_predicts_the_error(adult):
 
 def test_default_rule_uses_public_facts_and_is_in_the_plan():
     # more signal → the data-independent strategy; little signal → adaptive (2-D) or marginals (≥ 3-D)
-    assert dp_choice(1.0, (74, 99), 48_842)["algorithm"] == "kron"
+    assert dp_choice(4.0, (74, 99), 48_842)["algorithm"] == "kron"
+    assert dp_choice(1.0, (74, 99), 48_842)["algorithm"] == "agrid"
     assert dp_choice(0.05, (74, 99), 48_842)["algorithm"] == "agrid"
     ch = dp_choice(0.05, (74, 16, 99, 2), 48_842)
     assert ch["algorithm"] == "marginals" and ch["way"] == 1

@@ -49,7 +49,7 @@ from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, 
 from . import Claim
 
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
-           "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+           "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION"]
 
 #: false-alarm probability of the goodness-of-fit test of a release against its source table
@@ -201,6 +201,8 @@ def _kron_plan(p, shape, noisy_total) -> BudgetPlan:
 #: AGrid (Qardaji, Yang & Li 2013): share of ε on the first-level grid, and the constant c
 AGRID_ALPHA = 0.3
 AGRID_C = 10.0
+#: share of ε the default's adaptive grid spends on the 1-way marginals that shape the cells within a box
+AGRID_PROFILE = 0.1
 #: share of ε the rules that read the input size (AGrid's grid, the default's choice) spend on a noisy total
 TOTAL_FRACTION = 0.01
 
@@ -219,12 +221,28 @@ def _total_step(e: float) -> Step:
     return Step(e * TOTAL_FRACTION, "noisy total count N (read by the rule)", parts=1)
 
 
-def agrid_steps(e_rest: float, shape, n_hat: int, alpha: float, c: float) -> tuple[Step, ...]:
-    m1 = agrid_first_grid(n_hat, e_rest, shape, c)
-    return (Step(e_rest * alpha, f"adaptive grid level 1 (c = {c:g}, N̂ = {int(n_hat)}): noisy counts of the "
-                 f"{'×'.join(str(m) for m in m1)} grid",
-                 parts=math.prod(m1)),
-            Step(e_rest * (1 - alpha), f"adaptive grid level 2 (c/2 = {c / 2:g}): noisy counts of each box's sub-grid"))
+def agrid_steps(e_rest: float, shape, n_hat: int, alpha: float, c: float, profile: float = 0.0) -> tuple[Step, ...]:
+    """AGrid's measurements with ``e_rest``: with ``profile`` > 0 first the noisy 1-way marginal of
+    every dimension (``profile``·e_rest split evenly; the within-box profile), then the two grid
+    levels with the rest (α, 1 − α)."""
+    d = len(shape)
+    prof: tuple[Step, ...] = ()
+    if profile > 0:
+        prof = tuple(Step(e_rest * profile / d, f"adaptive grid profile: noisy 1-way marginal of dimension {i}",
+                          parts=int(n)) for i, n in enumerate(shape))
+    e_grid = e_rest * (1 - profile)
+    m1 = agrid_first_grid(n_hat, e_grid, shape, c)
+    return prof + (Step(e_grid * alpha, f"adaptive grid level 1 (c = {c:g}, N̂ = {int(n_hat)}): noisy counts of the "
+                        f"{'×'.join(str(m) for m in m1)} grid", parts=math.prod(m1)),
+                   Step(e_grid * (1 - alpha), f"adaptive grid level 2 (c/2 = {c / 2:g}): noisy counts of each box's "
+                        f"sub-grid"))
+
+
+def _profile(p: Mapping[str, Any]) -> float:
+    v = float(p.get("profile") or 0.0)
+    if not 0 <= v < 1:
+        raise PpdpError(f"profile must be in [0, 1), got {v}")
+    return v
 
 
 def _agrid_plan(p, shape, noisy_total) -> BudgetPlan:
@@ -233,7 +251,7 @@ def _agrid_plan(p, shape, noisy_total) -> BudgetPlan:
         raise PpdpError("the adaptive grid needs the noisy total (noisy_total)")
     total = _total_step(e)
     rest = e - total.epsilon
-    steps = agrid_steps(rest, shape, int(noisy_total), _fraction(p, "alpha"), float(p["c"]))
+    steps = agrid_steps(rest, shape, int(noisy_total), _fraction(p, "alpha"), float(p["c"]), _profile(p))
     return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
                       noisy_total=int(noisy_total))
 
@@ -257,7 +275,7 @@ def _marginals_plan(p, shape, noisy_total) -> BudgetPlan:
 
 #: the default's rule: the data-independent Kronecker strategy when its predicted error of a
 #: random range is at most this fraction of the predicted answer, else a data-adaptive method
-DP_RELATIVE_ERROR = 0.02
+DP_RELATIVE_ERROR = 0.003
 #: the default's rule for marginals: all 2-way marginals when the signal-to-noise of a typical
 #: 2-way marginal cell is at least this, else the 1-way marginals
 DP_MARGINAL_SNR = 0.25
@@ -270,9 +288,10 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any
     * predicted relative error r = E|error| / E[answer] of the Kronecker least squares on a
       uniformly random box: E|error| ≈ √(2/π)·√2/ε·Π score_i (:mod:`ppdp.kernels.strategies`)
       and E[answer] ≈ N̂·Π E[range length_i / n_i] ≈ N̂/3^d;
-    * r ≤ :data:`DP_RELATIVE_ERROR` → ``kron`` (the noise is small against the counts: a
+    * r ≤ :data:`DP_RELATIVE_ERROR` (0.3%) → ``kron`` (the noise is small against the counts: a
       data-independent strategy loses nothing to a model's bias);
-    * else, d ≤ 2 → ``agrid`` (adaptive grids); d ≥ 3 → ``marginals`` inferred with a graphical
+    * else, d ≤ 2 → ``agrid`` (adaptive grids, α = 0.3, with 10% of its ε on the 1-way marginals
+      that shape the cells within a sub-box); d ≥ 3 → ``marginals`` inferred with a graphical
       model, all 2-way marginals when N̂/(mean 2-way marginal size) ÷ (√2·#pairs/ε) ≥
       :data:`DP_MARGINAL_SNR`, else the 1-way marginals.
     """
@@ -305,7 +324,7 @@ def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
     if ch["algorithm"] == "kron":
         steps = kron_steps(rest, shape)
     elif ch["algorithm"] == "agrid":
-        steps = agrid_steps(rest, shape, int(noisy_total), AGRID_ALPHA, AGRID_C)
+        steps = agrid_steps(rest, shape, int(noisy_total), AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
     else:
         steps = marginal_steps(rest, shape, list(p["dims"]), ch["way"])
     return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,

@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-from ...claims.dp import (AGRID_ALPHA, AGRID_C, POSTPROCESSING, TOTAL_FRACTION, BudgetPlan, agrid_first_grid,
+from ...claims.dp import (AGRID_ALPHA, AGRID_C, AGRID_PROFILE, POSTPROCESSING, TOTAL_FRACTION, BudgetPlan, agrid_first_grid,
                           dp_choice, expected_error, marginal_sets)
 from ...errors import PpdpError
 from ...kernels.noise import Budget, Step, discrete_laplace_variance
@@ -91,17 +91,28 @@ def _block_sums(x: np.ndarray, starts: list[np.ndarray]) -> np.ndarray:
 
 
 def agrid_measure(budget: Budget, rng, x: np.ndarray, n_hat: int, e_rest: float, steps, alpha: float,
-                  c: float) -> np.ndarray:
-    """Adaptive grids on ``x`` (any dimension): the first-level grid, a sub-grid per box sized by
-    its noisy count, consistency, uniform within the sub-boxes."""
+                  c: float, profile: float = 0.0) -> np.ndarray:
+    """Adaptive grids on ``x`` (any dimension): with ``profile`` > 0 the noisy 1-way marginals
+    first (their non-negative part is the shape of the cells within a sub-box: independence
+    within the box instead of uniformity); the first-level grid, a sub-grid per box sized by its
+    noisy count, consistency of the two levels, the sub-box counts spread over their cells."""
     d = x.ndim
+    steps = tuple(steps)
+    shapes: list[np.ndarray] = []
+    if profile > 0:
+        for ax, step in enumerate(steps[:d]):
+            other = tuple(i for i in range(d) if i != ax)
+            m = budget.measure(rng, x.sum(axis=other) if other else x, step).astype(np.float64)
+            shapes.append(np.maximum(m, 0.0) + 1e-9)
+        steps = steps[d:]
     lvl1, lvl2 = steps
-    m1 = agrid_first_grid(n_hat, e_rest, x.shape, c)
+    e_grid = e_rest * (1 - profile)
+    m1 = agrid_first_grid(n_hat, e_grid, x.shape, c)
     st1 = [_grid_edges(0, n, m) for n, m in zip(x.shape, m1)]
     v1 = budget.measure(rng, _block_sums(x, st1), lvl1).astype(np.float64)
     ends1 = [np.append(s[1:], n) for s, n in zip(st1, x.shape)]
     boxes = list(np.ndindex(*v1.shape))
-    e2 = e_rest * (1 - alpha)
+    e2 = e_grid * (1 - alpha)
     subs, starts2 = [], []
     for b in boxes:
         lo = [int(st1[i][b[i]]) for i in range(d)]
@@ -121,10 +132,22 @@ def agrid_measure(budget: Budget, rng, x: np.ndarray, n_hat: int, e_rest: float,
         total = (v1[b] / var1 + u.sum() / (k * var2)) / (1 / var1 + 1 / (k * var2))
         u = u + (total - u.sum()) / k
         lens = [np.diff(np.append(s, hi[i] - lo[i])) for i, s in enumerate(st)]
-        dens = u / np.prod(np.meshgrid(*lens, indexing="ij"), axis=0)
-        for ax, ln in enumerate(lens):
-            dens = np.repeat(dens, ln, axis=ax)
-        out[tuple(slice(a, z) for a, z in zip(lo, hi))] = dens
+        if shapes:  # the sub-box count spread in proportion to the product of the marginal profiles
+            w = np.ones([hi[i] - lo[i] for i in range(d)])
+            for ax in range(d):
+                sh = [1] * d
+                sh[ax] = hi[ax] - lo[ax]
+                w = w * shapes[ax][lo[ax]:hi[ax]].reshape(sh)
+            wsum = _block_sums(w, st)
+            for ax, ln in enumerate(lens):
+                u = np.repeat(u, ln, axis=ax)
+                wsum = np.repeat(wsum, ln, axis=ax)
+            cells = u * w / wsum
+        else:
+            cells = u / np.prod(np.meshgrid(*lens, indexing="ij"), axis=0)
+            for ax, ln in enumerate(lens):
+                cells = np.repeat(cells, ln, axis=ax)
+        out[tuple(slice(a, z) for a, z in zip(lo, hi))] = cells
     return out
 
 
@@ -199,13 +222,16 @@ class AdaptiveGrid(_PostProcessed):
     paper = "Qardaji, Yang, Li 2013"
     alpha: float
     c: float
+    profile: float
     _parameter_constraints = {**HistogramMechanism._common_constraints, "alpha": Real(0, 1, closed="neither"),
-                              "c": Real(0, None, closed="neither")}
+                              "c": Real(0, None, closed="neither"), "profile": Real(0, 1, closed="left")}
     _parameter_help = {**HistogramMechanism._common_help,
                        "alpha": "Share of ε (after the 1% noisy total) on the first-level grid.",
-                       "c": "AGrid's constant c: first-level boxes ≈ N̂ε/c cells⁻¹…, sub-grids ≈ N'(1−α)ε/(c/2)."}
+                       "c": "AGrid's constant c: first-level boxes ≈ N̂ε/(16c), sub-grids ≈ N'(1−α)ε/(c/2) cells.",
+                       "profile": "Share of ε on the 1-way marginals that shape the cells within a sub-box "
+                                  "(0: uniform within, as the paper)."}
 
-    def __init__(self, epsilon: float, dims, alpha=0.5, c=AGRID_C, domains=None, bins=None):
+    def __init__(self, epsilon: float, dims, alpha=0.5, c=AGRID_C, profile=0.0, domains=None, bins=None):
         self._set_params(locals())
 
     def _publish(self, table, rng):
@@ -213,7 +239,8 @@ class AdaptiveGrid(_PostProcessed):
         budget = Budget(self.epsilon)
         n_hat = self._noisy_total(budget, rng, x)
         plan = self._plan(spec.shape, n_hat)
-        cells = agrid_measure(budget, rng, x, n_hat, plan.epsilon_cells, plan.cells, self.alpha, self.c)
+        cells = agrid_measure(budget, rng, x, n_hat, plan.epsilon_cells, plan.cells, self.alpha, self.c,
+                              self.profile)
         return self._finish(table, spec, plan, budget, cells)
 
 
@@ -259,7 +286,7 @@ class DefaultHistogram(_PostProcessed):
         if choice["algorithm"] == "kron":
             cells = kron_measure(budget, rng, x, plan.cells)
         elif choice["algorithm"] == "agrid":
-            cells = agrid_measure(budget, rng, x, n_hat, rest, plan.cells, AGRID_ALPHA, AGRID_C)
+            cells = agrid_measure(budget, rng, x, n_hat, rest, plan.cells, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
         else:
             cells = marginals_measure(budget, rng, x, plan.cells, choice["way"])
         return self._finish(table, spec, plan, budget, cells, extra={"choice": choice})
