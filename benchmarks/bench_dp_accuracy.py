@@ -51,6 +51,8 @@ def methods(cube: str):
            ("identity (cells)", lambda e: CellHistogram(e, dims, domains="adult"), None),
            ("kron", lambda e: KroneckerLeastSquares(e, dims, domains="adult"), None),
            ("agrid", lambda e: AdaptiveGrid(e, dims, domains="adult"), None),
+           ("agrid (α 0.3, profile 0.1: as in dp)",
+            lambda e: AdaptiveGrid(e, dims, alpha=0.3, profile=0.1, domains="adult"), None),
            ("marginals way=1", lambda e: MarginalsModel(e, dims, way=1, domains="adult"), None)]
     if len(dims) > 2:
         out.append(("marginals way=2", lambda e: MarginalsModel(e, dims, way=2, domains="adult"), None))
