@@ -11,9 +11,9 @@ level; sequential over the levels). Several dimensions: the Kronecker product �
 ε·Π weights; the shares again sum to 1.
 
 Design rule (public: the domain sizes only, never the data). The per-dimension (b, a) minimises
-the expected standard deviation of a uniformly random range [lo, hi] of that dimension,
-(1/a… weights) E_q √(qᵀG⁻¹q), G = a²I + c²BᵀB (Gram matrix of the weighted strategy), over a
-fixed grid of candidates (b ∈ :data:`BLOCK_CANDIDATES`, a ∈ {0.05, 0.10, …, 1}). For a
+the expected standard deviation of the answer to a uniformly random range [lo, hi] of that
+dimension, E_q √(qᵀG⁻¹q) with G = a²I + c²BᵀB (the Gram matrix of the weighted strategy; the
+weights sum to 1, so the sensitivity is 1), over a fixed grid of candidates (b ∈ :data:`BLOCK_CANDIDATES`, a ∈ {0.05, 0.10, …, 1}). For a
 d-dimensional range (product of independent per-dimension ranges) the standard deviation of
 the least-squares answer is the product of the per-dimension factors times √(2)/ε, so the
 per-dimension choices are jointly optimal within the template. The criterion is the class of
@@ -24,7 +24,8 @@ of the same ε; the discrete Laplace variance differs by < 1% for ε_step ≤ 0.
 estimate is unbiased with any weights) the normal matrix is ε²·⊗G_i and
 x̂ = ⊗(G_i⁻¹A_iᵀD_i²) y: one small dense matrix per dimension applied along its axis (mode
 products), never a matrix over the whole domain. The variance of qᵀx̂ for a box query uses the
-true (discrete Laplace) variance of every step: Σ_s v_s·(w_s²)²·Π_i‖B_{i,s}G_i⁻¹q_i‖²·ε⁴/ε⁴.
+true (discrete Laplace) variance v_s of every step s: Σ_s v_s·Π_i w_{i,s}⁴·‖B_{i,s}G_i⁻¹q_i‖²
+(``ppdp.estimators.histogram``).
 """
 
 from __future__ import annotations
