@@ -127,7 +127,7 @@ def main() -> dict:
         res["speed"] = speed(table)
     name = "dp_accuracy" if a.cubes == "2d,4d" else f"dp_accuracy_{a.cubes.replace(',', '_')}"
     if a.methods:
-        name += "_" + a.methods.split(" ")[0].replace(",", "_").replace(" ", "")
+        name += "_" + "_".join(m.split(" ")[0].strip("(") for m in a.methods.split(","))
     write_result(name, res)
     return res
 

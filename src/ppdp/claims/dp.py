@@ -273,9 +273,9 @@ def _marginals_plan(p, shape, noisy_total) -> BudgetPlan:
                       cells_postprocessed=True)
 
 
-#: the default's rule: the data-independent Kronecker strategy when its predicted error of a
-#: random range is at most this fraction of the predicted answer, else a data-adaptive method
-DP_RELATIVE_ERROR = 0.003
+#: the default's rule: the data-independent Kronecker strategy when the mean cell holds at least
+#: this many noise scales, N̂·ε/cells ≥ DP_CELL_SIGNAL; else a data-adaptive method
+DP_CELL_SIGNAL = 10.0
 #: the default's rule for marginals: all 2-way marginals when the signal-to-noise of a typical
 #: 2-way marginal cell is at least this, else the 1-way marginals
 DP_MARGINAL_SNR = 0.25
@@ -285,11 +285,11 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any
     """The default histogram's choice (published as the certificate's ``choice``; verify
     re-derives it), from public facts (ε, the cube's shape) and the noisy total N̂ only:
 
-    * predicted relative error r = E|error| / E[answer] of the Kronecker least squares on a
-      uniformly random box: E|error| ≈ √(2/π)·√2/ε·Π score_i (:mod:`ppdp.kernels.strategies`)
-      and E[answer] ≈ N̂·Π E[range length_i / n_i] ≈ N̂/3^d;
-    * r ≤ :data:`DP_RELATIVE_ERROR` (0.3%) → ``kron`` (the noise is small against the counts: a
-      data-independent strategy loses nothing to a model's bias);
+    * the signal of the mean cell, s = N̂·ε/(number of cells) (the mean count in units of the
+      noise scale 1/ε), and, for information, the predicted relative error of ``kron`` on a
+      uniformly random box (√(2/π)·√2/ε·Π score_i ÷ N̂·Π (n_i+2)/(3n_i));
+    * s ≥ :data:`DP_CELL_SIGNAL` (10) or one dimension → ``kron``: the counts stand well above
+      the noise, a data-independent strategy has no model bias to pay;
     * else, d ≤ 2 → ``agrid`` (adaptive grids, α = 0.3, with 10% of its ε on the 1-way marginals
       that shape the cells within a sub-box); d ≥ 3 → ``marginals`` inferred with a graphical
       model, all 2-way marginals when N̂/(mean 2-way marginal size) ÷ (√2·#pairs/ε) ≥
@@ -301,8 +301,9 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any
     mae = math.sqrt(2 / math.pi) * sd
     answer = max(float(n_hat), 1.0) * math.prod((n + 2) / (3.0 * n) for n in shape)
     rel = mae / answer
-    out: dict[str, Any] = {"predicted_kron_relative_error": rel}
-    if rel <= DP_RELATIVE_ERROR or d == 1:
+    signal = max(float(n_hat), 0.0) * e / math.prod(int(n) for n in shape)
+    out: dict[str, Any] = {"predicted_kron_relative_error": rel, "cell_signal": signal}
+    if signal >= DP_CELL_SIGNAL or d == 1:
         out["algorithm"] = "kron"
     elif d <= 2:
         out["algorithm"] = "agrid"

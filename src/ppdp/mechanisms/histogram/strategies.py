@@ -20,7 +20,7 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   the graphical model (maximum entropy) that best fits the noisy marginals. For many cells
   and few rows per cell (high dimensions), far more accurate than any measurement of the cells.
 * ``dp`` — the default: a noisy total (1% of ε) and :func:`ppdp.claims.dp.dp_choice` pick
-  ``kron`` (when its predicted relative error on a random box is ≤ 2%), else ``agrid`` (≤ 2
+  ``kron`` (when the mean cell holds ≥ 10 noise scales, N̂ε/cells ≥ 10), else ``agrid`` (≤ 2
   dimensions, first-level share α = 0.3) or ``marginals`` (≥ 3 dimensions, 2-way or 1-way by a
   signal-to-noise rule) with the rest of ε. The choice is in the certificate; verify re-derives it.
 
