@@ -42,6 +42,12 @@ EXAMPLES: dict[str, tuple[dict, tuple[str, int]]] = {
                     domains="adult"), ("adult", 3000)),
     "kdtree": (dict(epsilon=1.0, dims=["age", "sex"], depth=3, domains="adult"), ("adult", 3000)),
     "consistency": (dict(epsilon=1.0, dims=["age", "sex"], fanout="binary", domains="adult"), ("adult", 3000)),
+    "kron": (dict(epsilon=1.0, dims=["age", "hours_per_week"], bins={"age": [17, 25, 35, 45, 55, 65, 91]},
+                  domains="adult"), ("adult", 3000)),
+    "agrid": (dict(epsilon=1.0, dims=["age", "hours_per_week"], alpha=0.4, c=8.0, profile=0.1, domains="adult"),
+              ("adult", 3000)),
+    "marginals": (dict(epsilon=1.0, dims=["age", "sex", "race"], way=2, domains="adult"), ("adult", 3000)),
+    "dp": (dict(epsilon=1.0, dims=["age", "hours_per_week"], domains="adult"), ("adult", 3000)),  # → agrid
     "global": (dict(l_prime=5), ("occ", 3000)),
     "laplace": (dict(epsilon=0.5, queries=["sex = 'Female'", "age BETWEEN 30 AND 40"]), ("occ", 3000)),
 }

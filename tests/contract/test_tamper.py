@@ -34,6 +34,12 @@ UNDETECTABLE_BY_DESIGN: dict[tuple[str, str], str] = {
         "the MILP solver's time budget (method optimal only); it leaves no trace in the files",
     ("sdr", r"params/min_size"):
         "steers Phase-2 merging only, which is re-derivable from the source's counts, not from the files",
+    ("agrid", r"certificate/ledger/4/parts"):  # total, 2 profile marginals, level 1, level 2
+        "the number of second-level boxes follows the unpublished first-level noisy counts (the cells are the "
+        "consistent estimate); the ε of the level does not depend on it (parallel composition over disjoint boxes)",
+    ("dp", r"certificate/ledger/4/parts"):  # the example chooses the adaptive grid: as for agrid
+        "the number of second-level boxes of the chosen adaptive grid follows unpublished noisy counts; the ε of the "
+        "level does not depend on it (parallel composition over disjoint boxes)",
     ("kdtree", r"certificate/ledger/[12]/parts"):  # median levels 1 and 2 of the example's depth 3
         "the number of boxes split at a median level below the root is not published (the leaves are); the ε charged "
         "per level does not depend on it (parallel composition over disjoint boxes)",

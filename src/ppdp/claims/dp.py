@@ -34,6 +34,7 @@ it with the claim, the claim's ledger and the files: any disagreement is a probl
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -42,11 +43,13 @@ import numpy as np
 
 from ..errors import PpdpError, ReleaseError
 from ..kernels.grid import (box_counts, cube_codes, declared_domains, dense_counts, summed_area, tree_levels)
+from ..kernels.strategies import expected_range_sd, kron_strategy
 from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
                               discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
 from . import Claim
 
-__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
+           "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION"]
 
 #: false-alarm probability of the goodness-of-fit test of a release against its source table
@@ -161,7 +164,11 @@ def _hierarchy_plan(p, shape, noisy_total) -> BudgetPlan:
 
 
 #: the post-processing a mechanism applies to its noisy cells (published as ``cells_postprocessed``)
-POSTPROCESSING = {"consistency": "hierarchical constrained inference (Hay et al. 2010)"}
+POSTPROCESSING = {"consistency": "hierarchical constrained inference (Hay et al. 2010)",
+                  "kron": "weighted least squares over the Kronecker measurements",
+                  "agrid": "adaptive grids: consistency of the two levels, uniform within the boxes (Qardaji et al. 2013)",
+                  "marginals": "graphical-model inference over the noisy marginals (private-pgm, McKenna et al. 2019)",
+                  "dp": "the chosen algorithm's inference (see choice)"}
 
 
 def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +180,188 @@ def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
             "min_count": float(params["count_threshold"]) * math.sqrt(discrete_laplace_variance(a2))}
 
 
-_RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan}
+# ---------------------------------------------- Kronecker least squares, adaptive grids, marginals
+def kron_steps(e: float, shape: Sequence[int]) -> tuple[Step, ...]:
+    """The Kronecker strategy's measurements (:mod:`ppdp.kernels.strategies`): one step per
+    combination of per-dimension levels, ε·Π weights over the Π nodes of its disjoint boxes."""
+    strat = kron_strategy(shape)
+    steps = []
+    for combo in itertools.product(*[s.levels for s in strat]):
+        w = math.prod(lv[1] for lv in combo)
+        names = ",".join("cells" if len(lv[0]) == s.n else f"blocks of {s.block}" for lv, s in zip(combo, strat))
+        steps.append(Step(e * w, f"kronecker level ({names}): noisy box counts", parts=math.prod(len(lv[0]) for lv in combo)))
+    return tuple(steps)
+
+
+def _kron_plan(p, shape, noisy_total) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    return BudgetPlan(e, e, 0.0, cells=kron_steps(e, shape), cells_postprocessed=True)
+
+
+#: AGrid (Qardaji, Yang & Li 2013): share of ε on the first-level grid, and the constant c
+AGRID_ALPHA = 0.3
+AGRID_C = 10.0
+#: share of ε the default's adaptive grid spends on the 1-way marginals that shape the cells within a box
+AGRID_PROFILE = 0.1
+#: share of ε the rules that read the input size (AGrid's grid, the default's choice) spend on a noisy total
+TOTAL_FRACTION = 0.01
+
+
+def agrid_first_grid(n_hat: int, e: float, shape: Sequence[int], c: float = AGRID_C) -> tuple[int, ...]:
+    """AGrid's first-level grid: m1 = max(10, ⌈¼√(N̂ε/c)⌉) per dimension in 2-D (Qardaji et al.
+    2013); in d dimensions the same number of boxes, (m1²)^{1/d} per dimension; capped by the
+    dimension's size."""
+    d = len(shape)
+    m1_sq = max(100.0, (math.ceil(0.25 * math.sqrt(max(n_hat, 0) * e / c))) ** 2)
+    per = max(1, math.ceil(m1_sq ** (1.0 / d) - 1e-9))
+    return tuple(min(int(n), per) for n in shape)
+
+
+def _total_step(e: float) -> Step:
+    return Step(e * TOTAL_FRACTION, "noisy total count N (read by the rule)", parts=1)
+
+
+def agrid_steps(e_rest: float, shape, n_hat: int, alpha: float, c: float, profile: float = 0.0) -> tuple[Step, ...]:
+    """AGrid's measurements with ``e_rest``: with ``profile`` > 0 first the noisy 1-way marginal of
+    every dimension (``profile``·e_rest split evenly; the within-box profile), then the two grid
+    levels with the rest (α, 1 − α)."""
+    d = len(shape)
+    prof: tuple[Step, ...] = ()
+    if profile > 0:
+        prof = tuple(Step(e_rest * profile / d, f"adaptive grid profile: noisy 1-way marginal of dimension {i}",
+                          parts=int(n)) for i, n in enumerate(shape))
+    e_grid = e_rest * (1 - profile)
+    m1 = agrid_first_grid(n_hat, e_grid, shape, c)
+    return prof + (Step(e_grid * alpha, f"adaptive grid level 1 (c = {c:g}, N̂ = {int(n_hat)}): noisy counts of the "
+                        f"{'×'.join(str(m) for m in m1)} grid", parts=math.prod(m1)),
+                   Step(e_grid * (1 - alpha), f"adaptive grid level 2 (c/2 = {c / 2:g}): noisy counts of each box's "
+                        f"sub-grid"))
+
+
+def _profile(p: Mapping[str, Any]) -> float:
+    v = float(p.get("profile") or 0.0)
+    if not 0 <= v < 1:
+        raise PpdpError(f"profile must be in [0, 1), got {v}")
+    return v
+
+
+def _agrid_plan(p, shape, noisy_total) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    if noisy_total is None:
+        raise PpdpError("the adaptive grid needs the noisy total (noisy_total)")
+    total = _total_step(e)
+    rest = e - total.epsilon
+    steps = agrid_steps(rest, shape, int(noisy_total), _fraction(p, "alpha"), float(p["c"]), _profile(p))
+    return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
+                      noisy_total=int(noisy_total))
+
+
+def marginal_sets(n_dims: int, way: int) -> list[tuple[int, ...]]:
+    """The measured marginals: every set of ``min(way, d)`` dimensions."""
+    return list(itertools.combinations(range(n_dims), min(int(way), n_dims)))
+
+
+def marginal_steps(e: float, shape, dims, way: int) -> tuple[Step, ...]:
+    sets = marginal_sets(len(shape), way)
+    return tuple(Step(e / len(sets), f"marginal ({','.join(str(dims[i]) for i in m)}): noisy counts",
+                      parts=math.prod(int(shape[i]) for i in m)) for m in sets)
+
+
+def _marginals_plan(p, shape, noisy_total) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    return BudgetPlan(e, e, 0.0, cells=marginal_steps(e, shape, list(p["dims"]), int(p["way"])),
+                      cells_postprocessed=True)
+
+
+#: the default's rule: the data-independent Kronecker strategy when the mean cell holds at least
+#: this many noise scales, N̂·ε/cells ≥ DP_CELL_SIGNAL; else a data-adaptive method
+DP_CELL_SIGNAL = 10.0
+#: the default's rule for marginals: all 2-way marginals when the signal-to-noise of a typical
+#: 2-way marginal cell is at least this, else the 1-way marginals
+DP_MARGINAL_SNR = 0.25
+
+
+def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any]:
+    """The default histogram's choice (published as the certificate's ``choice``; verify
+    re-derives it), from public facts (ε, the cube's shape) and the noisy total N̂ only:
+
+    * the signal of the mean cell, s = N̂·ε/(number of cells) (the mean count in units of the
+      noise scale 1/ε), and, for information, the predicted relative error of ``kron`` on a
+      uniformly random box (√(2/π)·√2/ε·Π score_i ÷ N̂·Π (n_i+2)/(3n_i));
+    * s ≥ :data:`DP_CELL_SIGNAL` (10) or one dimension → ``kron``: the counts stand well above
+      the noise, a data-independent strategy has no model bias to pay;
+    * else, d ≤ 2 → ``agrid`` (adaptive grids, α = 0.3, with 10% of its ε on the 1-way marginals
+      that shape the cells within a sub-box); d ≥ 3 → ``marginals`` inferred with a graphical
+      model, all 2-way marginals when N̂/(mean 2-way marginal size) ÷ (√2·#pairs/ε) ≥
+      :data:`DP_MARGINAL_SNR`, else the 1-way marginals.
+    """
+    e = float(epsilon)
+    d = len(shape)
+    sd = expected_range_sd(kron_strategy(shape), e)
+    mae = math.sqrt(2 / math.pi) * sd
+    answer = max(float(n_hat), 1.0) * math.prod((n + 2) / (3.0 * n) for n in shape)
+    rel = mae / answer
+    signal = max(float(n_hat), 0.0) * e / math.prod(int(n) for n in shape)
+    out: dict[str, Any] = {"predicted_kron_relative_error": rel, "cell_signal": signal}
+    if signal >= DP_CELL_SIGNAL or d == 1:
+        out["algorithm"] = "kron"
+    elif d <= 2:
+        out["algorithm"] = "agrid"
+    else:
+        pairs = marginal_sets(d, 2)
+        mean_size = sum(shape[i] * shape[j] for i, j in pairs) / len(pairs)
+        snr = (max(n_hat, 0) / mean_size) / (math.sqrt(2) * len(pairs) / e)
+        out.update({"algorithm": "marginals", "way": 2 if snr >= DP_MARGINAL_SNR else 1, "marginal_snr": snr})
+    return out
+
+
+def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
+    e = check_epsilon(p["epsilon"])
+    if noisy_total is None:
+        raise PpdpError("the default histogram's rule needs the noisy total (noisy_total)")
+    total = _total_step(e)
+    rest = e - total.epsilon
+    ch = dp_choice(rest, shape, int(noisy_total))
+    if ch["algorithm"] == "kron":
+        steps = kron_steps(rest, shape)
+    elif ch["algorithm"] == "agrid":
+        steps = agrid_steps(rest, shape, int(noisy_total), AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
+    else:
+        steps = marginal_steps(rest, shape, list(p["dims"]), ch["way"])
+    return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
+                      noisy_total=int(noisy_total))
+
+
+def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
+                   noisy_total: int | None = None, storage: str = "dense") -> dict[str, float] | None:
+    """The expected error of a release, from its noise variances (public: ε and the shape), for
+    the mechanisms whose error does not depend on the data: the identity (``cells``) and the
+    Kronecker least squares (``kron``, and ``dp`` when it chooses it). ``cell_sd``: standard
+    deviation of one released cell; ``random_range_mae``: predicted mean absolute error of a
+    uniformly random box (normal approximation, continuous-Laplace variances). None otherwise."""
+    e = check_epsilon(params["epsilon"])
+    if mechanism == "dp":
+        if noisy_total is None:
+            return None
+        e = e * (1 - TOTAL_FRACTION)
+        if dp_choice(e, shape, int(noisy_total))["algorithm"] != "kron":
+            return None
+        mechanism = "kron"
+    if mechanism == "cells":
+        if storage != "dense":  # a thresholded (sparse) histogram's error depends on the data
+            return None
+        mean_len = math.prod((n + 2) / 3.0 for n in shape)
+        sd_range = math.sqrt(discrete_laplace_variance(e))  # per cell
+        return {"cell_sd": sd_range, "random_range_mae": math.sqrt(2 / math.pi) * sd_range * math.sqrt(mean_len)}
+    if mechanism == "kron":
+        strat = kron_strategy(shape)
+        cell_sd = math.sqrt(2.0) / e * math.prod(math.sqrt(float(np.mean(np.diag(s.gram_inverse())))) for s in strat)
+        return {"cell_sd": cell_sd, "random_range_mae": math.sqrt(2 / math.pi) * expected_range_sd(strat, e)}
+    return None
+
+
+_RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan,
+          "kron": _kron_plan, "agrid": _agrid_plan, "marginals": _marginals_plan, "dp": _dp_plan}
 
 
 def budget_plan(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
@@ -233,6 +421,24 @@ def _check_domains(release, report, params: Mapping[str, Any], dims: list[str]) 
             wrong.append(d)
     return report.check(not wrong, "the published domains are the declared ones",
                         f"the published domains of {wrong} differ from what params declare")
+
+
+def _same_numbers(given: Any, want: Any) -> bool:
+    """``given`` (from a manifest) equals ``want``: same keys, numbers close, other values equal."""
+    if want is None or given is None:
+        return want is None and given is None
+    if not isinstance(given, Mapping) or set(given) != set(want):
+        return False
+    for k, w in want.items():
+        g = given[k]
+        if isinstance(w, (int, float)) and not isinstance(w, bool) and not isinstance(w, str):
+            if isinstance(g, bool) or not isinstance(g, (int, float)) or not _close(float(g), float(w)):
+                return False
+            if isinstance(w, int) and g != w:
+                return False
+        elif g != w:
+            return False
+    return True
 
 
 def _close(a: float, b: float) -> bool:
@@ -363,6 +569,18 @@ class DPClaim(Claim):
                                                            and _close(float(given[k]), float(rule[k]))) for k in rule)
             report.check(same, "kd-tree split rule re-derived from params",
                          f"the certificate's split_rule {given} differs from the one params give {rule}")
+        if m["mechanism"] == "dp":
+            want_choice = dp_choice(self.epsilon_cells, shape, int(self.noisy_total or 0))
+            report.check(_same_numbers(release.certificate.get("choice"), want_choice),
+                         "the default's choice re-derived from ε, the shape and the noisy total",
+                         f"the certificate's choice {release.certificate.get('choice')} differs from the rule's "
+                         f"{want_choice}")
+        want_err = expected_error(m["mechanism"], params, shape, self.noisy_total,
+                                  str(release.certificate.get("storage", "dense")))
+        report.check(_same_numbers(release.certificate.get("expected_error"), want_err),
+                     "expected error re-derived from the noise variances",
+                     f"the certificate's expected_error {release.certificate.get('expected_error')} is not "
+                     f"{want_err}")
         post = POSTPROCESSING.get(m["mechanism"])
         report.check(release.certificate.get("cells_postprocessed") == post, "cell post-processing as the mechanism does it",
                      f"the certificate's cells_postprocessed {release.certificate.get('cells_postprocessed')!r} is not {post!r}")
