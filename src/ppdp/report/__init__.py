@@ -53,19 +53,17 @@ def figure_png(fig, dpi: int = 110) -> bytes:
     """Render a matplotlib figure to PNG bytes and close it. Every text of the figure is drawn
     as plain text (no mathtext), so data labels cannot break the rendering. A figure wider
     than :data:`FIGURE_MAX_PX` at ``dpi`` is drawn at a lower dpi."""
-    import matplotlib as mpl
     import matplotlib.pyplot as plt
     from matplotlib.text import Text
 
-    for t in fig.findobj(Text):
-        if "$" in t.get_text() and "\\$" not in t.get_text():
+    for t in fig.findobj(Text):  # data labels: plain text; tick labels (drawn later, "$\\mathdefault…$") keep mathtext
+        if "$" in t.get_text() and "\\$" not in t.get_text() and not t.get_text().startswith("$\\mathdefault"):
             t.set_parse_math(False)
     width_in = float(fig.get_size_inches()[0])
     dpi = min(dpi, int(FIGURE_MAX_PX / max(width_in, 1e-6) / 1.08))  # bbox_inches='tight' may add legend width
     buf = io.BytesIO()
     try:
-        with mpl.rc_context({"text.parse_math": False}):
-            fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     finally:
         plt.close(fig)
     return buf.getvalue()
