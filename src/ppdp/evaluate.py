@@ -269,8 +269,8 @@ def _privacy_of(rel, table) -> dict[str, Any]:
     from .audit import audit_release
     from .claims import claim_of
 
-    out: dict[str, Any] = {"claim": "", "bound": "", "max_posterior": math.nan, "records_certain": math.nan,
-                           "epsilon": math.nan}
+    out: dict[str, Any] = {"claim": "", "bound": "", "max_posterior": math.nan, "max_posterior_protected": math.nan,
+                           "records_certain": math.nan, "epsilon": math.nan}
     try:
         out["claim"] = claim_of(rel.manifest).statement()
     except Exception as e:  # a claim that cannot state itself is shown as such
@@ -287,7 +287,11 @@ def _privacy_of(rel, table) -> dict[str, Any]:
         a = audit_release(rel, table)
         out["bound"] = a.bound_name
         if len(a.summary):
-            out["max_posterior"] = float(np.nanmax(a.summary["max_posterior"].to_numpy(dtype=float)))
+            post = a.summary["max_posterior"].to_numpy(dtype=float)
+            out["max_posterior"] = float(np.nanmax(post))
+            bounded = a.summary["bound"].notna().to_numpy() if "bound" in a.summary else np.zeros(len(post), bool)
+            if bounded.any() and not bounded.all():  # the claim protects some values only (ρ1, sensitive_values)
+                out["max_posterior_protected"] = float(np.nanmax(post[bounded]))
     except Exception as e:  # a family the audit cannot handle: the claim still stands
         out["bound"] = f"(audit failed: {type(e).__name__}: {e})"
     return out
@@ -469,7 +473,8 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
             "params": json.dumps(spec.params, default=str), "trials": int(len(ok)),
             "claim": (first.get("claim") if first is not None else "") or "",
             "bound": (first.get("bound") if first is not None else "") or "",
-            "max_posterior": col("max_posterior"), "records_certain": col("records_certain"),
+            "max_posterior": col("max_posterior"), "max_posterior_protected": col("max_posterior_protected"),
+            "records_certain": col("records_certain"),
             "n_published": col("n_published"), "epsilon": col("epsilon"),
             "mean_rel_err": mr, "mean_rel_err_lo": mr_lo, "mean_rel_err_hi": mr_hi,
             "mean_abs_err": ma, "mean_abs_err_lo": ma_lo, "mean_abs_err_hi": ma_hi,

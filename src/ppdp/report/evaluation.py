@@ -74,7 +74,13 @@ def _ci(m, lo, hi) -> str:
 def _posterior_text(row) -> str:
     if row["family"] == "histogram":
         return f"not bounded (ε-DP: odds move ≤ e^ε = {math.exp(row['epsilon']):.3g}×)" if row["epsilon"] == row["epsilon"] else "not bounded"
-    return "–" if row["max_posterior"] != row["max_posterior"] else f"{row['max_posterior']:.3g}"
+    if row["max_posterior"] != row["max_posterior"]:
+        return "–"
+    text = f"{row['max_posterior']:.3g}"
+    prot = row.get("max_posterior_protected", math.nan)
+    if prot == prot:
+        text += f" (protected values: {prot:.3g})"
+    return text
 
 
 def _certain_text(row) -> str:
@@ -90,6 +96,20 @@ def _legend_outside(ax, n: int) -> None:
     """The legend to the right of the axes, never over the data."""
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False,
               ncol=1 if n <= 14 else 2)
+
+
+def _eps_axis(ax, eps) -> None:
+    """A log ε axis ticked at the evaluated ε values, labelled as written (0.05, 0.1, 1)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    vals = sorted({float(e) for e in eps if e == e})
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(vals))
+    ax.xaxis.set_major_formatter(lambda v, _pos: f"{v:g}")
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    if len(vals) == 1:
+        ax.set_xlim(vals[0] / 2, vals[0] * 2)
 
 
 def _base_label(label: str) -> str:
@@ -148,7 +168,8 @@ def write_evaluation_report(ev, path: Path) -> Path:
     rep.note(f"Error: per trial, the mean over the workload's queries (relative error over queries with a true "
              f"count > 0); shown is the mean over trials with its {level:.0%} Student-t interval over trials. "
              "Largest posterior: the highest probability the audit (ppdp audit) finds an adversary assigns to "
-             "a sensitive value of a record, over the trials. Records disclosed with certainty: the release's "
+             "a sensitive value of a record, over the trials and over every value (in brackets: over the values "
+             "the claim protects, when it protects only some). Records disclosed with certainty: the release's "
              "stated disclosure (records whose sensitive value a receiver learns for sure).")
 
     # ------------------------------------------------------------------ parameters in words
@@ -180,7 +201,7 @@ def write_evaluation_report(ev, path: Path) -> Path:
                             label=plain_label(r["model"]))
             ax.set_xlabel("largest posterior an adversary reaches (audit)" if kind == "post" else "ε (log scale)")
             if kind == "dp":
-                ax.set_xscale("log")
+                _eps_axis(ax, d["epsilon"])
             ax.set_ylabel(words)
             ax.grid(alpha=0.3)
             ax.set_title("posterior-bounded models" if kind == "post" else "ε-differentially private models", fontsize=10)
@@ -211,7 +232,7 @@ def write_evaluation_report(ev, path: Path) -> Path:
             err = np.vstack([y - g[f"{metric}_lo"].to_numpy(), g[f"{metric}_hi"].to_numpy() - y])
             ax.errorbar(g["epsilon"], y, yerr=None if np.isnan(err).all() else err, marker="o", capsize=3,
                         label=plain_label(base))
-        ax.set_xscale("log")
+        _eps_axis(ax, d["epsilon"])
         ax.set_yscale("log")
         ax.set_xlabel("ε")
         ax.set_ylabel(words)
