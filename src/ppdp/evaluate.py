@@ -161,7 +161,7 @@ def check_model_spec(spec: ModelSpec, text: str | None = None, epsilon_later: bo
         raise ParameterError(f"model {spec.name!r} has no parameter {', '.join(map(repr, unknown))}{where}; "
                              f"valid parameters: {', '.join(valid)}", param=unknown[0])
     missing = [k for k, d in cls.param_defaults().items() if d is inspect.Parameter.empty and k not in spec.params]
-    filled = {}
+    filled: dict[str, Any] = {}
     if cls.family == "histogram" and "dims" in missing:  # taken from the workload when the run starts
         missing.remove("dims")
         filled["dims"] = ["_dims_from_the_workload"]
@@ -249,7 +249,7 @@ def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains) -> 
     declared quasi-identifiers and sensitive attribute), ``domains`` from the declared public
     domains when the spec names neither domains nor bins. Returns (params, what was filled)."""
     params = dict(spec.params)
-    filled = []
+    filled: list[str] = []
     if spec.mechanism_class().family != "histogram":
         return params, filled
     if "dims" not in params:
