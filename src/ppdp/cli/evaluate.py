@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import traceback
 from pathlib import Path
 
@@ -117,37 +116,31 @@ def _public_domains(values):
 
 
 def run_all(out_dir: Path, quick: bool = True) -> Path:
-    """Run every registered paper's reproduction; index.html links each summary (or its error)."""
+    """Run every registered paper's reproduction; each summary is rendered as an HTML page with
+    its figures (``summary.html``) and index.html links those pages (or lists the error)."""
     from ..experiments import EXPERIMENTS
-    from ..report import HtmlReport
+    from ..report.pages import render_index, render_summary_page
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, str, Path | None, str]] = []
-    summary: Path | None  # a reproduction's summary file (None when it failed)
+    page: Path | None  # a reproduction's HTML page (None when it failed)
     for name, module in EXPERIMENTS.items():
         target = out_dir / name
         try:
             mod = importlib.import_module(module)
             target.mkdir(parents=True, exist_ok=True)
             summary = Path(mod.run(target, quick=quick))
-            rows.append((name, "ok", summary, ""))
-            click.echo(f"{name}: ok → {summary}")
+            page = render_summary_page(summary, f"ppdp reproduce {name}" + (" --quick" if quick else ""))
+            rows.append((name, "ok", page, ""))
+            click.echo(f"{name}: ok → {page}")
         except Exception as e:  # a missing or failing paper is listed with its error
             msg = f"{type(e).__name__}: {e}"
             rows.append((name, "failed", None, msg))
             (out_dir / f"{name}.error.txt").write_text(traceback.format_exc())
             click.echo(f"{name}: FAILED — {msg}", err=True)
-    rep = HtmlReport("ppdp reproduce all" + (" --quick" if quick else ""))
-    rep.paragraph(f"{sum(r[1] == 'ok' for r in rows)} of {len(rows)} reproductions ran.")
-    for name, status, summary, msg in rows:
-        if summary is not None:
-            link = os.path.relpath(summary.resolve(), out_dir.resolve())
-            rep.link(link, f"{name}: summary ({link})")
-        else:
-            rep.paragraph(f"{name}: {status} — {msg} (traceback in {name}.error.txt)", css="bad")
-    rep.provenance({"quick": quick, "papers": list(EXPERIMENTS)})
-    return rep.write(out_dir / "index.html")
+    return render_index(out_dir, rows, "ppdp reproduce all" + (" --quick" if quick else ""),
+                        {"quick": quick, "papers": list(EXPERIMENTS)})
 
 
 @reproduce.command(name="all")
