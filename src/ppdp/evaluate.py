@@ -353,7 +353,11 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
     if len({s.label for s in specs}) != len(specs):
         raise PpdpError("a model is given twice: " + ", ".join(sorted({s.label for s in specs if [t.label for t in specs].count(s.label) > 1})))
     wl = make_workload(table, workload, n_queries, seed, selectivity, dims)
-    wl_dims = workload_columns(wl) or [*table.quasi, *table.sensitive]
+    used = workload_columns(wl)
+    if workload != "range":  # in the table's declared order: quasi-identifiers, then the sensitive attribute
+        roles = [*table.quasi, *table.sensitive]
+        used = [c for c in roles if c in used] + [c for c in used if c not in roles]
+    wl_dims = used or [*table.quasi, *table.sensitive]
     ds = (dataset_info or {}).get("dataset")
     if public_domains is None and isinstance(ds, str) and ds.lower() in _bundled():
         public_domains = ds.lower()
@@ -374,8 +378,12 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
                 t0 = time.perf_counter()
                 rel = publish(table, mech, seed=s)
                 t1 = time.perf_counter()
-                est = np.asarray(rel.answer(wl), dtype=np.float64)
+                stated = rel.estimate(wl, level=level)  # the estimator's own standard errors (NaN: not stated)
+                est = np.asarray(stated.estimate, dtype=np.float64)
                 t2 = time.perf_counter()
+                se = np.asarray(stated.se, dtype=np.float64)
+                rec["stated_rmse"] = float(np.sqrt(np.mean(se ** 2))) if np.isfinite(se).all() and len(se) else math.nan
+                rec["observed_rmse"] = float(np.sqrt(np.mean((est - true) ** 2))) if len(est) else math.nan
                 rec.update(family=rel.family, publish_s=t1 - t0, query_s=t2 - t1,
                            mse=_certificate_mse(rel), n_published=rel.manifest.get("n_published"))
                 rec.update(_privacy_of(rel, table))
@@ -479,6 +487,7 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
             "mean_rel_err": mr, "mean_rel_err_lo": mr_lo, "mean_rel_err_hi": mr_hi,
             "mean_abs_err": ma, "mean_abs_err_lo": ma_lo, "mean_abs_err_hi": ma_hi,
             "publish_s": col("publish_s", "mean"), "query_s": col("query_s", "mean"),
+            "stated_rmse": col("stated_rmse", "mean"), "observed_rmse": col("observed_rmse", "mean"),
             "verified": bool(ok["verified"].all()) if "verified" in ok and len(ok) else None,
             "filled": (first.get("filled") if first is not None else "") or "",
             "error": "; ".join(sorted(set(e for e in rr["error"] if e))) if len(rr) else "",

@@ -165,6 +165,12 @@ def write_evaluation_report(ev, path: Path) -> Path:
         "publish s": models["publish_s"],
     }).astype({"model": object})
     rep.table(tbl, bad_rows=list(models["error"] != ""), best_rows=list(models["model"] == rec.get("model")))
+    if models.get("stated_rmse") is not None and models["stated_rmse"].notna().any():
+        st = models[models["stated_rmse"].notna()]
+        rep.table(pd.DataFrame({"model": st["model"], "expected RMSE (the release's stated standard errors)": st["stated_rmse"],
+                                "observed RMSE": st["observed_rmse"]}).astype({"model": object}),
+                  caption="Expected error of a release, from its estimator's stated standard errors (for noisy "
+                          "histograms: its noise variances), next to the error observed on this workload")
     rep.note(f"Error: per trial, the mean over the workload's queries (relative error over queries with a true "
              f"count > 0); shown is the mean over trials with its {level:.0%} Student-t interval over trials. "
              "Largest posterior: the highest probability the audit (ppdp audit) finds an adversary assigns to "
