@@ -61,3 +61,9 @@ def test_summary_page_without_figures(tmp_path):
     (tmp_path / "summary.md").write_text("# Only text\n")
     page = render_summary_page(tmp_path / "summary.md")
     assert "Only text" in page.read_text() and "Figures" not in page.read_text()
+
+
+def test_aligned_text_tables_stay_aligned():
+    html = markdown_to_html("## Fig\n\n epsilon  a  b\n    0.05  1  2\n\nA normal  paragraph\nwith two lines.\n")
+    assert "<pre> epsilon  a  b\n    0.05  1  2</pre>" in html
+    assert "<p>A normal  paragraph with two lines.</p>" in html

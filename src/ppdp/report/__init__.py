@@ -206,7 +206,10 @@ def markdown_to_html(text: str) -> str:
 
     def flush():
         if para:
-            out.append("<p>" + " ".join(_inline(x) for x in para) + "</p>")
+            if all(re.search(r"\S {2,}\S", x) or x.startswith("    ") for x in para):  # an aligned text table
+                out.append("<pre>" + str(escape("\n".join(para))) + "</pre>")
+            else:
+                out.append("<p>" + " ".join(_inline(x.strip()) for x in para) + "</p>")
             para.clear()
 
     while i < len(lines):
@@ -255,7 +258,7 @@ def markdown_to_html(text: str) -> str:
         elif not s:
             flush()
         else:
-            para.append(s)
+            para.append(ln.rstrip())
         i += 1
     flush()
     return "\n".join(out)

@@ -63,6 +63,11 @@ def parameter_sentence(name: str, key: str, value: Any) -> str:
     return f"{key} = {shown}: {help_}" if help_ else f"{key} = {shown}."
 
 
+def breakable(label: str) -> str:
+    """A model label that may wrap after ':' and ',' (zero-width spaces), not inside a number."""
+    return str(label).replace(":", ":\u200b").replace(",", ",\u200b")
+
+
 def _ci(m, lo, hi) -> str:
     if m != m:
         return "–"
@@ -156,7 +161,7 @@ def write_evaluation_report(ev, path: Path) -> Path:
     other = "mean_abs_err" if metric == "mean_rel_err" else "mean_rel_err"
     owords = {"mean_rel_err": "mean relative error", "mean_abs_err": "mean absolute error"}[other]
     tbl = pd.DataFrame({
-        "model": models["model"],
+        "model": [breakable(x) for x in models["model"]],
         "guarantee (the claim)": [c or "–" for c in models["claim"]],
         "largest posterior (audit)": [_posterior_text(r) for _, r in models.iterrows()],
         "records disclosed with certainty": [_certain_text(r) for _, r in models.iterrows()],
