@@ -8,8 +8,17 @@ workload through its own estimator (``Release.answer``), and the run writes
 - ``summary.csv``: per model and selectivity bin: mean / median / 95th-percentile relative
   error, mean absolute error, the bucketization MSE (certificate ``mse``) where it applies,
   publish and query time; a model that cannot publish this table is a row with its error;
-- ``report.html``: the self-contained report (utility per model and bin, error
-  distributions, parameters, seeds, machine).
+- ``runs.csv`` / ``models.csv``: per release, and per model: the claim in words, the largest
+  posterior the audit finds, the records disclosed with certainty, ε, the error with its
+  interval over trials (:func:`model_table`);
+- ``report.html``: the report that decides (:mod:`ppdp.report.evaluation`): privacy next to
+  error, a privacy-vs-error plot, one sentence per parameter, per-ε tables and plots for the
+  differentially private models, and a recommendation by the rule :data:`RULE`
+  (:func:`recommend`).
+
+Differentially private histograms may leave out ``dims`` (the workload's columns: the range
+workload's ``dims``, else the declared quasi-identifiers and sensitive attribute) and
+``epsilon`` (``epsilons=[…]`` runs them once per value).
 
 Models are written ``name:key=value,key=value`` (``fprivacy:theta=8``, ``dpcube:epsilon=1,
 dims=age+sex``): the name is a registered mechanism (:func:`ppdp.registry.mechanisms`, the same
