@@ -10,7 +10,7 @@ from .claims import state_disclosure
 from .errors import PpdpError
 from .kernels.rng import publication_rng
 from .provenance import VERSION
-from .releases.base import Release, VerifyReport, load_custodian, load_release
+from .releases.base import Release, VerifyReport, load_custodian, load_release, recorded_bins
 from .releases.base import stamp_manifest as stamp_release
 
 if TYPE_CHECKING:
@@ -47,6 +47,9 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     release.manifest.setdefault("n_input", table.n_rows)
     state_disclosure(release, bool(allow_full_disclosure))
     stamp_manifest(release, mechanism, seed)
+    bins = recorded_bins(release.domains)
+    if bins:  # the edges of every binned column, for receivers and range queries
+        release.manifest["schema"]["bins"] = bins
     if table.drawn_with_replacement:  # people repeat: independent randomizations of one person add up
         release.manifest["fit_for_publication"] = False
         release.manifest["sampling"] = "with replacement (people repeat): a test release, not fit for publication"

@@ -252,7 +252,7 @@ def expand_epsilons(specs: Sequence[ModelSpec], epsilons: Sequence[float] | None
     return out
 
 
-def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains) -> tuple[dict, list[str]]:
+def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains, table=None) -> tuple[dict, list[str]]:
     """A differentially private histogram's parameters completed for this run: ``dims`` from
     the workload (the columns its queries constrain — for the anatomy workload the table's
     declared quasi-identifiers and sensitive attribute), ``domains`` from the declared public
@@ -264,11 +264,25 @@ def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains) -> 
     if "dims" not in params:
         params["dims"] = list(wl_dims)
         filled.append("dims=" + "+".join(wl_dims))
-    if public_domains is not None and "domains" not in params and not params.get("bins"):
-        dims = params["dims"] if isinstance(params["dims"], list) else [params["dims"]]
-        params["domains"] = public_domains if isinstance(public_domains, str) else \
-            {d: list(public_domains[d]) for d in dims if d in public_domains}
-        filled.append(f"domains={public_domains if isinstance(public_domains, str) else 'declared'}")
+    dims = params["dims"] if isinstance(params["dims"], list) else [params["dims"]]
+    if isinstance(public_domains, str):  # a bundled table's documented domains
+        if "domains" not in params and not params.get("bins"):
+            params["domains"] = public_domains
+            filled.append(f"domains={public_domains}")
+        return params, filled
+    binned: dict[str, list[float]] = {}
+    if table is not None and "bins" not in params and "domains" not in params:
+        from .schema import bin_edges  # binned columns: their (public) edges, as `ppdp publish --schema` does
+
+        binned = {d: list(e) for d in dims if d in table.column_names and (e := bin_edges(table.domain(d))) is not None}
+        if binned:
+            params["bins"] = binned
+            filled.append("bins of " + "+".join(binned))
+    if public_domains is not None and "domains" not in params:
+        doms = {d: list(public_domains[d]) for d in dims if d in public_domains and d not in binned}
+        if doms:
+            params["domains"] = doms
+            filled.append("domains=declared")
     return params, filled
 
 
@@ -381,7 +395,7 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
             rec: dict[str, Any] = {"model": spec.label, "name": spec.name, "params": json.dumps(spec.params, default=str),
                                    "trial": trial, "seed": s, "error": "", "filled": ""}
             try:
-                params, filled = _fill_histogram(spec, wl_dims, public_domains)
+                params, filled = _fill_histogram(spec, wl_dims, public_domains, table)
                 rec["filled"] = ", ".join(filled)
                 mech = spec.mechanism_class()(**params)
                 t0 = time.perf_counter()

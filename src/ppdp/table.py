@@ -558,7 +558,8 @@ def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_value
     if isna.any() and missing == "error":
         raise SchemaError(
             f"column {name!r} has {int(isna.sum())} missing value(s) (empty, None/NaN or one of {list(na_values)}); "
-            f"pass missing='category' to keep them as the category {MISSING_LABEL!r}"
+            f"to keep them as the category {MISSING_LABEL!r}, give --missing category (or missing = \"category\" "
+            f"under [file] in a --schema file)"
         )
     keep = [i for i in range(len(uniques)) if code_of[i] >= 0]
     nums = None

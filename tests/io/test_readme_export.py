@@ -111,10 +111,10 @@ def _randomized_case(tmp_path):
 def _histogram_case(tmp_path):
     rel, d = _publish("cells", ADULT, tmp_path, epsilon=1.0, dims=["age", "sex"], bins={"age": [17, 30, 50, 91]},
                       domains={"sex": ["Female", "Male"]})
-    # age BETWEEN 30 AND 90 → age cells whose lower edge lies in [30, 90]: indices 1 … 2
-    return rel, d, [("age BETWEEN 30 AND 90", {'"age" BETWEEN 0 AND 1': '"age" BETWEEN 1 AND 2',
+    # age BETWEEN 30 AND 91 → the bins [30, 50) and [50, 91]: indices 1 … 2 (a range must follow the edges)
+    return rel, d, [("age BETWEEN 30 AND 91", {'"age" BETWEEN 0 AND 1': '"age" BETWEEN 1 AND 2',
                                                "cells['age'].between(0, 1)": "cells['age'].between(1, 2)"}),
-                    ("age BETWEEN 17 AND 29 AND sex = 'Male'",
+                    ("age >= 17 AND age < 30 AND sex = 'Male'",
                      {'"age" BETWEEN 0 AND 1': '"age" BETWEEN 0 AND 0 AND "sex" = 1',
                       "cells['age'].between(0, 1)": "cells['age'].between(0, 0) & (cells['sex'] == 1)"})]
 

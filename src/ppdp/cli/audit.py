@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from . import cli
-from .common import DATASET_NAMES, check_out_dir, load_release_and_source
+from .common import DATASET_NAMES, file_options, check_out_dir, load_release_and_source
 
 
 @cli.command()
@@ -21,7 +21,8 @@ from .common import DATASET_NAMES, check_out_dir, load_release_and_source
 @click.option("--sigma", type=int, default=None, help="Corruption attack: fake values per bucket (default: the release's own).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, sigma, seed, out):
+@file_options
+def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, sigma, seed, out, **file_spec):
     """Audit a RELEASE: best posterior per record class vs the bound (exit 1 on a violation);
     writes audit_summary.csv, audit_classes.csv, posterior.png, report.html."""
     from ..audit import audit_release, corruption_table, differential_inference, write_audit, write_differential
@@ -49,7 +50,7 @@ def audit(release, input_path, dataset, n_rows, differential, epsilon, samples, 
     if not release:
         raise PpdpError("give a RELEASE directory (or --differential-inference)")
     check_out_dir(out)
-    rel, table = load_release_and_source(release, input_path, dataset, n_rows)
+    rel, table = load_release_and_source(release, input_path, dataset, n_rows, **file_spec)
     res = audit_release(rel, table)
     corr = corruption_table(rel, sigma=sigma if sigma is not None else None, seed=seed) if res.family == "bucketized" else None
     path = _written(lambda: write_audit(res, rel, out, release_path=str(release), corruption=corr), out)

@@ -3,39 +3,139 @@
 from __future__ import annotations
 
 import functools
+import math
 
 import click
 
 from ..datasets import names as _dataset_names
 from ..errors import PpdpError
+from ..schema import CONTINUOUS_SA_VALUES
 
 #: the bundled tables (``--dataset``)
 DATASET_NAMES = tuple(_dataset_names())
 
 
-def input_options(f):
-    """INPUT (CSV/Parquet path) or --dataset, plus --quasi / --sensitive / --missing / -n."""
-
-    @click.argument("input_path", metavar="[INPUT]", required=False, type=click.Path(dir_okay=False))
-    @click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT.")
-    @click.option("--quasi", multiple=True, help="Quasi-identifier column (repeatable; default: the dataset's).")
-    @click.option("--sensitive", multiple=True, help="Sensitive column (repeatable; default: the dataset's).")
-    @click.option("--missing", type=click.Choice(["error", "category"]), default="error", show_default=True,
-                  help="Missing values ('?' or empty): an error, or an explicit category.")
-    @click.option("-n", "--rows", "n_rows", type=int, default=None, help="Use a seeded sample of this many rows (OCC-n / EDU-n).")
-    @click.option("--numeric", multiple=True, help=NUMERIC_HELP)
-    @functools.wraps(f)
-    def wrapper(*args, input_path=None, dataset=None, quasi=(), sensitive=(), missing="error", n_rows=None, numeric=(),
-                **kw):
-        kw["table"] = load_table(input_path, dataset, quasi, sensitive, missing, n_rows, numeric=numeric)
-        return f(*args, **kw)
-
-    return wrapper
-
-
 #: help of the --numeric input option
 NUMERIC_HELP = ("Column of an input file holding numbers (repeatable or commas): ordered by value, non-finite "
                 "values refused. Every other column is read as text, exactly as written.")
+
+
+def file_option_params() -> list[click.Option]:
+    """How to read an input file, as flags; each also exists as a key of a schema file
+    (``--schema``, see docs/schema.md) and the flag wins over the file."""
+    return [
+        click.Option(["--schema", "schema_path"], type=click.Path(dir_okay=False),
+                     help="Schema file (TOML): how to read INPUT and what each column is (roles, domains, bins, "
+                          "sensitive values); the flags below override it. Start one with `ppdp schema infer INPUT`."),
+        click.Option(["--sep"], default=None, metavar="SEP",
+                     help="Field separator: ',', ', ' (comma and spaces), ';', '|', 'tab' …  [default: ,]"),
+        click.Option(["--header/--no-header"], "header", default=None,
+                     help="Whether the first row holds the column names  [default: header]."),
+        click.Option(["--names"], default=None, metavar="A,B,…",
+                     help="Column names, comma-separated (required with --no-header; with a header, replaces it)."),
+        click.Option(["--na"], multiple=True, metavar="MARKER",
+                     help="A missing-value marker besides the empty cell (repeatable: --na '?' --na NA)  "
+                          "[default: ?]."),
+        click.Option(["--encoding"], default=None, help="Text encoding of INPUT  [default: utf-8]."),
+        click.Option(["--strip/--no-strip"], "strip", default=None,
+                     help="Strip spaces around values (always done with --sep ', ')  [default: no-strip]."),
+        click.Option(["--bin", "bin_specs"], multiple=True, metavar="COL=E0,E1,…",
+                     help="Bin a numeric column with these edges: [E0, E1), [E1, E2), …, the last closed "
+                          "(repeatable; a schema file also takes equal-width bins)."),
+        click.Option(["--allow-continuous-sa"], is_flag=True, default=False,
+                     help=f"Publish a numeric sensitive attribute with more than {CONTINUOUS_SA_VALUES} distinct "
+                          "values unbinned (each value its own category)."),
+    ]
+
+
+#: the keyword names of :func:`file_option_params` (what :func:`input_spec` takes)
+FILE_OPTION_KEYS = ("schema_path", "sep", "header", "names", "na", "encoding", "strip", "bin_specs",
+                    "allow_continuous_sa")
+
+
+def file_options(f):
+    """The file flags (:func:`file_option_params`) on a command that reads a source table
+    with --input (verify, audit); they arrive as keywords (:data:`FILE_OPTION_KEYS`)."""
+    params = [p for p in file_option_params() if p.name not in ("bin_specs", "allow_continuous_sa")]
+    f.__click_params__ = list(getattr(f, "__click_params__", [])) + list(reversed(params))  # type: ignore[attr-defined]
+    return f
+
+
+def input_options(f):
+    """INPUT (CSV/Parquet path) or --dataset, --schema and the file flags, --quasi /
+    --sensitive / --missing / -n."""
+
+    @functools.wraps(f)
+    def wrapper(*args, input_path=None, dataset=None, quasi=(), sensitive=(), missing=None, n_rows=None, numeric=(),
+                **kw):
+        spec = {k: kw.pop(k) for k in FILE_OPTION_KEYS if k in kw}
+        sch = input_schema(input_path, dataset, quasi=quasi, sensitive=sensitive, missing=missing, numeric=numeric,
+                           **spec)
+        kw["table"] = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows, schema=sch,
+                                 allow_continuous_sa=spec.get("allow_continuous_sa", False))
+        kw["schema"] = sch
+        return f(*args, **kw)
+
+    params = [
+        click.Argument(["input_path"], metavar="[INPUT]", required=False, type=click.Path(dir_okay=False)),
+        click.Option(["--dataset"], type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT."),
+        click.Option(["--quasi"], multiple=True, help="Quasi-identifier column (repeatable; default: the dataset's "
+                                                       "or the schema's)."),
+        click.Option(["--sensitive"], multiple=True, help="Sensitive column (repeatable; default: the dataset's or "
+                                                           "the schema's)."),
+        click.Option(["--missing"], type=click.Choice(["error", "category"]), default=None,
+                     help="Missing values (empty or a --na marker): an error, or an explicit category  "
+                          "[default: error, or the schema's file.missing]."),
+        click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
+                     help="Use a seeded sample of this many rows (OCC-n / EDU-n)."),
+        click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP),
+        *file_option_params(),
+    ]
+    wrapper.__click_params__ = list(getattr(wrapper, "__click_params__", [])) + list(reversed(params))  # type: ignore[attr-defined]
+    return wrapper
+
+
+def parse_bin_flags(values) -> dict[str, tuple[float, ...]]:
+    """``--bin age=17,30,50,91`` → {"age": (17.0, 30.0, 50.0, 91.0)}."""
+    out: dict[str, tuple[float, ...]] = {}
+    for v in values or ():
+        col, eq, edges = str(v).partition("=")
+        if not eq or not col.strip():
+            raise PpdpError(f"--bin {v!r}: write COLUMN=E0,E1,… (e.g. --bin age=17,30,50,91)")
+        try:
+            nums = tuple(float(x) for x in edges.split(",") if x.strip())
+        except ValueError:
+            raise PpdpError(f"--bin {v!r}: the edges must be numbers") from None
+        if len(nums) < 2 or any(b <= a for a, b in zip(nums, nums[1:])) or not all(math.isfinite(x) for x in nums):
+            raise PpdpError(f"--bin {v!r}: give at least two finite, strictly increasing edges")
+        out[col.strip()] = nums
+    return out
+
+
+def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, names=None, na=(), encoding=None,
+                 strip=None, bin_specs=(), quasi=(), sensitive=(), missing=None, numeric=(), **_):
+    """The schema of an input file: the ``--schema`` file (if any) with the flags applied on
+    top; None for a bundled ``--dataset`` (file flags are then an error)."""
+    from ..schema import Schema, check_encoding, load_schema, parse_sep
+
+    file_flags = {"--schema": schema_path, "--sep": sep, "--header/--no-header": header, "--names": names,
+                  "--na": na or None, "--encoding": encoding, "--strip/--no-strip": strip}
+    if dataset is not None:
+        given = [k for k, v in file_flags.items() if v is not None]
+        if given:
+            raise PpdpError(f"{given[0]} describes an input file; --dataset {dataset} is a bundled table")
+        return None
+    sch = load_schema(schema_path) if schema_path is not None else Schema()
+    names_t = tuple(x.strip() for x in names.split(",")) if names is not None else None
+    if names_t is not None and (not all(names_t) or len(set(names_t)) != len(names_t)):
+        raise PpdpError(f"--names {names!r}: give distinct, non-empty names separated by commas")
+    sch = sch.with_file(sep=parse_sep(sep) if sep is not None else None, header=header, names=names_t,
+                        na=tuple(na) if na else None, encoding=check_encoding(encoding) if encoding else None,
+                        strip=strip, missing=missing)
+    if not sch.file.header and sch.file.names is None:
+        raise PpdpError("--no-header needs --names A,B,… (or file.names in the schema): the file has no row of names")
+    return sch.with_columns(split_names(quasi), split_names(sensitive), split_names(numeric),
+                            parse_bin_flags(bin_specs))
 
 
 def split_names(values) -> tuple[str, ...]:
@@ -72,15 +172,19 @@ def check_out_dir(out, flag: str = "--out") -> None:
         raise PpdpError(f"{flag} {str(out)!r}: unusable path ({e.strerror or e})") from None
 
 
-def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=None, seed=0, numeric=()):
+def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=None, seed=0, numeric=(), schema=None,
+               allow_continuous_sa=False):
+    """The input table: a bundled ``dataset`` (roles from the flags) or ``input_path`` read as
+    ``schema`` says (see :func:`input_schema`; built from the flags when not given)."""
     from .. import datasets
-    from ..table import Table
+    from ..schema import continuous_sensitive, read_table
 
     if (input_path is None) == (dataset is None):
         raise PpdpError(f"give exactly one input: a CSV/Parquet path or --dataset {'|'.join(DATASET_NAMES)}")
     if n_rows is not None and n_rows <= 0:
         raise PpdpError(f"-n/--rows must be positive, got {n_rows}")
     numeric = split_names(numeric)
+    quasi, sensitive = split_names(quasi), split_names(sensitive)
     if dataset is not None:
         if n_rows is not None:
             _check_sample_size(n_rows, datasets.load(dataset).n_rows)
@@ -93,10 +197,20 @@ def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=No
         if quasi or sensitive:
             t = t.with_roles(list(quasi) or None, list(sensitive) or None)
         return t
-    if not sensitive and not quasi:  # a histogram release has dimensions (quasi) but no SA
-        raise PpdpError("--sensitive (or --quasi) is required with an input file")
-    t = Table.read(input_path, quasi=list(quasi), sensitive=list(sensitive), missing=missing,
-                   **({"numeric": list(numeric)} if numeric else {}))
+    if schema is None:
+        schema = input_schema(input_path, None, quasi=quasi, sensitive=sensitive, missing=missing, numeric=numeric)
+    if not schema.sensitive and not schema.quasi:  # a histogram release has dimensions (quasi) but no SA
+        raise PpdpError("--sensitive (or --quasi) is required with an input file, or roles in a --schema file "
+                        "(`ppdp schema infer INPUT` writes a starting one)")
+    t = read_table(input_path, schema)
+    if not allow_continuous_sa:
+        cont = continuous_sensitive(t)
+        if cont:
+            c, k = cont[0]
+            raise PpdpError(
+                f"the sensitive attribute {c!r} is numeric with {k} distinct values: as categories, each value would "
+                f"be its own class; bin it (--bin {c}=E0,E1,… or bins = {{ width = …, min = …, max = … }} under "
+                f"[columns.{c}] in the schema), or pass --allow-continuous-sa")
     if n_rows is not None:
         _check_sample_size(n_rows, t.n_rows)
         t, _ = t.sample(n_rows, seed)
@@ -147,18 +261,46 @@ def finish_publish(release, out):
     return rep
 
 
-def load_release_and_source(release, input_path=None, dataset=None, n_rows=None):
-    """A release directory and, when --input/--dataset is given, its source table (roles
-    from the release's schema; missing values kept as a category)."""
+def load_release_and_source(release, input_path=None, dataset=None, n_rows=None, **file_spec):
+    """A release directory and, when --input/--dataset is given, its source table: read as
+    ``--schema`` and the file flags say, with the roles, numeric columns and bins the release
+    records (missing values kept as a category)."""
     from ..releases.base import load_release
+    from ..schema import ColumnSpec, bin_edges
+    from ..table import MISSING_LABEL
 
     rel = load_release(release)
     table = None
     if input_path or dataset:
         sch = rel.schema
-        # the source's numeric columns are those the release records as numeric
-        nums = sch.get("numeric") if isinstance(sch.get("numeric"), dict) else {}
-        declared = [c for c, v in nums.items() if v is not None] if input_path else []
-        table = load_table(input_path, dataset, sch.get("quasi", []), sch.get("sensitive", []), "category", n_rows,
-                           numeric=declared)
+        quasi, sensitive = list(sch.get("quasi", [])), list(sch.get("sensitive", []))
+        spec = None
+        if input_path:
+            spec = input_schema(input_path, None, missing="category", **file_spec)
+            # roles, numeric columns and bins are the release's: the source is read as it was published
+            nums = sch.get("numeric") if isinstance(sch.get("numeric"), dict) else {}
+            cols = {}
+            for c in dict.fromkeys([*quasi, *sensitive]):
+                dom = (sch.get("domains") or {}).get(c) or []
+                edges = bin_edges(dom)
+                was = spec.columns.get(c, ColumnSpec())
+                role = "sensitive" if c in sensitive else "quasi"
+                if edges is not None:
+                    cols[c] = ColumnSpec(role, "numeric", None, _edges_spec(edges), None)
+                else:
+                    typ = "numeric" if nums.get(c) is not None else "text"
+                    # a domain the schema declares: the release's (the public domain it was published in)
+                    declared = tuple(x for x in dom if x != MISSING_LABEL) if was.domain is not None else None
+                    cols[c] = ColumnSpec(role, typ, declared, None, was.sensitive_values)
+            from dataclasses import replace
+
+            spec = replace(spec, columns=cols)
+        table = load_table(input_path, dataset, quasi, sensitive, "category", n_rows, schema=spec,
+                           allow_continuous_sa=True)
     return rel, table
+
+
+def _edges_spec(edges):
+    from ..schema import BinSpec
+
+    return BinSpec(edges=tuple(edges))

@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from . import cli
-from .common import DATASET_NAMES, load_release_and_source
+from .common import DATASET_NAMES, file_options, load_release_and_source
 
 
 @cli.command()
@@ -59,12 +59,13 @@ def query(release, where, workload, out):
 @click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Source table is a bundled dataset.")
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def verify(release, input_path, dataset, n_rows, as_json):
+@file_options
+def verify(release, input_path, dataset, n_rows, as_json, **file_spec):
     """Re-check a release's certificate from its files (exit 1 if it fails or the release is
     not fit for publication, e.g. a seeded test run; exit 2 if it is malformed)."""
     from ..api import verify as _verify
 
-    rel, table = load_release_and_source(release, input_path, dataset, n_rows)
+    rel, table = load_release_and_source(release, input_path, dataset, n_rows, **file_spec)
     rep = _verify(rel, table)
     fit = rel.manifest.get("fit_for_publication") is True
     if as_json:

@@ -29,15 +29,15 @@ from .common import input_options
                    "(per-ε tables and plots in the report), e.g. --epsilons 0.05,0.1,0.5,1.")
 @click.option("--domains", "domains", multiple=True,
               help="Public domains for differentially private models that declare none: a bundled table's name "
-                   "(adult, occ, edu) or DIM=LABEL,LABEL,… (repeatable). Default: the bundled table's documented "
-                   "domains with --dataset.")
+                   "(adult, occ, edu) or DIM=LABEL,LABEL,… (repeatable). Default: the --schema file's declared "
+                   "domains and bins, or the bundled table's documented domains with --dataset.")
 @click.option("--max-posterior", type=float, default=None,
               help="Recommend only a model whose audited largest posterior is at most this (0 < p ≤ 1).")
 @click.option("--level", type=float, default=0.95, show_default=True, help="Confidence level of the intervals over trials.")
 @click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, epsilons, domains, max_posterior, level,
-             no_verify, out):
+             no_verify, out, schema=None):
     """Publish every --model on the table (several seeded trials), answer ONE shared workload,
     and write a report that decides: each model's guarantee (claim, largest posterior, records
     disclosed with certainty) next to its error with intervals over trials, and a recommendation.
@@ -69,6 +69,10 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
         if not eps or any(not (e > 0 and e < float("inf")) for e in eps):
             raise PpdpError(f"--epsilons: every ε must be a finite number > 0, got {epsilons!r}")
     public = _public_domains(domains)
+    if public is None and schema is not None:  # the schema's declared domains (bins are read off the binned labels)
+        from ..schema import public_domains
+
+        public = public_domains(table, schema, table.column_names) or None
     check_out_dir(out)
     ctx = click.get_current_context()
     ds = ctx.params.get("dataset")

@@ -14,6 +14,7 @@ after one flag (``--dims age hours_per_week``), the flag repeated, or commas.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -24,7 +25,8 @@ from .. import registry
 from ..errors import ParameterError, PpdpError
 from ..validation import Labels, Optional, to_json
 from . import cli
-from .common import DATASET_NAMES, NUMERIC_HELP, check_new_out, load_table, split_names
+from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_new_out, file_option_params, input_schema,
+                     load_table)
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -109,6 +111,10 @@ def _input_params() -> list[click.Parameter]:
         click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
                      help="Publish even if the release discloses the sensitive value of every record "
                           "(recorded in the manifest)."),
+        click.Option(["--allow-no-quasi"], is_flag=True, default=False,
+                     help="Publish a release without quasi-identifiers (only the sensitive column), or one in "
+                          "which none of the protected values (--sensitive-value / sensitive_values) occurs."),
+        *file_option_params(),
     ]
 
 
@@ -157,12 +163,16 @@ def _flag_error(cls, e: ParameterError) -> ParameterError:
     flag = flag_of(cls, param)
     msg = str(e)
     msg = flag + msg[len(param):] if msg.startswith(param + " ") else f"{flag}: {msg}"
+    for other in cls._parameter_constraints:  # Python spellings inside the text become flags too
+        if "_" in other:
+            msg = re.sub(rf"(?<![\w-]){other}(?!\w)", flag_of(cls, other), msg)
     return ParameterError(msg, param=e.param)
 
 
-def build_mechanism(cls, values: dict[str, Any]):
-    """The mechanism from the click values (only what the user gave; the rest take defaults)."""
-    kwargs = {}
+def build_mechanism(cls, values: dict[str, Any], extra: Mapping[str, Any] | None = None):
+    """The mechanism from the click values (only what the user gave; the rest take defaults);
+    ``extra``: Python values (from a schema file) for parameters the user did not give."""
+    kwargs = dict(extra or {})
     for name, con in cls._parameter_constraints.items():
         v = values.get(DEST_PREFIX + name, values.get(name))
         if v is None or (isinstance(v, tuple) and not v):
@@ -242,6 +252,62 @@ def summary_lines(release, already_shown=()) -> list[str]:
     return lines
 
 
+def _given(values: Mapping[str, Any], name: str) -> bool:
+    v = values.get(DEST_PREFIX + name)
+    return not (v is None or (isinstance(v, tuple) and not v))
+
+
+def _refuse_data_dependent_bins(cls, sch, dims) -> None:
+    """Quantile bins are computed from the data: a differentially private release would have to
+    spend budget on them, which ppdp does not do; refuse with what to do instead."""
+    if cls.family not in ("histogram", "answers"):
+        return
+    used = [c for c, b in sch.bins.items() if b.data_dependent and (dims is None or c in dims)]
+    if used:
+        c = used[0]
+        raise PpdpError(f"column {c!r}: quantile bins are computed from the data, which an ε-DP release cannot do "
+                        "without spending budget on them; give public edges instead (bins = [E0, E1, …] or "
+                        f"bins = {{ width = …, min = …, max = … }} under [columns.{c}], or --bin {c}=E0,E1,…)")
+
+
+def _schema_params(cls, mech, sch, table, values) -> dict[str, Any]:
+    """Mechanism parameters a schema file supplies when their flags are not given: a
+    histogram's bins (the edges of its binned dimensions) and public domains; the protected
+    values (``sensitive_values``)."""
+    from ..schema import bin_edges, public_domains
+
+    cons = cls._parameter_constraints
+    out: dict[str, Any] = {}
+    dims = list(getattr(mech, "dims", None) or [])
+    binned = {d: list(e) for d in dims if (e := bin_edges(table.domain(d))) is not None}
+    if "bins" in cons and binned and not _given(values, "bins"):
+        out["bins"] = binned
+    if "domains" in cons and not _given(values, "domains"):
+        doms = public_domains(table, sch, [d for d in dims if d not in binned])
+        if doms:
+            out["domains"] = doms
+    if "sensitive_values" in cons and not _given(values, "sensitive_values") and sch.sensitive_values is not None:
+        out["sensitive_values"] = list(sch.sensitive_values)
+    return out
+
+
+def _check_protected(cls, mech, table, allow: bool) -> None:
+    """A release that protects nothing is refused unless asked for: one without any
+    quasi-identifier (only the sensitive column), or one where none of the protected values
+    occurs in the table."""
+    if allow or cls.family in ("histogram", "answers"):
+        return
+    if table.sensitive and not table.quasi:
+        raise PpdpError("the release would hold no quasi-identifier, only the sensitive column: give --quasi COLUMN "
+                        "(or role = \"quasi\" in the schema), or pass --allow-no-quasi")
+    protected = getattr(mech, "sensitive_values", None)
+    if protected is not None and table.sensitive:
+        present = {lab for c in table.sensitive for lab, k in zip(table.domain(c), table.counts(c)) if k}
+        if not set(protected) & present:
+            raise PpdpError(f"none of the protected values {list(protected)} (--sensitive-value) occurs in the sensitive "
+                            "column: the release would protect nothing; check the values, or pass --allow-no-quasi")
+
+
 def _make_command(cls) -> click.Command:
     params = _input_params() + parameter_options(cls)
     greedy = {"--quasi", "--sensitive"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
@@ -252,22 +318,41 @@ def _make_command(cls) -> click.Command:
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
     def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
-                 **values):
+                 allow_no_quasi=False, **values):
         from ..api import publish as do_publish
         from .common import finish_publish
 
+        spec = {k: values.pop(k) for k in FILE_OPTION_KEYS if k in values}
         check_new_out(out)
         if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
             values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
-        mech = build_mechanism(cls, values)
-        numeric = split_names(numeric)
-        if input_path is not None and isinstance(getattr(mech, "bins", None), Mapping):
-            numeric += tuple(c for c in mech.bins if c not in numeric)  # a binned column holds numbers
         quasi, sensitive = _split(quasi), _split(sensitive)
-        if has_dims and input_path is not None and not quasi and not sensitive:
-            quasi = tuple(mech.dims)  # a histogram reads its dimensions from the file
-            missing = missing or "category"
-        table = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows, numeric=numeric)
+        sch = input_schema(input_path, dataset, quasi=quasi, sensitive=sensitive, missing=missing, numeric=numeric,
+                           **spec)
+        extra: dict[str, Any] = {}
+        if has_dims and not _given(values, "dims"):
+            dims = [*sch.quasi, *sch.sensitive] if sch is not None else []
+            if not dims:
+                raise ParameterError(f"{flag_of(cls, 'dims')} is required (the histogram's dimensions), or roles in "
+                                     "a --schema file", param="dims")
+            extra["dims"] = dims
+        mech = build_mechanism(cls, values, extra)
+        if sch is not None and has_dims:
+            # a histogram reads its dimensions from the file: all of them published, none sensitive
+            sch = sch.with_roles(quasi=list(mech.dims), sensitive=[])
+            if missing is None and not spec.get("schema_path"):
+                sch = sch.with_file(missing="category")
+            if isinstance(getattr(mech, "bins", None), Mapping):  # a binned column holds numbers
+                sch = sch.with_columns(numeric=[c for c in mech.bins if c not in sch.bins])
+        if sch is not None:
+            _refuse_data_dependent_bins(cls, sch, getattr(mech, "dims", None))
+        table = load_table(input_path, dataset, quasi, sensitive, (missing or "error"), n_rows, schema=sch,
+                           allow_continuous_sa=bool(spec.get("allow_continuous_sa")))
+        if sch is not None:
+            more = _schema_params(cls, mech, sch, table, values)
+            if more:
+                mech = build_mechanism(cls, values, {**extra, **more})
+        _check_protected(cls, mech, table, allow_no_quasi)
         seconds = _time_limited(mech)
         try:
             release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure) if seconds

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import QueryError
+from ..schema import bin_edges
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,11 @@ class Predicate:
             raise QueryError(f"predicate on {col!r}: 'eq' takes one value, got {len(values)}")
         return cls(col, kind, tuple(normalise_label(v) for v in values))
 
-    def mask(self, domain: Sequence[str], numeric: np.ndarray | None, lookup: Mapping[str, int] | None = None) -> np.ndarray:
-        """Boolean mask over the domain's codes (``lookup``: label → code, if already built)."""
+    def mask(self, domain: Sequence[str], numeric: np.ndarray | None, lookup: Mapping[str, int] | None = None,
+             edges: Any = "derive") -> np.ndarray:
+        """Boolean mask over the domain's codes (``lookup``: label → code, if already built;
+        ``edges``: the domain's bin edges or None, derived from its labels unless given). A
+        numeric range that cuts a bin is a QueryError (:func:`check_bins`)."""
         dom = domain
         if lookup is None:
             lookup = {lab: i for i, lab in enumerate(dom)}
@@ -93,6 +97,7 @@ class Predicate:
             m[[i for i in found if i is not None]] = True
             return m
         if self.kind == "between":
+            check_bins(self, bin_edges(dom) if isinstance(edges, str) else edges)
             lo, hi = self.low, self.high
             if self.closed_range and not (numeric is not None and is_number(lo) and is_number(hi)):
                 try:  # BETWEEN on labels: the code range, in either order
@@ -119,6 +124,38 @@ class Predicate:
                 m &= (codes > code if is_open else codes >= code) if is_low else (codes < code if is_open else codes <= code)
             return m
         raise QueryError(f"unknown predicate kind {self.kind!r}")
+
+
+def check_bins(p: Predicate, edges) -> None:
+    """A numeric range on a binned column must not cut a bin: each bin ``[a, b)`` (the last
+    ``[a, b]``) lies wholly inside or wholly outside it, else a QueryError names the edges
+    (the release holds no information on where inside a bin a record lies)."""
+    if edges is None:
+        return
+    bounds = [b for b in (p.low, p.high) if b is not None]
+    if not bounds or not all(is_number(b) for b in bounds):
+        return  # bounds given as bin labels select whole bins
+    lo = -math.inf if p.low is None else float(p.low)
+    hi = math.inf if p.high is None else float(p.high)
+    for i in range(len(edges) - 1):
+        a, b = edges[i], edges[i + 1]
+        last = i == len(edges) - 2
+        # the bin's points x: a <= x < b (or <= b for the last); the range's: lo <(=) x <(=) hi
+        above = b < lo or (b == lo and (not last or p.low_open))
+        below = a > hi or (a == hi and p.high_open)
+        inside = (a > lo or (a == lo and not p.low_open)) and (b < hi or (b == hi and (not last or not p.high_open)))
+        if not (above or below or inside):
+            shown = ", ".join(f"{e:g}" for e in edges)
+            parts = []
+            if math.isfinite(lo):
+                parts.append(f"{p.column} >= {max((e for e in edges if e <= lo), default=edges[0]):g}")
+            if math.isfinite(hi):
+                up = min((e for e in edges if e >= hi), default=edges[-1])
+                parts.append(f"{p.column} {'<=' if up == edges[-1] else '<'} {up:g}")
+            hint = f"; e.g. {' AND '.join(parts)}" if parts else ""
+            raise QueryError(f"the range on {p.column!r} cuts its bin [{a:g}, {b:g}{']' if last else ')'}; the release "
+                             f"knows {p.column!r} only by bins with edges {shown}: bound the range on edges (x >= lo AND "
+                             f"x < hi){hint}")
 
 
 def is_number(x) -> bool:
@@ -217,6 +254,7 @@ class Resolver:
         self.domains = domains
         self.numeric = numeric or {}
         self._lookups: dict[str, dict[str, int]] = {}
+        self._bins: dict[str, tuple[float, ...] | None] = {}
 
     def __call__(self, query: "Query") -> dict[str, np.ndarray]:
         out = {}
@@ -227,8 +265,13 @@ class Resolver:
             lk = self._lookups.get(c)
             if lk is None:
                 lk = self._lookups[c] = {lab: i for i, lab in enumerate(self.domains[c])}
-            out[c] = p.mask(self.domains[c], self.numeric.get(c), lk)
+            out[c] = p.mask(self.domains[c], self.numeric.get(c), lk, edges=self._edges(c))
         return out
+
+    def _edges(self, column: str):
+        if column not in self._bins:
+            self._bins[column] = bin_edges(self.domains[column])
+        return self._bins[column]
 
     def all(self, queries: Iterable["Query"]) -> list[dict[str, np.ndarray]]:
         return [self(q) for q in queries]

@@ -215,6 +215,9 @@ class Release:
             actual = {k: int(t.num_rows) for k, t in self.tables.items()}
             rep.check(stated == actual, "the table of contents (files) matches the files",
                       f"the manifest's files {stated} do not match the files {actual}")
+        if "bins" in m["schema"]:
+            rep.check(m["schema"]["bins"] == recorded_bins(self.domains), "schema.bins are the edges of the binned "
+                      "columns' labels", f"schema.bins {m['schema']['bins']} disagree with the bin labels of the domains")
         if table is not None and not self.n_is_estimate:
             rep.check(table.n_rows == int(m["n_input"]), "source table has n_input rows",
                       f"the source table has {table.n_rows} rows, the manifest says n_input = {m['n_input']}")
@@ -415,6 +418,14 @@ def declared_columns(cls: type["Release"], schema: Mapping[str, Any]) -> dict[st
 def _json_kind(v: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
             type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def recorded_bins(domains: Mapping[str, Sequence[str]]) -> dict[str, list[float]]:
+    """The bin edges of every binned column (labels ``[lo, hi)``), as a manifest's ``schema.bins``
+    records them for receivers: a range query must not cut a bin (the Resolver refuses it)."""
+    from ..schema import bin_edges
+
+    return {c: list(e) for c, d in domains.items() if (e := bin_edges(d)) is not None}
 
 
 def _check_manifest(manifest: Any, where: str) -> None:

@@ -39,7 +39,8 @@ from ..claims.dp import published_total
 from ..errors import QueryError, ReleaseError
 from ..kernels import grid
 from ..kernels.grid import DENSE_MAX_CELLS, cover_counts
-from ..queries.model import is_number, normalise_label
+from ..queries.model import check_bins, is_number, normalise_label
+from ..schema import bin_edges
 from ..table import domain_numeric_values
 from .base import Release, VerifyReport, register_family
 
@@ -171,6 +172,7 @@ class HistogramRelease(Release):
         num_lo: list[list[float]] = [[] for _ in dims]
         num_hi: list[list[float]] = [[] for _ in dims]
         a: Any; b: Any  # reused below: label positions, then cell-index arrays
+        edges = [bin_edges(labels[j]) for j in range(D)]
         for qi, q in enumerate(wl):
             for p in q.predicates:
                 j = pos.get(p.column)
@@ -178,6 +180,7 @@ class HistogramRelease(Release):
                     raise QueryError(f"{p.column!r} is not a dimension of this histogram; its dimensions are {dims}")
                 r = None
                 if p.kind == "between":
+                    check_bins(p, edges[j])  # a numeric range must not cut a bin
                     if not p.closed_range:
                         pass  # open or one-sided range: the general mask path below
                     elif sorted_num[j] and is_number(p.low) and is_number(p.high):

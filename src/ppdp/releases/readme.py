@@ -277,8 +277,9 @@ def _recipe_histogram(manifest: Mapping[str, Any]) -> str:
     hi = min(1, n0 - 1)
     has_cells = int(manifest.get("files", {}).get("cells", {}).get("rows", 0) or 0) > 0 or cert.get("storage") == "sparse"
     cond = f"{sql_name(d0)} BETWEEN 0 AND {hi}"
-    lines += ["", "A range condition on a numeric dimension selects the cells whose label (a binned dimension: its "
-              "lower edge) lies in the range; an equality on a label selects its index.", ""]
+    lines += ["", "A range condition on a numeric dimension selects the cells whose label lies in the range; on a "
+              "binned dimension it must follow the bin edges (`schema.bins`; ppdp refuses a range that cuts a bin) "
+              "and selects the bins it covers. An equality on a label selects its index.", ""]
     if has_cells:
         lines += [f"Estimate a count by summing the noisy counts of the cells in the range (ppdp's `cells` estimator; "
                   f"cells not listed count 0). The example counts the cells with {_md(d0)} index 0 … {hi}:", "",

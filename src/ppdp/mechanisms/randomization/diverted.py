@@ -110,10 +110,15 @@ class Diverted(Mechanism):
             counts = table.counts(sa)
             worst = int(np.argmax(counts))
             if counts[worst] > n_keep // lp:
+                most = table.n_rows // int(counts[worst])
+                advice = (f"choose --l-prime {most} or less" if most >= 2 else
+                          f"no ℓ' ≥ 2 fits, as {dom[worst]!r} holds more than half the rows: protect another "
+                          "sensitive column, or use `ppdp publish global` or `ppdp publish uniform`, which have no "
+                          "such eligibility condition")
                 raise InfeasibleError(
                     f"table not eligible for ℓ' = {lp}: {sa} = {dom[worst]!r} occurs {int(counts[worst])} times, "
                     f"more than N/ℓ' = {n_keep // lp} (N = {n_keep} after dropping {table.n_rows - n_keep} rows); "
-                    f"choose ℓ' ≤ {max(1, table.n_rows // int(counts[worst]))}")
+                    f"{advice}")
 
     def plan(self, counts: list[np.ndarray]) -> DivertedPlan:
         """The plan from the SA counts (one vector per sensitive attribute, after the dropped rows)."""

@@ -1,0 +1,182 @@
+"""``ppdp schema infer FILE``: a starting schema file, every guess spelled out as a comment."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import click
+
+from . import cli
+
+#: separators tried, longest first (", " before ",")
+_SEPS = (", ", "\t", ";", "|", ",")
+_NA_CANDIDATES = ("?", "NA", "N/A", "n/a", "NULL", "null", "None", "-", ".")
+#: a text column with at most this many values gets its domain written out
+_DOMAIN_MAX = 40
+
+
+@cli.group()
+def schema():
+    """Schema files: how to read a table and what each column is (see docs/schema.md)."""
+
+
+@schema.command("infer")
+@click.argument("input_path", metavar="FILE", type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", "-o", "out", type=click.Path(dir_okay=False), default=None,
+              help="Write the schema here (default: print it).")
+@click.option("--encoding", default=None, help="Text encoding of FILE (default: guessed, utf-8 or latin-1).")
+def infer(input_path, out, encoding):
+    """Guess how to read FILE (separator, header, missing markers, encoding) and what each
+    column is; write a TOML schema with every guess as a comment, to review and edit."""
+    from ..errors import PpdpError
+    from ..schema import FileOptions, check_encoding, load_schema, looks_numeric, read_frame
+
+    p = Path(input_path)
+    raw = p.read_bytes()[: 1 << 16]
+    if encoding:
+        enc = check_encoding(encoding)
+        why_enc = "given"
+    else:
+        try:
+            raw.decode("utf-8")
+            enc, why_enc = "utf-8", "the first 64 KiB decode as UTF-8"
+        except UnicodeDecodeError as e:
+            if e.start > len(raw) - 4:  # a multi-byte character cut at the sample's end
+                enc, why_enc = "utf-8", "the first 64 KiB decode as UTF-8"
+            else:
+                enc, why_enc = "latin-1", f"not UTF-8 (byte {raw[e.start:e.start + 1]!r} at offset {e.start})"
+    text = raw.decode(enc, errors="ignore")
+    lines = [ln for ln in text.splitlines()[:200] if ln.strip()]
+    if len(lines) > 1 and len(raw) == 1 << 16:
+        lines = lines[:-1]  # the last line may be cut
+    if not lines:
+        raise PpdpError(f"{p.name} is empty")
+    sep, why_sep = _guess_sep(lines)
+    rows = [[f.strip() for f in ln.split(sep.strip() or sep)] for ln in lines]
+    header, why_header = _guess_header(rows)
+    names = [r.strip() for r in rows[0]] if header else [f"col{i + 1}" for i in range(len(rows[0]))]
+    na = [m for m in _NA_CANDIDATES if any(m in r for r in rows[1 if header else 0:])]
+    strip = sep != sep.strip() or any(f != f.strip() for ln in lines[:50] for f in ln.split(sep.strip() or sep))
+    opts = FileOptions(sep=sep, header=header, names=None if header else tuple(names), encoding=enc,
+                       na=tuple(na), strip=strip, missing="category" if na else "error")
+    df = read_frame(p, opts)
+    n = len(df)
+    cols = []
+    for c in df.columns:
+        s = df[c]
+        present = s[~s.isin(list(na)) & s.notna() & (s != "")]
+        k = int(present.nunique())
+        numeric = looks_numeric(s, na)
+        cols.append((str(c), numeric, k, present, int(len(s) - len(present))))
+    text_cols = [c for c in cols if not c[1]]
+    sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX), None)
+    out_lines = [
+        f"# Schema for {p.name}, written by `ppdp schema infer` from its {n} rows. Review every guess:",
+        "# roles above all (quasi = what an adversary may know, sensitive = what to protect, drop = not published).",
+        "",
+        "[file]",
+        f"sep = {_toml(sep)}" + f"   # guessed: {why_sep}",
+        f"header = {'true' if header else 'false'}" + f"   # guessed: {why_header}",
+    ]
+    if not header:
+        out_lines.append(f"names = {_toml(names)}   # the file has no names: rename these")
+    out_lines += [
+        f"encoding = {_toml(enc)}   # guessed: {why_enc}",
+        f"na = {_toml(na)}   # " + (f"guessed: these markers occur in the file ({', '.join(na)})" if na else
+                                    "no missing-value marker seen (an empty cell is always missing)"),
+        f"strip = {'true' if strip else 'false'}   # " + ("spaces around values seen" if strip else "no spaces around values"),
+        f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if na else
+                                                   "a missing value is an error"),
+        "",
+    ]
+    for name, numeric, k, present, n_missing in cols:
+        out_lines.append(f"[columns.{_key(name)}]")
+        miss = f", {n_missing} missing" if n_missing else ""
+        if numeric:
+            vals = present.astype(float)
+            lo, hi = float(vals.min()), float(vals.max())
+            role = "drop" if k > 0.5 * n and k > 100 else "quasi"
+            why = ("nearly every value distinct: an identifier or a weight?" if role == "drop"
+                   else "numeric, binned below" if k > 20 else "numeric, few values: used value by value")
+            out_lines.append(f"role = {_toml(role)}   # guessed: {why}")
+            out_lines.append(f"type = \"numeric\"   # every value is a number ({k} distinct, {lo:g} … {hi:g}{miss})")
+            if role == "quasi" and k > 20:
+                w, a, b = _nice_bins(lo, hi)
+                out_lines.append(f"bins = {{ width = {w:g}, min = {a:g}, max = {b:g} }}   # about 10 equal bins over "
+                                 "the data's range: replace min/max by public bounds for a DP release")
+        else:
+            if name == sa:
+                role, why = "sensitive", f"the last text column with few values ({k})"
+            elif k > _DOMAIN_MAX and k > 0.5 * n:
+                role, why = "drop", f"{k} distinct values: an identifier?"
+            else:
+                role, why = "quasi", f"text, {k} distinct values"
+            out_lines.append(f"role = {_toml(role)}   # guessed: {why}{miss}")
+            if k <= _DOMAIN_MAX and role != "drop":
+                dom = sorted(present.astype(str).unique())
+                out_lines.append(f"domain = {_toml(dom)}   # the values seen; a public domain lists every possible one")
+        out_lines.append("")
+    result = "\n".join(out_lines)
+    if out:
+        Path(out).write_text(result, encoding="utf-8")
+        load_schema(out)  # what we wrote reads back
+        click.echo(f"wrote {out}: sep {sep!r}, header {header}, encoding {enc}, na {na}; "
+                   f"{sum(1 for ln in out_lines if ln.startswith('[columns.'))} columns — review the roles")
+    else:
+        click.echo(result)
+
+
+def _toml(v) -> str:
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _key(name: str) -> str:
+    import re
+
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name, ensure_ascii=False)
+
+
+def _guess_sep(lines: list[str]) -> tuple[str, str]:
+    """The separator splitting every sampled line into the same number (> 1) of fields."""
+    for sep in _SEPS:
+        counts = {ln.count(sep) for ln in lines}
+        if len(counts) == 1 and counts.pop() > 0:
+            if sep == ", " and any(ln.count(",") != ln.count(", ") for ln in lines):
+                continue
+            return sep, f"every sampled line has the same number of {sep!r}"
+    return ",", "no separator splits every line evenly; check it"
+
+
+def _is_num(x: str) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except ValueError:
+        return False
+
+
+def _guess_header(rows: list[list[str]]) -> tuple[bool, str]:
+    if len(rows) < 2:
+        return True, "a single line"
+    first, rest = rows[0], rows[1:]
+    for j, v in enumerate(first):
+        col = [r[j] for r in rest if j < len(r) and r[j]]
+        if not _is_num(v) and col and all(_is_num(x) for x in col):
+            return True, f"field {j + 1} of the first row ({v!r}) is text above numbers"
+    if any(_is_num(v) for v in first):
+        return False, "the first row holds numbers"
+    seen = [any(r[j] == v for r in rest if j < len(r)) for j, v in enumerate(first)]
+    if not any(seen):
+        return True, "no value of the first row recurs below it"
+    return False, "values of the first row recur in the data"
+
+
+def _nice_bins(lo: float, hi: float) -> tuple[float, float, float]:
+    span = max(hi - lo, 1e-9)
+    raw = span / 10
+    mag = 10 ** math.floor(math.log10(raw))
+    w = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    a = math.floor(lo / w) * w
+    b = max(math.ceil(hi / w) * w, a + w)
+    return w, a, b

@@ -1,0 +1,597 @@
+"""A schema file: how to read a table and what each column is, declared once.
+
+A schema is a TOML file (read with the standard library's ``tomllib``)::
+
+    [file]
+    sep = ", "              # one character, "\\t" / "tab", or a longer literal separator
+    header = false          # the first row holds names (true) or data (false)
+    names = ["age", "workclass", ...]   # column names (required without a header)
+    encoding = "utf-8"
+    na = ["?"]              # missing markers besides the empty cell
+    strip = true            # strip spaces around values (names are always stripped)
+    missing = "category"    # missing values: "error" or an explicit category
+
+    [columns.age]
+    role = "quasi"          # quasi | sensitive | drop (a column left out is dropped)
+    type = "numeric"        # numeric | text (default: numeric when every value is a number)
+    bins = [17, 25, 35, 45, 55, 65, 91]             # explicit edges, or
+    # bins = { width = 10, min = 10, max = 100 }   # equal width over a public range, or
+    # bins = { count = 9, min = 10, max = 100 }    # so many equal bins over a public range, or
+    # bins = { quantiles = 5 }                     # edges from the data (never for DP releases)
+
+    [columns.income]
+    role = "sensitive"
+    domain = [">50K", "<=50K"]                     # public domain (label order)
+    sensitive_values = [">50K"]                    # the protected values (default: all)
+
+Every key is checked: an unknown key or a bad value is one :class:`SchemaError` naming the key.
+Reading goes through ``pyarrow.csv`` (one-character separators) or ``pandas.read_csv`` (longer
+separators); the encoded table is a :class:`ppdp.Table`. A binned column's labels are its bins
+(``[lo, hi)``, the last ``[lo, hi]``); :func:`bin_edges` recovers the edges from the labels, so
+a release's domains (and the ``bins`` its schema records) name them for every receiver.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .errors import PpdpError, SchemaError
+from .table import MISSING_LABEL, Table
+
+ROLES = ("quasi", "sensitive", "drop")
+TYPES = ("numeric", "text")
+#: a numeric sensitive attribute with more distinct values than this is continuous: refused
+#: unless binned (or allowed explicitly)
+CONTINUOUS_SA_VALUES = 20
+
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing")
+_COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values")
+_BIN_KEYS = ("width", "count", "min", "max", "quantiles")
+
+
+# ------------------------------------------------------------------------------ model
+@dataclass(frozen=True)
+class BinSpec:
+    """Bins of a numeric column: explicit ``edges``; ``width`` or ``count`` equal bins over the
+    public range ``[lo, hi]``; or ``quantiles`` equal-frequency bins computed from the data."""
+
+    edges: tuple[float, ...] | None = None
+    width: float | None = None
+    count: int | None = None
+    lo: float | None = None
+    hi: float | None = None
+    quantiles: int | None = None
+
+    @property
+    def data_dependent(self) -> bool:
+        """Are the edges computed from the data (and so not public)?"""
+        return self.quantiles is not None
+
+    def resolve(self, values: np.ndarray | None = None) -> tuple[float, ...]:
+        """The edges; ``values`` (the column's numbers) only for quantiles."""
+        if self.edges is not None:
+            return self.edges
+        if self.quantiles is not None:
+            if values is None or not len(values):
+                raise SchemaError("quantile bins need the column's values")
+            qs = np.quantile(np.asarray(values, float), np.linspace(0, 1, self.quantiles + 1))
+            edges = tuple(float(x) for x in np.unique(qs))
+            if len(edges) < 2:
+                edges = (edges[0], edges[0] + 1.0)
+            return edges
+        lo, hi = float(self.lo), float(self.hi)  # type: ignore[arg-type]
+        if self.count is not None:
+            return tuple(float(x) for x in np.linspace(lo, hi, self.count + 1))
+        w = float(self.width)  # type: ignore[arg-type]
+        n = max(1, math.ceil((hi - lo) / w - 1e-9))
+        return tuple(lo + i * w for i in range(n + 1))
+
+    def describe(self) -> str:
+        if self.edges is not None:
+            return f"edges {list(self.edges)}"
+        if self.quantiles is not None:
+            return f"{self.quantiles} quantile bins (edges from the data)"
+        what = f"width {self.width:g}" if self.width is not None else f"{self.count} equal bins"
+        return f"{what} over [{self.lo:g}, {self.hi:g}]"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    role: str = "drop"
+    type: str | None = None
+    domain: tuple[str, ...] | None = None
+    bins: BinSpec | None = None
+    sensitive_values: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    sep: str = ","
+    header: bool = True
+    names: tuple[str, ...] | None = None
+    encoding: str = "utf-8"
+    na: tuple[str, ...] = ("?",)
+    strip: bool = False
+    missing: str = "error"
+
+
+@dataclass(frozen=True)
+class Schema:
+    """How to read a table (``file``) and what each column is (``columns``)."""
+
+    file: FileOptions = field(default_factory=FileOptions)
+    columns: Mapping[str, ColumnSpec] = field(default_factory=dict)
+    source: str = "flags"
+
+    # ----------------------------------------------------------------- roles
+    def role(self, r: str) -> list[str]:
+        return [c for c, s in self.columns.items() if s.role == r]
+
+    @property
+    def quasi(self) -> list[str]:
+        return self.role("quasi")
+
+    @property
+    def sensitive(self) -> list[str]:
+        return self.role("sensitive")
+
+    @property
+    def bins(self) -> dict[str, BinSpec]:
+        return {c: s.bins for c, s in self.columns.items() if s.bins is not None}
+
+    @property
+    def numeric(self) -> list[str]:
+        return [c for c, s in self.columns.items() if s.type == "numeric" or s.bins is not None]
+
+    @property
+    def text(self) -> list[str]:
+        return [c for c, s in self.columns.items() if s.type == "text"]
+
+    @property
+    def domains(self) -> dict[str, tuple[str, ...]]:
+        return {c: s.domain for c, s in self.columns.items() if s.domain is not None}
+
+    @property
+    def sensitive_values(self) -> tuple[str, ...] | None:
+        given = [sv for c in self.sensitive if (sv := self.columns[c].sensitive_values) is not None]
+        return tuple(v for sv in given for v in sv) if given else None
+
+    def with_file(self, **changes) -> "Schema":
+        """A copy whose file options are changed (flags given on the command line win)."""
+        return replace(self, file=replace(self.file, **{k: v for k, v in changes.items() if v is not None}))
+
+    def with_roles(self, quasi: Sequence[str], sensitive: Sequence[str]) -> "Schema":
+        """A copy in which exactly ``quasi`` and ``sensitive`` have those roles (others dropped)."""
+        cols = {c: replace(s, role="drop") for c, s in self.columns.items()}
+        for names, role in ((quasi, "quasi"), (sensitive, "sensitive")):
+            for c in names:
+                cols[c] = replace(cols.get(c, ColumnSpec()), role=role)
+        return replace(self, columns=cols)
+
+    def with_columns(self, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), numeric: Sequence[str] = (),
+                     bins: Mapping[str, Sequence[float]] | None = None) -> "Schema":
+        """A copy with roles, numeric columns and bins given as flags; a role given as a flag
+        replaces the schema's roles of that kind."""
+        cols = dict(self.columns)
+        if quasi:
+            cols = {c: (replace(s, role="drop") if s.role == "quasi" else s) for c, s in cols.items()}
+        if sensitive:
+            cols = {c: (replace(s, role="drop") if s.role == "sensitive" else s) for c, s in cols.items()}
+        for names, role in ((quasi, "quasi"), (sensitive, "sensitive")):
+            for c in names:
+                cols[c] = replace(cols.get(c, ColumnSpec()), role=role)
+        for c in numeric:
+            cols[c] = replace(cols.get(c, ColumnSpec()), type="numeric")
+        for c, edges in (bins or {}).items():
+            cols[c] = replace(cols.get(c, ColumnSpec()), bins=BinSpec(edges=tuple(float(x) for x in edges)))
+        return replace(self, columns=cols)
+
+
+# ---------------------------------------------------------------------- loading
+def load_schema(path: str | os.PathLike) -> Schema:
+    """Read and validate a schema file (TOML)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise SchemaError(f"--schema {str(path)!r}: no such file") from None
+    except OSError as e:
+        raise SchemaError(f"--schema {str(path)!r}: cannot read it ({e.strerror or e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SchemaError(f"schema {p.name}: not valid TOML ({e})") from None
+    except UnicodeDecodeError:
+        raise SchemaError(f"schema {p.name}: not UTF-8 text") from None
+    return schema_from_dict(doc, p.name)
+
+
+def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
+    """A schema from its parsed document; every key and value checked."""
+
+    def bad(key: str, what: str):
+        raise SchemaError(f"schema {where}: {key}: {what}")
+
+    _known(doc, ("file", "columns"), "", where)
+    fdoc = doc.get("file", {})
+    if not isinstance(fdoc, Mapping):
+        bad("file", "must be a table ([file])")
+    _known(fdoc, _FILE_KEYS, "file.", where)
+    fo: dict[str, Any] = {}
+    if "sep" in fdoc:
+        fo["sep"] = parse_sep(fdoc["sep"], f"schema {where}: file.sep")
+    if "header" in fdoc:
+        if not isinstance(fdoc["header"], bool):
+            bad("file.header", f"must be true or false, got {fdoc['header']!r}")
+        fo["header"] = fdoc["header"]
+    if "names" in fdoc:
+        fo["names"] = _strings(fdoc["names"], "file.names", where, unique=True)
+    if "encoding" in fdoc:
+        fo["encoding"] = check_encoding(fdoc["encoding"], f"schema {where}: file.encoding")
+    if "na" in fdoc:
+        na = fdoc["na"]
+        fo["na"] = (na,) if isinstance(na, str) else _strings(na, "file.na", where, empty_ok=True)
+    if "strip" in fdoc:
+        if not isinstance(fdoc["strip"], bool):
+            bad("file.strip", f"must be true or false, got {fdoc['strip']!r}")
+        fo["strip"] = fdoc["strip"]
+    if "missing" in fdoc:
+        if fdoc["missing"] not in ("error", "category"):
+            bad("file.missing", f"must be \"error\" or \"category\", got {fdoc['missing']!r}")
+        fo["missing"] = fdoc["missing"]
+    if fo.get("header") is False and "names" not in fo:
+        bad("file.names", "required when file.header = false (the file has no row of names)")
+    cdoc = doc.get("columns", {})
+    if not isinstance(cdoc, Mapping):
+        bad("columns", "must be a table of columns ([columns.NAME])")
+    cols: dict[str, ColumnSpec] = {}
+    for name, spec in cdoc.items():
+        key = f"columns.{name}"
+        if not isinstance(spec, Mapping):
+            bad(key, "must be a table (role = …, type = …)")
+        _known(spec, _COLUMN_KEYS, key + ".", where)
+        role = spec.get("role", "drop")
+        if role not in ROLES:
+            bad(f"{key}.role", f"must be one of {', '.join(ROLES)}, got {role!r}")
+        typ = spec.get("type")
+        if typ is not None and typ not in TYPES:
+            bad(f"{key}.type", f"must be one of {', '.join(TYPES)}, got {typ!r}")
+        domain = _strings(spec["domain"], f"{key}.domain", where, unique=True) if "domain" in spec else None
+        bins = _bins(spec["bins"], f"{key}.bins", where) if "bins" in spec else None
+        if bins is not None and typ == "text":
+            bad(f"{key}.bins", "a text column cannot be binned (bins need type = \"numeric\")")
+        if bins is not None and domain is not None:
+            bad(f"{key}.domain", "a binned column's domain is its bins; give one of domain and bins")
+        sv = None
+        if "sensitive_values" in spec:
+            sv = _strings(spec["sensitive_values"], f"{key}.sensitive_values", where, unique=True, empty_ok=True)
+            if role != "sensitive":
+                bad(f"{key}.sensitive_values", "only a column with role = \"sensitive\" has protected values")
+            if domain is not None and (unknown := [v for v in sv if v not in domain]):
+                bad(f"{key}.sensitive_values", f"{unknown[0]!r} is not in its domain")
+        cols[str(name)] = ColumnSpec(role, typ, domain, bins, sv)
+    names = fo.get("names")
+    if names is not None and (unknown := [c for c in cols if c not in names]):
+        bad(f"columns.{unknown[0]}", f"is not one of file.names {list(names)}")
+    return Schema(FileOptions(**fo), cols, where)
+
+
+def _known(doc: Mapping, known: Sequence[str], prefix: str, where: str) -> None:
+    for k in doc:
+        if k not in known:
+            raise SchemaError(f"schema {where}: unknown key {prefix}{k} (known: {', '.join(known)})")
+
+
+def _strings(v, key: str, where: str, unique: bool = False, empty_ok: bool = False) -> tuple[str, ...]:
+    if isinstance(v, str) or not isinstance(v, list) or not all(isinstance(x, (str, int, float)) and
+                                                                not isinstance(x, bool) for x in v):
+        raise SchemaError(f"schema {where}: {key}: must be a list of strings, got {v!r}")
+    out = tuple(str(x) for x in v)
+    if not out and not empty_ok:
+        raise SchemaError(f"schema {where}: {key}: must not be empty")
+    if unique and len(set(out)) != len(out):
+        dup = next(x for x in out if out.count(x) > 1)
+        raise SchemaError(f"schema {where}: {key}: {dup!r} is listed twice")
+    return out
+
+
+def _number(v, key: str, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise SchemaError(f"schema {where}: {key}: must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _bins(v, key: str, where: str) -> BinSpec:
+    if isinstance(v, list):
+        edges = tuple(_number(x, key, where) for x in v)
+        if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
+            raise SchemaError(f"schema {where}: {key}: edges must be at least two strictly increasing numbers, "
+                              f"got {list(v)}")
+        return BinSpec(edges=edges)
+    if not isinstance(v, Mapping):
+        raise SchemaError(f"schema {where}: {key}: a list of edges or a table {{width|count|quantiles, min, max}}, "
+                          f"got {v!r}")
+    _known(v, _BIN_KEYS, key + ".", where)
+    kinds = [k for k in ("width", "count", "quantiles") if k in v]
+    if len(kinds) != 1:
+        raise SchemaError(f"schema {where}: {key}: give exactly one of width, count, quantiles")
+    if "quantiles" in v:
+        q = v["quantiles"]
+        if isinstance(q, bool) or not isinstance(q, int) or q < 2:
+            raise SchemaError(f"schema {where}: {key}.quantiles: must be an integer ≥ 2, got {q!r}")
+        if "min" in v or "max" in v:
+            raise SchemaError(f"schema {where}: {key}: quantile bins take no min/max")
+        return BinSpec(quantiles=q)
+    if "min" not in v or "max" not in v:
+        raise SchemaError(f"schema {where}: {key}: equal-width bins need min and max (a public range; the data's own "
+                          "range is not public)")
+    lo, hi = _number(v["min"], f"{key}.min", where), _number(v["max"], f"{key}.max", where)
+    if hi <= lo:
+        raise SchemaError(f"schema {where}: {key}: max must exceed min, got min {lo:g}, max {hi:g}")
+    if "width" in v:
+        w = _number(v["width"], f"{key}.width", where)
+        if w <= 0:
+            raise SchemaError(f"schema {where}: {key}.width: must be > 0, got {w:g}")
+        if (hi - lo) / w > 10_000:
+            raise SchemaError(f"schema {where}: {key}.width: {w:g} makes more than 10000 bins")
+        return BinSpec(width=w, lo=lo, hi=hi)
+    c = v["count"]
+    if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 10_000:
+        raise SchemaError(f"schema {where}: {key}.count: must be an integer in 1..10000, got {c!r}")
+    return BinSpec(count=c, lo=lo, hi=hi)
+
+
+def parse_sep(v, key: str = "--sep") -> str:
+    """A separator as written: one character, ``\\t`` / ``tab``, or a longer literal string."""
+    if not isinstance(v, str) or v == "":
+        raise SchemaError(f"{key}: a separator is a non-empty string, got {v!r}")
+    if v.lower() in ("tab", "\\t", "tsv"):
+        return "\t"
+    if v.lower() in ("comma",):
+        return ","
+    if v in ("\n", "\r", '"') or "\n" in v:
+        raise SchemaError(f"{key}: {v!r} cannot separate fields")
+    return v
+
+
+def check_encoding(v, key: str = "--encoding") -> str:
+    import codecs
+
+    if not isinstance(v, str):
+        raise SchemaError(f"{key}: an encoding name, got {v!r}")
+    try:
+        return codecs.lookup(v).name
+    except LookupError:
+        raise SchemaError(f"{key}: unknown encoding {v!r} (e.g. utf-8, latin-1, cp1252)") from None
+
+
+# ---------------------------------------------------------------------- reading
+def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
+    """The file as a DataFrame of text cells (missing markers still as written), read with
+    ``pyarrow.csv`` (one-character separator) or ``pandas.read_csv`` (a longer separator);
+    Parquet files are read with pyarrow. Column names are stripped."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    p = Path(path)
+    if not p.exists():
+        raise PpdpError(f"no such file: {str(path)!r}")
+    if p.is_dir() and p.suffix.lower() not in (".parquet", ".pq"):
+        raise PpdpError(f"{str(path)!r} is a directory, not a CSV or Parquet file")
+    if p.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        try:
+            df = pq.read_table(p).to_pandas()
+        except (OSError, pa.ArrowException, ValueError) as e:
+            raise PpdpError(f"cannot read Parquet file {str(path)!r}: {_first_line(e)}") from None
+        return _finish(df, opts, p)
+    sep = opts.sep
+    # ", " is the one-character separator "," with the spaces after it stripped
+    one = sep if len(sep) == 1 else (sep[0] if sep[1:].strip() == "" else None)
+    strip = opts.strip or one != sep
+    names = list(opts.names) if opts.names else None
+    if one is not None:
+        read = dict(encoding=opts.encoding, column_names=names, skip_rows=1 if opts.header and names else 0,
+                    autogenerate_column_names=not opts.header and names is None)
+        parse = pcsv.ParseOptions(delimiter=one)
+        try:
+            with pcsv.open_csv(p, read_options=pcsv.ReadOptions(**read), parse_options=parse) as r:
+                found = r.schema.names  # the names only: every column is then read as text
+            t = pcsv.read_csv(
+                p, read_options=pcsv.ReadOptions(**read), parse_options=parse,
+                convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in found},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False),
+            )
+        except pa.ArrowInvalid as e:
+            msg = _first_line(e)
+            if "UTF8" in msg or "UTF-8" in msg or "decode" in msg.lower():
+                raise PpdpError(f"{p.name} is not {opts.encoding} text ({msg}); give --encoding "
+                                "(e.g. latin-1) or file.encoding in the schema") from None
+            hint = ""
+            if "Expected" in msg and "columns" in msg:
+                hint = (" (wrong separator? give --sep, e.g. --sep ', ' or --sep tab; --no-header --names a,b,… "
+                        "for a file without a row of names)")
+            raise PpdpError(f"malformed CSV {p.name}: {msg}{hint}") from None
+        except OSError as e:
+            raise PpdpError(f"cannot read {str(path)!r}: {_first_line(e)}") from None
+        if strip:
+            import pyarrow.compute as pc
+
+            t = pa.table({n: pc.utf8_trim_whitespace(t.column(n)) for n in t.column_names})
+        df = t.to_pandas()
+    else:
+        try:
+            df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None,
+                             names=names, dtype=str, keep_default_na=False, na_values=[], encoding=opts.encoding)
+        except UnicodeDecodeError as e:
+            raise PpdpError(f"{p.name} is not {opts.encoding} text ({e.reason}); give --encoding") from None
+        except (pd.errors.ParserError, ValueError) as e:
+            raise PpdpError(f"malformed CSV {p.name}: {_first_line(e)}") from None
+        if strip:
+            df = df.apply(lambda s: s.str.strip())
+    if not opts.header and names is None:
+        df.columns = [f"col{i + 1}" for i in range(df.shape[1])]
+    return _finish(df, opts, p)
+
+
+def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
+    names = [str(c).strip() for c in df.columns]
+    if opts.names and len(opts.names) != df.shape[1]:
+        raise SchemaError(f"{p.name} has {df.shape[1]} columns but {len(opts.names)} names are given "
+                          f"(--names / file.names)")
+    empty = [i + 1 for i, c in enumerate(names) if c == ""]
+    if empty:
+        raise SchemaError(f"{p.name}: column {empty[0]} has no name; give --names (or file.names in the schema)")
+    dup = sorted({c for c in names if names.count(c) > 1})
+    if dup:
+        raise SchemaError(f"{p.name}: duplicate column name(s) {dup}; every column needs its own name")
+    df.columns = names
+    if opts.header and df.shape[0] == 0:
+        raise PpdpError(f"the input table {p.name} is empty")
+    # a trailing empty line in a file without a header is one row of nothing
+    if df.shape[0] and all(v in ("", None) for v in df.iloc[-1].tolist()):
+        df = df.iloc[:-1]
+    return df
+
+
+def _first_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def read_table(path: str | os.PathLike, schema: Schema, n_rows: int | None = None, seed: int = 0) -> Table:
+    """Read ``path`` as ``schema`` says and encode the quasi-identifiers and sensitive columns."""
+    df = read_frame(path, schema.file)
+    return encode(df, schema, Path(path).name, n_rows=n_rows, seed=seed)
+
+
+def encode(df: pd.DataFrame, schema: Schema, where: str = "input", n_rows: int | None = None, seed: int = 0) -> Table:
+    quasi, sensitive = schema.quasi, schema.sensitive
+    for c in schema.columns:
+        if c not in df.columns:
+            hint = ""
+            if df.shape[1] == 1:
+                hint = " (a single column: wrong separator? give --sep, e.g. --sep ';' or --sep tab, or file.sep)"
+            elif any(_numberlike(x) for x in df.columns):
+                hint = (" (the first row looks like data: give --no-header --names A,B,…, or file.header = false "
+                        "and file.names in the schema)")
+            raise SchemaError(f"{where}: no column {c!r} (named by a flag or the schema); the input has "
+                              f"{list(df.columns)[:20]}{hint}")
+    if not quasi and not sensitive:
+        raise SchemaError("no column has a role: give --quasi / --sensitive, or role = \"quasi\" / \"sensitive\" "
+                          "in the schema")
+    cols = [*quasi, *sensitive]
+    if n_rows is not None:
+        if n_rows > len(df):
+            raise PpdpError(f"-n/--rows {n_rows} exceeds the {len(df)} rows of the table; a sample draws each row "
+                            "at most once")
+        idx = np.sort(np.random.default_rng(seed).choice(len(df), size=n_rows, replace=False))
+        df = df.iloc[idx]
+    na = tuple(schema.file.na)
+    bins: dict[str, tuple[float, ...]] = {}
+    for c, spec in schema.bins.items():
+        if c not in cols:
+            continue
+        values = None
+        if spec.data_dependent:
+            s = df[c]
+            s = s[~s.isin(na) & s.notna() & (s != "")]
+            values = pd.to_numeric(s, errors="coerce").dropna().to_numpy(float)
+        bins[c] = spec.resolve(values)
+    numeric = [c for c in cols if c in schema.numeric]
+    declared: list[str] | None = numeric
+    if not any(schema.columns.get(c, ColumnSpec()).type is not None for c in cols) and not bins:
+        declared = None if not all(_is_text_dtype(df[c]) for c in cols) else []
+    if declared is not None:
+        # columns of undeclared type: numeric when every value present reads as a number
+        declared = list(declared) + [c for c in cols if schema.columns.get(c, ColumnSpec()).type is None
+                                     and c not in declared and looks_numeric(df[c], na)]
+    domains = {c: d for c, d in schema.domains.items() if c in cols}
+    t = Table.from_pandas(df, quasi=quasi, sensitive=sensitive, columns=cols, bins=bins or None,
+                          domains=domains or None, missing=schema.file.missing, na_values=na,
+                          numeric=declared)
+    return t
+
+
+def _numberlike(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_text_dtype(s: pd.Series) -> bool:
+    return s.dtype == object
+
+
+def looks_numeric(s: pd.Series, na: Sequence[str] = ()) -> bool:
+    """Every present value reads as a finite number (and there is at least one)."""
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return False
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return True
+    vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
+    vals = vals[~vals.isin(list(na)) & (vals.astype(str).str.strip() != "")]
+    if not len(vals):
+        return False
+    nums = pd.to_numeric(vals, errors="coerce")
+    return bool(nums.notna().all() and np.isfinite(nums.to_numpy(float)).all())
+
+
+# ------------------------------------------------------------------------ bins
+_BIN_LABEL = re.compile(r"\[([^,\[\]]+), ([^,\[\]]+)([)\]])")
+
+
+def bin_edges(domain: Sequence[str]) -> tuple[float, ...] | None:
+    """The edges of a binned domain (labels ``[e0, e1)``, …, ``[e_{k-1}, e_k]``, missing label
+    allowed last), or None if the labels are not bins."""
+    labels = [x for x in domain if x != MISSING_LABEL]
+    if not labels:
+        return None
+    edges: list[float] = []
+    for i, lab in enumerate(labels):
+        m = _BIN_LABEL.fullmatch(lab)
+        if m is None:
+            return None
+        try:
+            lo, hi = float(m.group(1)), float(m.group(2))
+        except ValueError:
+            return None
+        last = i == len(labels) - 1
+        if (m.group(3) == "]") != last or hi <= lo or (edges and edges[-1] != lo):
+            return None
+        if not edges:
+            edges.append(lo)
+        edges.append(hi)
+    return tuple(edges)
+
+
+def continuous_sensitive(table: Table, limit: int = CONTINUOUS_SA_VALUES) -> list[tuple[str, int]]:
+    """The sensitive attributes that are numeric, not binned, with more than ``limit`` values."""
+    out = []
+    for c in table.sensitive:
+        dom = table.domain(c)
+        if table.numeric_values(c) is not None and bin_edges(dom) is None and len(dom) > limit:
+            out.append((c, len(dom)))
+    return out
+
+
+def public_domains(table: Table, schema: Schema, columns: Sequence[str]) -> dict[str, list[str]]:
+    """The declared (public) domain of each column the schema declares one for, with the
+    missing category when missing values are a category (a histogram's cells)."""
+    out = {}
+    for c in columns:
+        d = schema.domains.get(c)
+        if d is None:
+            continue
+        out[c] = list(d) + ([MISSING_LABEL] if schema.file.missing == "category" else [])
+    return out
