@@ -83,3 +83,19 @@ def test_range_workload_over_chosen_dims_cli(tmp_path):
                         (["--domains", "a=1", "--domains", "adult"], "--domains")):
         r = CliRunner().invoke(cli, ["evaluate", "--dataset", "occ", "--model", "cells", *bad, "--out", str(tmp_path / "x")])
         assert r.exit_code == 2 and needle in r.output, r.output
+
+
+def test_schema_file_gives_dp_models_their_domains_and_bins(tmp_path):
+    """The raw Adult file read with one schema file: DP histograms get the declared domains and
+    the binned column's edges without naming them."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    r = CliRunner().invoke(cli, ["evaluate", str(root / "tests/io/data/adult_head.data"), "--schema",
+                                 str(root / "examples/adult.schema.toml"), "--workload", "range", "--dims", "age,sex,race",
+                                 "--model", "cells", "--model", "anatomy:l=2", "--epsilons", "1", "--queries", "50",
+                                 "--trials", "2", "--out", str(tmp_path / "s")])
+    assert r.exit_code == 0, r.output
+    m = pd.read_csv(tmp_path / "s" / "models.csv").set_index("model")
+    assert m.loc["cells:epsilon=1.0", "filled"] == "dims=age+sex+race, bins of age, domains=declared"
+    assert m["error"].isna().all()
