@@ -8,8 +8,17 @@ workload through its own estimator (``Release.answer``), and the run writes
 - ``summary.csv``: per model and selectivity bin: mean / median / 95th-percentile relative
   error, mean absolute error, the bucketization MSE (certificate ``mse``) where it applies,
   publish and query time; a model that cannot publish this table is a row with its error;
-- ``report.html``: the self-contained report (utility per model and bin, error
-  distributions, parameters, seeds, machine).
+- ``runs.csv`` / ``models.csv``: per release, and per model: the claim in words, the largest
+  posterior the audit finds, the records disclosed with certainty, ε, the error with its
+  interval over trials (:func:`model_table`);
+- ``report.html``: the report that decides (:mod:`ppdp.report.evaluation`): privacy next to
+  error, a privacy-vs-error plot, one sentence per parameter, per-ε tables and plots for the
+  differentially private models, and a recommendation by the rule :data:`RULE`
+  (:func:`recommend`).
+
+Differentially private histograms may leave out ``dims`` (the workload's columns: the range
+workload's ``dims``, else the declared quasi-identifiers and sensitive attribute) and
+``epsilon`` (``epsilons=[…]`` runs them once per value).
 
 Models are written ``name:key=value,key=value`` (``fprivacy:theta=8``, ``dpcube:epsilon=1,
 dims=age+sex``): the name is a registered mechanism (:func:`ppdp.registry.mechanisms`, the same
@@ -129,7 +138,7 @@ def parse_value(text: str):
     return t
 
 
-def parse_model_spec(spec: str) -> ModelSpec:
+def parse_model_spec(spec: str, epsilon_later: bool = False) -> ModelSpec:
     """Parse ``name[:key=value,…]`` and validate it completely: the name against the registry,
     the parameter names and values against the mechanism's constraints (and its cross-parameter
     rules), so that a bad spec is a :class:`ParameterError` before any work."""
@@ -147,11 +156,11 @@ def parse_model_spec(spec: str) -> ModelSpec:
             raise ParameterError(f"parameter {key!r} given twice in {spec!r}", param=key)
         params[key] = parse_value(val)
     out = ModelSpec(name, params)
-    check_model_spec(out, spec)
+    check_model_spec(out, spec, epsilon_later)
     return out
 
 
-def check_model_spec(spec: ModelSpec, text: str | None = None):
+def check_model_spec(spec: ModelSpec, text: str | None = None, epsilon_later: bool = False):
     """Build the spec's mechanism once (validating every value); a ParameterError names the spec."""
     cls = _mechanism_class(spec.name)
     where = f" in {text or spec.label!r}"
@@ -161,10 +170,17 @@ def check_model_spec(spec: ModelSpec, text: str | None = None):
         raise ParameterError(f"model {spec.name!r} has no parameter {', '.join(map(repr, unknown))}{where}; "
                              f"valid parameters: {', '.join(valid)}", param=unknown[0])
     missing = [k for k, d in cls.param_defaults().items() if d is inspect.Parameter.empty and k not in spec.params]
+    filled: dict[str, Any] = {}
+    if cls.family == "histogram" and "dims" in missing:  # taken from the workload when the run starts
+        missing.remove("dims")
+        filled["dims"] = ["_dims_from_the_workload"]
+    if "epsilon" in missing and epsilon_later:  # from --epsilons (evaluate checks that it is given)
+        missing.remove("epsilon")
+        filled["epsilon"] = 1.0
     if missing:
         raise ParameterError(f"model {spec.name!r} needs {', '.join(missing)}{where}", param=missing[0])
     try:
-        return cls(**spec.params)
+        return cls(**{**filled, **spec.params})
     except PpdpError as e:  # construction checks parameters only
         raise ParameterError(f"{e}{where}", param=getattr(e, "param", None)) from None
 
@@ -194,13 +210,16 @@ def selectivity_bin(true: np.ndarray, n_rows: int) -> np.ndarray:
 # -------------------------------------------------------------------------------- running
 @dataclass
 class Evaluation:
-    """What a run produced: long results, the summary, per-run records, and the files."""
+    """What a run produced: long results, the summary, per-run records, the privacy of each
+    model, the per-model error with intervals over trials, the recommendation, and the files."""
 
     results: pd.DataFrame
     summary: pd.DataFrame
     runs: pd.DataFrame
     out_dir: Path
     meta: dict
+    models: pd.DataFrame = field(default_factory=pd.DataFrame)
+    recommendation: dict = field(default_factory=dict)
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -208,10 +227,112 @@ def trial_seeds(seed: int, trials: int) -> list[int]:
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(trials)]
 
 
+def workload_columns(wl) -> list[str]:
+    """The columns the workload's queries constrain, in first-use order."""
+    cols: dict[str, None] = {}
+    for q in wl:
+        for p in q.predicates:
+            cols.setdefault(p.column, None)
+    return list(cols)
+
+
+def expand_epsilons(specs: Sequence[ModelSpec], epsilons: Sequence[float] | None) -> list[ModelSpec]:
+    """Each model with an ``epsilon`` parameter once per ε in ``epsilons`` (models without one
+    unchanged), so ``--epsilons 0.1,1`` turns ``dpcube`` into ``dpcube:epsilon=0.1`` and
+    ``dpcube:epsilon=1``."""
+    if not epsilons:
+        return list(specs)
+    out: list[ModelSpec] = []
+    for spec in specs:
+        if "epsilon" in spec.mechanism_class()._parameter_constraints and "epsilon" not in spec.params:
+            for e in epsilons:
+                out.append(ModelSpec(spec.name, {"epsilon": float(e), **spec.params}))
+        else:
+            out.append(spec)
+    return out
+
+
+def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains, table=None) -> tuple[dict, list[str]]:
+    """A differentially private histogram's parameters completed for this run: ``dims`` from
+    the workload (the columns its queries constrain — for the anatomy workload the table's
+    declared quasi-identifiers and sensitive attribute), ``domains`` from the declared public
+    domains when the spec names neither domains nor bins. Returns (params, what was filled)."""
+    params = dict(spec.params)
+    filled: list[str] = []
+    if spec.mechanism_class().family != "histogram":
+        return params, filled
+    if "dims" not in params:
+        params["dims"] = list(wl_dims)
+        filled.append("dims=" + "+".join(wl_dims))
+    dims = params["dims"] if isinstance(params["dims"], list) else [params["dims"]]
+    if isinstance(public_domains, str):  # a bundled table's documented domains
+        if "domains" not in params and not params.get("bins"):
+            params["domains"] = public_domains
+            filled.append(f"domains={public_domains}")
+        return params, filled
+    binned: dict[str, list[float]] = {}
+    if table is not None and "bins" not in params and "domains" not in params:
+        from .schema import bin_edges  # binned columns: their (public) edges, as `ppdp publish --schema` does
+
+        binned = {d: list(e) for d in dims if d in table.column_names and (e := bin_edges(table.domain(d))) is not None}
+        if binned:
+            params["bins"] = binned
+            filled.append("bins of " + "+".join(binned))
+    if public_domains is not None and "domains" not in params:
+        doms = {d: list(public_domains[d]) for d in dims if d in public_domains and d not in binned}
+        if doms:
+            params["domains"] = doms
+            filled.append("domains=declared")
+    return params, filled
+
+
+def _privacy_of(rel, table) -> dict[str, Any]:
+    """The claim in words, the largest posterior the audit finds, and the records disclosed with
+    certainty (the manifest's ``disclosure``), for one release."""
+    from .audit import audit_release
+    from .claims import claim_of
+
+    out: dict[str, Any] = {"claim": "", "bound": "", "max_posterior": math.nan, "max_posterior_protected": math.nan,
+                           "records_certain": math.nan, "epsilon": math.nan}
+    try:
+        out["claim"] = claim_of(rel.manifest).statement()
+    except Exception as e:  # a claim that cannot state itself is shown as such
+        out["claim"] = f"(claim not stated: {type(e).__name__})"
+    cert = rel.manifest.get("certificate") or {}
+    for key in ("epsilon", "total_epsilon"):
+        if isinstance(cert.get(key), (int, float)):
+            out["epsilon"] = float(cert[key])
+            break
+    d = rel.manifest.get("disclosure") or {}
+    if d.get("records_certain") is not None:
+        out["records_certain"] = float(d["records_certain"])
+    try:
+        a = audit_release(rel, table)
+        out["bound"] = a.bound_name
+        if len(a.summary):
+            post = a.summary["max_posterior"].to_numpy(dtype=float)
+            out["max_posterior"] = float(np.nanmax(post))
+            bounded = a.summary["bound"].notna().to_numpy() if "bound" in a.summary else np.zeros(len(post), bool)
+            if bounded.any() and not bounded.all():  # the claim protects some values only (ρ1, sensitive_values)
+                out["max_posterior_protected"] = float(np.nanmax(post[bounded]))
+    except Exception as e:  # a family the audit cannot handle: the claim still stands
+        out["bound"] = f"(audit failed: {type(e).__name__}: {e})"
+    return out
+
+
 def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy", n_queries: int = 5000, trials: int = 3,
              seed: int = 0, out_dir: str | Path | None = None, selectivity: float = 0.01, dims: Sequence[str] | None = None,
-             verify: bool = True, progress: bool = True, dataset_info: dict | None = None) -> Evaluation:
-    """Publish every model ``trials`` times and answer one shared workload (see module doc)."""
+             verify: bool = True, progress: bool = True, dataset_info: dict | None = None,
+             epsilons: Sequence[float] | None = None, public_domains=None, max_posterior: float | None = None,
+             level: float = 0.95) -> Evaluation:
+    """Publish every model ``trials`` times and answer one shared workload (see module doc).
+
+    ``epsilons``: run every model that takes an ε (and does not fix one) once per value.
+    ``public_domains``: the declared public domains (column → labels, or a bundled table's
+    name) given to differentially private histograms that declare none; by default the bundled
+    table's documented domains when ``dataset_info['dataset']`` names one. ``max_posterior``:
+    the recommendation only considers models whose audited largest posterior is at most this.
+    ``level``: the confidence level of the intervals over trials."""
     from tqdm.auto import tqdm
 
     from .api import publish
@@ -234,12 +355,35 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
         raise PpdpError(f"trials must be ≥ 1, got {trials}")
     if n_queries < 1:
         raise PpdpError(f"queries must be ≥ 1, got {n_queries}")
-    specs = [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in models]
+    if max_posterior is not None and not (isinstance(max_posterior, (int, float)) and 0 < max_posterior <= 1):
+        raise ParameterError(f"max_posterior must be in (0, 1], got {max_posterior!r}", param="max_posterior")
+    if not 0 < level < 1:
+        raise ParameterError(f"level must be in (0, 1), got {level!r}", param="level")
+    for e in epsilons or ():
+        if isinstance(e, bool) or not isinstance(e, (int, float)) or not (e > 0 and math.isfinite(e)):
+            raise ParameterError(f"every epsilon must be a finite number > 0, got {e!r}", param="epsilons")
+    specs = [m if isinstance(m, ModelSpec) else parse_model_spec(m, epsilon_later=True) for m in models]
     if not specs:
         raise PpdpError("give at least one --model")
+    specs = expand_epsilons(specs, epsilons)
+    for spec in specs:
+        if "epsilon" in spec.mechanism_class()._parameter_constraints and "epsilon" not in spec.params \
+                and spec.mechanism_class().param_defaults().get("epsilon") is inspect.Parameter.empty:
+            raise ParameterError(f"model {spec.name!r} needs epsilon: write {spec.name}:epsilon=1 or give --epsilons",
+                                 param="epsilons")
     for spec in specs:  # every value validated before any work
         check_model_spec(spec)
+    if len({s.label for s in specs}) != len(specs):
+        raise PpdpError("a model is given twice: " + ", ".join(sorted({s.label for s in specs if [t.label for t in specs].count(s.label) > 1})))
     wl = make_workload(table, workload, n_queries, seed, selectivity, dims)
+    used = workload_columns(wl)
+    if workload != "range":  # in the table's declared order: quasi-identifiers, then the sensitive attribute
+        roles = [*table.quasi, *table.sensitive]
+        used = [c for c in roles if c in used] + [c for c in used if c not in roles]
+    wl_dims = used or [*table.quasi, *table.sensitive]
+    ds = (dataset_info or {}).get("dataset")
+    if public_domains is None and isinstance(ds, str) and ds.lower() in _bundled():
+        public_domains = ds.lower()
     true = answer_exact(table, wl).astype(np.float64)
     seeds = trial_seeds(seed, trials)
 
@@ -249,21 +393,23 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
         for trial, s in enumerate(seeds):
             bar.set_postfix_str(f"{spec.label} #{trial}")
             rec: dict[str, Any] = {"model": spec.label, "name": spec.name, "params": json.dumps(spec.params, default=str),
-                                   "trial": trial, "seed": s, "error": ""}
+                                   "trial": trial, "seed": s, "error": "", "filled": ""}
             try:
-                ds = (dataset_info or {}).get("dataset")
-                if ds and "domains" in getattr(spec.mechanism_class(), "_parameter_constraints", {}) \
-                        and "domains" not in spec.params:  # a bundled table: its documented (public) domains
-                    mech = spec.mechanism_class()(**spec.params, domains=ds)
-                else:
-                    mech = spec.build()
+                params, filled = _fill_histogram(spec, wl_dims, public_domains, table)
+                rec["filled"] = ", ".join(filled)
+                mech = spec.mechanism_class()(**params)
                 t0 = time.perf_counter()
                 rel = publish(table, mech, seed=s)
                 t1 = time.perf_counter()
-                est = np.asarray(rel.answer(wl), dtype=np.float64)
+                stated = rel.estimate(wl, level=level)  # the estimator's own standard errors (NaN: not stated)
+                est = np.asarray(stated.estimate, dtype=np.float64)
                 t2 = time.perf_counter()
+                se = np.asarray(stated.se, dtype=np.float64)
+                rec["stated_rmse"] = float(np.sqrt(np.mean(se ** 2))) if np.isfinite(se).all() and len(se) else math.nan
+                rec["observed_rmse"] = float(np.sqrt(np.mean((est - true) ** 2))) if len(est) else math.nan
                 rec.update(family=rel.family, publish_s=t1 - t0, query_s=t2 - t1,
                            mse=_certificate_mse(rel), n_published=rel.manifest.get("n_published"))
+                rec.update(_privacy_of(rel, table))
                 if verify:
                     rep = rel.verify(table)
                     rec["verified"] = rep.ok
@@ -284,13 +430,24 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
         columns=["model", "params", "trial", "query_id", "true", "estimate"])
     runs_df = pd.DataFrame(runs)
     summary = summarize(results, runs_df, table.n_rows, [s.label for s in specs])
+    metric = "mean_abs_err" if workload == "range" else "mean_rel_err"
+    model_df = model_table(results, runs_df, specs, level)
+    rec_ = recommend(model_df, metric, max_posterior, level)
     meta = {"workload": wl.meta, "n_queries": len(wl), "trials": trials, "seed": seed, "trial_seeds": seeds,
             "models": [s.label for s in specs], "n_rows": table.n_rows, "quasi": list(table.quasi),
-            "sensitive": list(table.sensitive), "dataset": dataset_info or {}}
-    ev = Evaluation(results, summary, runs_df, Path(out_dir) if out_dir else Path("."), meta)
+            "sensitive": list(table.sensitive), "dataset": dataset_info or {}, "workload_columns": wl_dims,
+            "metric": metric, "level": level, "max_posterior": max_posterior, "epsilons": list(epsilons or []),
+            "public_domains": public_domains if isinstance(public_domains, (str, type(None))) else "declared"}
+    ev = Evaluation(results, summary, runs_df, Path(out_dir) if out_dir else Path("."), meta, model_df, rec_)
     if out_dir is not None:
         write_evaluation(ev, wl)
     return ev
+
+
+def _bundled() -> list[str]:
+    from .datasets import names
+
+    return [str(n).lower() for n in names()]
 
 
 def _certificate_mse(rel) -> float:
@@ -299,6 +456,123 @@ def _certificate_mse(rel) -> float:
         return float(cert["mse"])
     except (KeyError, TypeError, ValueError):
         return math.nan
+
+
+def interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of per-trial values and its Student-t interval (NaN bounds with one trial)."""
+    from scipy import stats
+
+    v = np.asarray([x for x in values if x == x], dtype=float)
+    if len(v) == 0:
+        return math.nan, math.nan, math.nan
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, math.nan, math.nan
+    h = float(stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    return m, m - h, m + h
+
+
+def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[ModelSpec], level: float = 0.95) -> pd.DataFrame:
+    """One row per model: its privacy (claim, audited largest posterior — the largest over the
+    trials —, records disclosed with certainty, ε) next to its error on the workload (mean
+    relative and mean absolute error: mean over trials of each trial's mean, with a ``level``
+    Student-t interval over trials)."""
+    rows = []
+    for spec in specs:
+        lab = spec.label
+        rr = runs[runs["model"] == lab] if len(runs) else runs
+        ok = rr[rr["error"] == ""] if len(rr) else rr
+        r = results[results["model"] == lab]
+        per_rel, per_abs = [], []
+        for _, g in r.groupby("trial"):
+            t, e = g["true"].to_numpy(), g["estimate"].to_numpy()
+            rel = metrics.relative_error(t, e)
+            per_rel.append(float(np.nanmean(rel)) if np.any(~np.isnan(rel)) else math.nan)
+            per_abs.append(float(np.abs(t - e).mean()))
+        mr, mr_lo, mr_hi = interval(per_rel, level)
+        ma, ma_lo, ma_hi = interval(per_abs, level)
+
+        def col(name, how="max"):
+            if name not in ok or not len(ok) or ok[name].isna().all():
+                return math.nan
+            v = pd.to_numeric(ok[name], errors="coerce")
+            return float(v.max() if how == "max" else v.mean())
+
+        first = ok.iloc[0] if len(ok) else (rr.iloc[0] if len(rr) else None)
+        rows.append({
+            "model": lab, "name": spec.name, "family": (first.get("family") if first is not None else "") or "",
+            "params": json.dumps(spec.params, default=str), "trials": int(len(ok)),
+            "claim": (first.get("claim") if first is not None else "") or "",
+            "bound": (first.get("bound") if first is not None else "") or "",
+            "max_posterior": col("max_posterior"), "max_posterior_protected": col("max_posterior_protected"),
+            "records_certain": col("records_certain"),
+            "n_published": col("n_published"), "epsilon": col("epsilon"),
+            "mean_rel_err": mr, "mean_rel_err_lo": mr_lo, "mean_rel_err_hi": mr_hi,
+            "mean_abs_err": ma, "mean_abs_err_lo": ma_lo, "mean_abs_err_hi": ma_hi,
+            "publish_s": col("publish_s", "mean"), "query_s": col("query_s", "mean"),
+            "stated_rmse": col("stated_rmse", "mean"), "observed_rmse": col("observed_rmse", "mean"),
+            "verified": bool(ok["verified"].all()) if "verified" in ok and len(ok) else None,
+            "filled": (first.get("filled") if first is not None else "") or "",
+            "error": "; ".join(sorted(set(e for e in rr["error"] if e))) if len(rr) else "",
+        })
+    return pd.DataFrame(rows)
+
+
+RULE = ("drop the models that failed on this table or failed verification; drop the models that "
+        "disclose any record's sensitive value with certainty (unless every model does — then keep "
+        "those that disclose the fewest records){cap}; among the rest take the lowest {metric}; "
+        "among the models whose mean error lies inside the best one's {level:.0%} interval over trials, prefer the "
+        "most private — fewest records disclosed with certainty, then the lowest largest posterior "
+        "found by the audit, then the smallest ε.")
+
+
+def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior: float | None = None,
+              level: float = 0.95) -> dict[str, Any]:
+    """The model the report recommends, by :data:`RULE` (stated in the result).
+
+    Returns ``{"model", "reason", "rule", "metric", "candidates"}``; ``model`` is None when no
+    model qualifies (the reason says why)."""
+    words = {"mean_rel_err": "mean relative error", "mean_abs_err": "mean absolute error"}[metric]
+    cap = "" if max_posterior is None else (f"; drop the models whose largest posterior exceeds {max_posterior:g} "
+                                            f"(a differentially private model bounds no posterior and is dropped too)")
+    rule = RULE.format(cap=cap, metric=words, level=level)
+    out: dict[str, Any] = {"model": None, "rule": rule, "metric": metric, "candidates": []}
+    if models.empty:
+        out["reason"] = "no model was evaluated"
+        return out
+    m = models[(models["trials"] > 0) & (models["error"] == "") & models[metric].notna()].copy()
+    if m.empty:
+        out["reason"] = "no model published and verified on this table"
+        return out
+    certain = m["records_certain"].fillna(0)
+    m = m[certain == certain.min()]
+    if max_posterior is not None:
+        m = m[(m["family"] != "histogram") & (m["max_posterior"] <= max_posterior + 1e-12)]
+        if m.empty:
+            out["reason"] = f"no model keeps the largest posterior at or below {max_posterior:g}"
+            return out
+    best = m.loc[m[metric].idxmin()]
+    b_hi = best[f"{metric}_hi"] if best[f"{metric}_hi"] == best[f"{metric}_hi"] else best[metric]
+    overlap = m[m[metric] <= b_hi]
+    overlap = overlap.assign(_c=overlap["records_certain"].fillna(0), _p=overlap["max_posterior"].fillna(1.0),
+                             _e=overlap["epsilon"].fillna(0.0))
+    pick = overlap.sort_values(["_c", "_p", "_e", metric]).iloc[0]
+    out["candidates"] = list(m["model"])
+    out["model"] = pick["model"]
+    why = f"its {words} is {pick[metric]:.4g}"
+    if pick["model"] != best["model"]:
+        why += (f", within the {level:.0%} interval of the lowest ({best['model']}: {best[metric]:.4g}), "
+                f"and it is more private")
+    else:
+        why += ", the lowest of the qualifying models"
+    if pick["records_certain"] == pick["records_certain"]:
+        why += f"; it discloses {int(pick['records_certain']):,} records with certainty"
+    if pick["family"] == "histogram":
+        why += f"; ε = {pick['epsilon']:g} (ε-differential privacy bounds no posterior)"
+    elif pick["max_posterior"] == pick["max_posterior"]:
+        why += f"; the largest posterior the audit finds is {pick['max_posterior']:.3g}"
+    out["reason"] = why
+    return out
 
 
 def summarize(results: pd.DataFrame, runs: pd.DataFrame, n_rows: int, order: Sequence[str]) -> pd.DataFrame:
@@ -344,86 +618,13 @@ def write_evaluation(ev: Evaluation, workload) -> None:
     ev.summary.to_csv(out / "summary.csv", index=False, float_format="%.10g")
     ev.runs.to_csv(out / "runs.csv", index=False, float_format="%.6g")
     (out / "meta.json").write_text(json.dumps({**ev.meta, "machine": machine_info()}, indent=2, default=str) + "\n")
+    ev.models.to_csv(out / "models.csv", index=False, float_format="%.6g")
     write_report(ev, out / "report.html")
 
 
 # --------------------------------------------------------------------------------- report
 def write_report(ev: Evaluation, path: Path) -> Path:
-    import matplotlib
+    """The decision report (:func:`ppdp.report.evaluation.write_evaluation_report`)."""
+    from .report.evaluation import write_evaluation_report
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .report import HtmlReport, plain_label
-
-    rep = HtmlReport("ppdp evaluate — utility of each model on one workload")
-    s = ev.summary
-    m = ev.meta
-    ds = m.get("dataset") or {}
-    rep.paragraph(f"Table: {ds.get('dataset', 'input file')} ({m['n_rows']:,} rows; SA = {', '.join(m['sensitive'])}; "
-                  f"QI = {', '.join(m['quasi'])}). Workload: {m['workload'].get('generator')} with {m['n_queries']:,} queries, "
-                  f"{m['trials']} trial(s) per model, run seed {m['seed']}.")
-    failed = s[(s["bin"] == "all") & (s["error"] != "")]
-    for _, row in failed.iterrows():
-        rep.paragraph(f"{row['model']}: {row['error']}", css="bad")
-
-    rep.heading("Utility per model (all queries)")
-    allb = s[s["bin"] == "all"][["model", "n_queries", "mean_rel_err", "median_rel_err", "p95_rel_err", "mean_abs_err",
-                                 "mse", "publish_s", "query_s", "trials", "error"]]
-    rep.table(allb.reset_index(drop=True), bad_rows=list(allb["error"] != ""))
-    rep.note("Relative error = |true − estimate| / true over queries with true > 0. MSE is the bucketization "
-             "certificate's Loss/(|T|−1) (bucketized releases only). Times are means over trials, in seconds.")
-
-    ok = [lab for lab in m["models"] if not ev.results[ev.results["model"] == lab].empty]
-    if ok:
-        rep.heading("Utility per selectivity bin")
-        piv = s[(s["bin"] != "all") & s["model"].isin(ok)].pivot_table(index="bin", columns="model", values="mean_rel_err", sort=False)
-        counts = s[(s["bin"] != "all") & s["model"].isin(ok)].groupby("bin", sort=False)["n_queries"].first()
-        fig, ax = plt.subplots(figsize=(10, 4.2))
-        x = np.arange(len(piv.index))
-        w = 0.8 / max(len(ok), 1)
-        for i, lab in enumerate(ok):
-            if lab in piv:
-                ax.bar(x + i * w - 0.4 + w / 2, piv[lab].to_numpy(), w, label=plain_label(lab))
-        ax.set_xticks(x, [f"{b}\n(n={counts.get(b, 0)})" for b in piv.index])
-        ax.set_ylabel("mean relative error")
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-        ax.set_title("Mean relative error by selectivity (true count / N)")
-        rep.figure(fig, "Mean relative error per selectivity bin (log scale); n = queries per bin per trial summed over trials.")
-        tbl = piv.reset_index()
-        rep.table(tbl)
-
-        rep.heading("Error distributions")
-        fig, ax = plt.subplots(figsize=(10, 4.2))
-        for lab in ok:
-            r = ev.results[ev.results["model"] == lab]
-            v = np.sort(metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy()))
-            v = v[~np.isnan(v)]
-            ax.plot(np.maximum(v, 1e-6), np.linspace(0, 1, len(v)), label=plain_label(lab))
-        ax.set_xscale("log")
-        ax.set_xlabel("relative error")
-        ax.set_ylabel("fraction of queries ≤ x")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        rep.figure(fig, "Empirical CDF of the relative error per model (all trials).")
-
-        fig, ax = plt.subplots(figsize=(10, 4.2))
-        data = []
-        for lab in ok:
-            r = ev.results[ev.results["model"] == lab]
-            v = metrics.relative_error(r["true"].to_numpy(), r["estimate"].to_numpy())
-            data.append(np.maximum(v[~np.isnan(v)], 1e-6))
-        ax.boxplot(data, showfliers=False)
-        ax.set_xticks(np.arange(1, len(ok) + 1), [plain_label(lab) for lab in ok], rotation=15, fontsize=8)
-        ax.set_yscale("log")
-        ax.set_ylabel("relative error")
-        rep.figure(fig, "Relative error per model (box: quartiles, whiskers 1.5 IQR; outliers hidden).")
-
-    rep.heading("Runs")
-    rcols = [c for c in ("model", "trial", "seed", "family", "publish_s", "query_s", "mse", "verified", "error") if c in ev.runs]
-    rep.table(ev.runs[rcols], bad_rows=list(ev.runs["error"] != ""))
-    rep.provenance({"models": m["models"], "workload": m["workload"], "trials": m["trials"], "run seed": m["seed"],
-                    "trial seeds": m["trial_seeds"], "dataset": ds})
-    rep.paragraph("Files: workload.jsonl, results.csv, summary.csv, runs.csv, meta.json (next to this report).")
-    return rep.write(path)
+    return write_evaluation_report(ev, path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import traceback
 from pathlib import Path
 
@@ -25,21 +24,55 @@ from .common import input_options
 @click.option("--dims", default=None, help="Range workload dimensions, comma-separated (default: the first three QI).")
 @click.option("--trials", type=int, default=3, show_default=True, help="Releases per model (each with its own seed).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed (workload and per-trial publish seeds).")
+@click.option("--epsilons", default=None,
+              help="Comma-separated ε values: every model taking an ε that does not fix one runs once per value "
+                   "(per-ε tables and plots in the report), e.g. --epsilons 0.05,0.1,0.5,1.")
+@click.option("--domains", "domains", multiple=True,
+              help="Public domains for differentially private models that declare none: a bundled table's name "
+                   "(adult, occ, edu) or DIM=LABEL,LABEL,… (repeatable). Default: the --schema file's declared "
+                   "domains and bins, or the bundled table's documented domains with --dataset.")
+@click.option("--max-posterior", type=float, default=None,
+              help="Recommend only a model whose audited largest posterior is at most this (0 < p ≤ 1).")
+@click.option("--level", type=float, default=0.95, show_default=True, help="Confidence level of the intervals over trials.")
 @click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, no_verify, out, schema=None):
+def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, epsilons, domains, max_posterior, level,
+             no_verify, out, schema=None):
     """Publish every --model on the table (several seeded trials), answer ONE shared workload,
-    and write workload.jsonl, results.csv, summary.csv and report.html to --out."""
+    and write a report that decides: each model's guarantee (claim, largest posterior, records
+    disclosed with certainty) next to its error with intervals over trials, and a recommendation.
+
+    Differentially private histograms (dpcube, cells, kdtree, consistency) may leave out dims
+    (the columns the workload queries: --dims for --workload range, else the declared
+    quasi-identifiers and sensitive attribute) and epsilon (with --epsilons). Files in --out:
+    report.html, models.csv, summary.csv, results.csv, runs.csv, workload.jsonl, meta.json."""
     from ..evaluate import evaluate as run, parse_model_spec
 
     from ..errors import PpdpError
     from .common import check_out_dir
 
-    specs = [parse_model_spec(m) for m in models]  # bad specs fail before any work
+    specs = [parse_model_spec(m, epsilon_later=True) for m in models]  # bad specs fail before any work
     if n_queries < 1 or trials < 1:
         raise PpdpError(f"--queries and --trials must be ≥ 1, got {n_queries} and {trials}")
     if not 0 < selectivity <= 1:
         raise PpdpError(f"--selectivity must be in (0, 1], got {selectivity}")
+    if max_posterior is not None and not 0 < max_posterior <= 1:
+        raise PpdpError(f"--max-posterior must be in (0, 1], got {max_posterior}")
+    if not 0 < level < 1:
+        raise PpdpError(f"--level must be in (0, 1), got {level}")
+    eps = None
+    if epsilons:
+        try:
+            eps = [float(x) for x in epsilons.split(",") if x.strip()]
+        except ValueError:
+            raise PpdpError(f"--epsilons: comma-separated numbers, got {epsilons!r}") from None
+        if not eps or any(not (e > 0 and e < float("inf")) for e in eps):
+            raise PpdpError(f"--epsilons: every ε must be a finite number > 0, got {epsilons!r}")
+    public = _public_domains(domains)
+    if public is None and schema is not None:  # the schema's declared domains (bins are read off the binned labels)
+        from ..schema import public_domains
+
+        public = public_domains(table, schema, table.column_names) or None
     check_out_dir(out)
     ctx = click.get_current_context()
     ds = ctx.params.get("dataset")
@@ -48,52 +81,70 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
     try:
         ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
                  selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify,
-                 dataset_info=info)
+                 dataset_info=info, epsilons=eps, public_domains=public, max_posterior=max_posterior, level=level)
     except OSError as e:
         raise PpdpError(f"--out {str(out)!r}: cannot write the results ({e.strerror or e})") from None
-    allb = ev.summary[ev.summary["bin"] == "all"]
-    click.echo(f"{'model':34s} {'mean':>8s} {'median':>8s} {'p95':>8s} {'mse':>8s} {'pub s':>7s} {'qry s':>7s}")
-    for _, r in allb.iterrows():
+    allb = ev.summary[ev.summary["bin"] == "all"].set_index("model")
+    click.echo(f"{'model':34s} {'mean':>8s} {'median':>8s} {'p95':>8s} {'mae':>9s} {'max post':>8s} {'certain':>8s} {'pub s':>7s}")
+    for _, r in ev.models.iterrows():
         if r["error"] and r["trials"] == 0:
             click.echo(f"{r['model']:34s} FAILED: {r['error']}")
-        else:
-            click.echo(f"{r['model']:34s} {r['mean_rel_err']:8.4f} {r['median_rel_err']:8.4f} {r['p95_rel_err']:8.4f} "
-                       f"{r['mse']:8.3f} {r['publish_s']:7.2f} {r['query_s']:7.2f}" + (f"  ({r['error']})" if r["error"] else ""))
-    click.echo(f"wrote {out}/results.csv, summary.csv, workload.jsonl, report.html")
+            continue
+        b = allb.loc[r["model"]]
+        click.echo(f"{r['model']:34s} {b['mean_rel_err']:8.4f} {b['median_rel_err']:8.4f} {b['p95_rel_err']:8.4f} "
+                   f"{r['mean_abs_err']:9.3f} {r['max_posterior']:8.3g} {r['records_certain']:8.0f} {r['publish_s']:7.2f}"
+                   + (f"  ({r['error']})" if r["error"] else ""))
+    rec = ev.recommendation
+    click.echo(f"recommendation: {rec['model']} — {rec['reason']}" if rec.get("model") else f"no recommendation: {rec.get('reason')}")
+    click.echo(f"wrote {out}/report.html, models.csv, summary.csv, results.csv, workload.jsonl")
+
+
+def _public_domains(values):
+    """--domains: one bundled table name, or DIM=LABEL,LABEL,… entries (None when not given)."""
+    from ..errors import PpdpError
+
+    if not values:
+        return None
+    named = [v for v in values if "=" not in v]
+    if named:
+        if len(values) > 1:
+            raise PpdpError("--domains: give one bundled table name, or DIM=LABEL,LABEL,… entries, not both")
+        return named[0].strip().lower()
+    out: dict[str, list[str]] = {}
+    for v in values:
+        dim, _, labels = v.partition("=")
+        if not dim.strip() or not labels.strip():
+            raise PpdpError(f"--domains: {v!r} is not DIM=LABEL,LABEL,…")
+        out[dim.strip()] = [x.strip() for x in labels.split(",") if x.strip()]
+    return out
 
 
 def run_all(out_dir: Path, quick: bool = True) -> Path:
-    """Run every registered paper's reproduction; index.html links each summary (or its error)."""
+    """Run every registered paper's reproduction; each summary is rendered as an HTML page with
+    its figures (``summary.html``) and index.html links those pages (or lists the error)."""
     from ..experiments import EXPERIMENTS
-    from ..report import HtmlReport
+    from ..report.pages import render_index, render_summary_page
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[tuple[str, str, Path | None, str]] = []
-    summary: Path | None  # a reproduction's summary file (None when it failed)
+    page: Path | None  # a reproduction's HTML page (None when it failed)
     for name, module in EXPERIMENTS.items():
         target = out_dir / name
         try:
             mod = importlib.import_module(module)
             target.mkdir(parents=True, exist_ok=True)
             summary = Path(mod.run(target, quick=quick))
-            rows.append((name, "ok", summary, ""))
-            click.echo(f"{name}: ok → {summary}")
+            page = render_summary_page(summary, f"ppdp reproduce {name}" + (" --quick" if quick else ""))
+            rows.append((name, "ok", page, ""))
+            click.echo(f"{name}: ok → {page}")
         except Exception as e:  # a missing or failing paper is listed with its error
             msg = f"{type(e).__name__}: {e}"
             rows.append((name, "failed", None, msg))
             (out_dir / f"{name}.error.txt").write_text(traceback.format_exc())
             click.echo(f"{name}: FAILED — {msg}", err=True)
-    rep = HtmlReport("ppdp reproduce all" + (" --quick" if quick else ""))
-    rep.paragraph(f"{sum(r[1] == 'ok' for r in rows)} of {len(rows)} reproductions ran.")
-    for name, status, summary, msg in rows:
-        if summary is not None:
-            link = os.path.relpath(summary.resolve(), out_dir.resolve())
-            rep.link(link, f"{name}: summary ({link})")
-        else:
-            rep.paragraph(f"{name}: {status} — {msg} (traceback in {name}.error.txt)", css="bad")
-    rep.provenance({"quick": quick, "papers": list(EXPERIMENTS)})
-    return rep.write(out_dir / "index.html")
+    return render_index(out_dir, rows, "ppdp reproduce all" + (" --quick" if quick else ""),
+                        {"quick": quick, "papers": list(EXPERIMENTS)})
 
 
 @reproduce.command(name="all")

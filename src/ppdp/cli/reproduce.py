@@ -21,6 +21,9 @@ def _make(name: str, module: str):
         target.mkdir(parents=True, exist_ok=True)
         summary = mod.run(target, quick=quick)
         click.echo(f"summary: {summary}")
+        from ..report.pages import render_summary_page
+
+        click.echo(f"page: {render_summary_page(summary, f'ppdp reproduce {name}' + (' --quick' if quick else ''))}")
 
     _cmd.__doc__ = f"Reproduce the experiments of the '{name}' paper."
     return _cmd

@@ -117,8 +117,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
 
     if not isinstance(plan, BucketizationPlan):
         raise PpdpError(f"the Spark engine applies a BucketizationPlan; got {type(plan).__name__}")
-    if plan.negative_associations:
-        raise PpdpError("negative associations for fake values are not supported on the Spark engine")
+    if plan.negative_associations or ((plan.details or {}).get("negative_association_learning") or {}).get("enabled"):
+        raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
     sensitive = plan.sa
     sdf, doms = _prepare(sdf, quasi, sensitive, {**(domains or {}), sensitive: plan.labels})
     rng = rng if isinstance(rng, np.random.Generator) else publication_rng(rng)
@@ -175,8 +175,8 @@ def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, see
     _require_spark()
     if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
         raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
-    if getattr(mechanism, "negative_associations", None):
-        raise PpdpError("negative associations for fake values are not supported on the Spark engine")
+    if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
+        raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
     sdf, doms = _prepare(sdf, quasi, sensitive, domains)
     rng = publication_rng(seed)
     plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))

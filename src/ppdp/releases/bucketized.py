@@ -62,6 +62,11 @@ def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
     }
 
 
+#: certificate ``negative_association_learning`` key → mechanism parameter
+_LEARNING_PARAMS = {"enabled": "learn_associations", "support": "association_support",
+                    "confidence": "association_confidence", "expected": "association_expected"}
+
+
 def negative_association_mask(bid: np.ndarray, n_buckets: int, qi_codes: Mapping[str, np.ndarray],
                               domains: Mapping[str, Sequence[str]], sa: str,
                               associations: Sequence[Sequence[str]] | None) -> np.ndarray:
@@ -254,7 +259,10 @@ class BucketizedRelease(Release):
 
     @property
     def negative_associations(self) -> list[list[str]]:
-        return [list(map(str, a)) for a in self.certificate.get("negative_associations") or []]
+        # given (negative_associations) and learned from the buckets (negative_associations_learned, §6)
+        given = self.certificate.get("negative_associations") or []
+        learned = self.certificate.get("negative_associations_learned") or []
+        return [list(map(str, a)) for a in [*given, *learned]]
 
     def _table(self, name: str, columns: list[str]) -> pa.Table:
         if name not in self.tables:
@@ -417,6 +425,16 @@ class BucketizedRelease(Release):
                 want = params[key] if key != "negative_associations" else [list(a) for a in params[key] or []]
                 rep.check(cert.get(key) == want, f"certificate {key} = params.{key}",
                           f"certificate {key} = {cert.get(key)!r} but params.{key} = {params[key]!r}")
+        learning = cert.get("negative_association_learning")
+        if learning is not None or any(k in params for k in _LEARNING_PARAMS.values()):
+            want_l = {k: params.get(p) for k, p in _LEARNING_PARAMS.items()}
+            rep.check(isinstance(learning, dict) and {k: learning.get(k) for k in _LEARNING_PARAMS} == want_l,
+                      "certificate negative_association_learning = the params' learning settings",
+                      f"certificate negative_association_learning = {learning!r} but the params say {want_l!r}")
+            learned = cert.get("negative_associations_learned")
+            rep.check((learned is not None) == bool(want_l["enabled"]),
+                      "learned negative associations are listed exactly when learning is on",
+                      "the certificate's negative_associations_learned does not match learn_associations")
         if "method" in cert:
             rep.check(("proven_optimal" in cert) == (cert["method"] == "optimal"),
                       "proven_optimal is stated for the optimal method only",

@@ -28,6 +28,7 @@ from ...claims import disclosure_of
 from ...errors import PpdpError, SchemaError
 from ...releases.base import codes_to_labels
 from ...releases.bucketized import BucketizedRelease, negative_association_mask, revealed_absent
+from .associations import with_learned_associations
 from .fakes import draw_fakes
 from .plan import BucketizationPlan
 
@@ -135,14 +136,18 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
         table.codes(c)  # SchemaError on an unknown column
     bid, counts = assign_buckets(table.codes(sa), plan.counts, rng)
     forbidden = None
-    if plan.negative_associations:  # validated even when σ = 0
+    # given + learned (associations.py, §6) negative associations; the learned ones go into the certificate
+    plan, associations, learned = with_learned_associations(plan, bid, counts, {c: table.codes(c) for c in table.quasi},
+                                                            table.domains)
+    if associations:  # validated even when σ = 0
         forbidden = negative_association_mask(bid, counts.shape[0], {c: table.codes(c) for c in table.quasi},
-                                              table.domains, sa, plan.negative_associations)
+                                              table.domains, sa, associations)
     fake = draw_plan_fakes(plan, counts, rng, forbidden)
     qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
     qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
     qit["bid"] = pa.array(bid[qit_order], pa.int64())
     st, custodian = st_table(counts, fake, rng, sa, table.domain(sa))
+    custodian.update(learned)
     numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
     return release_from_plan(plan, counts, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
 

@@ -16,10 +16,11 @@ from ...claims.fprivacy import FPrivacyClaim
 from ...claims.ldiversity import LDiversityClaim
 from ...errors import InfeasibleError
 from ...releases.bucketized import revealed_absent
-from ...validation import FrozenDict, Integer, LabelMap, Labels, Optional, Options, Real, Triples
+from ...validation import Flag, FrozenDict, Integer, LabelMap, Labels, Optional, Options, Real, Triples
 from ..base import Mechanism
 from .anatomy_plan import anatomy_setting
 from .apply import apply_plan
+from .associations import LEARNING_KEY, learning_settings
 from .fakes import planning_thresholds
 from .multi_size import multi_size_bucketing
 from .optimal import optimal_bucketing
@@ -39,6 +40,10 @@ class _Bucketized(Mechanism):
     default_estimator = "anatomy"
     fake_values: int
     negative_associations: tuple[tuple[str, str, str], ...] | None
+    learn_associations: bool
+    association_support: int
+    association_confidence: float
+    association_expected: float
     publish_fake_flag: bool
 
     def plan(self, stats: SACounts) -> BucketizationPlan:
@@ -50,8 +55,10 @@ class _Bucketized(Mechanism):
         raise NotImplementedError
 
     def details(self) -> dict:
-        """The certificate's descriptive entries beyond the claim and the bucket statistics."""
-        return {}
+        """The certificate's descriptive entries beyond the claim and the bucket statistics:
+        the negative-association learning settings (associations.py)."""
+        return {LEARNING_KEY: learning_settings(self.learn_associations, self.association_support,
+                                                self.association_confidence, self.association_expected)}
 
     def plan_for_counts(self, stats: SACounts, counts) -> BucketizationPlan:
         """The plan of a given bucket setting (counts matrix n_buckets × m, e.g. hand-built or
@@ -75,9 +82,15 @@ class FPrivacy(_Bucketized):
     two-size settings) or "optimal" (exact MILP with ``time_limit`` seconds).
     ``sensitive_values``: if given, only these SA labels get thresholds; the others f' = 1.
     ``fake_values`` σ: fake SA values injected into every bucket (§6), avoiding values that a
-    learned ``negative_associations`` entry (QI column, QI label, SA label) would let an
-    adversary exclude; fakes are drawn only where a real record could hold them under the
-    thresholds, and which values are fake is kept in the custodian-side file, never published.
+    negative association (QI column, QI label, SA label) would let an adversary exclude.
+    The associations are *given* (``negative_associations``, the custodian's background
+    knowledge) and, with ``learn_associations=True``, also *learned* from the bucketized table
+    as §6 describes, with thresholds ``association_support`` (records with the QI value),
+    ``association_confidence`` (largest share of the SA value among them, as T* shows it) and
+    ``association_expected`` (smallest count expected under independence); see
+    :mod:`~ppdp.mechanisms.bucketization.associations`. Fakes are drawn only where a real record
+    could hold them under the thresholds, and which values are fake is kept in the
+    custodian-side file (with the learned associations), never published.
     """
 
     name = "fprivacy"
@@ -98,6 +111,10 @@ class FPrivacy(_Bucketized):
         "max_bucket": Integer(2, None),
         "fake_values": Integer(0, None),
         "negative_associations": Optional(Triples()),
+        "learn_associations": Flag(),
+        "association_support": Integer(1, None),
+        "association_confidence": Real(0, 1, closed="left"),
+        "association_expected": Real(0, None, closed="neither"),
         "sensitive_values": Optional(Labels()),
         "time_limit": Real(0, None, closed="neither"),
     }
@@ -108,8 +125,15 @@ class FPrivacy(_Bucketized):
         "method": "Bucketing: multi-size (Algorithm 2), two-size (Algorithm 1) or optimal (MILP).",
         "max_bucket": "Largest bucket size M'.",
         "fake_values": "σ fake SA values injected into every bucket.",
-        "negative_associations": "Negative association: never inject SA_VALUE as a fake into a bucket holding "
-                                 "COLUMN=VALUE (repeatable).",
+        "negative_associations": "Given negative association (your background knowledge, used as is): never inject "
+                                 "SA_VALUE as a fake into a bucket holding COLUMN=VALUE (repeatable).",
+        "learn_associations": "Also learn negative associations from the bucketized table (privacy-laws paper §6) "
+                              "and keep fakes clear of them; the learned list goes into the certificate and the "
+                              "custodian file.",
+        "association_support": "Learning: a QI value z needs at least this many records.",
+        "association_confidence": "Learning: (z, x) is negative when x's share among z's records, as the buckets "
+                                  "show it, is at most this.",
+        "association_expected": "Learning: … and z's records would hold at least this many x under independence.",
         "sensitive_values": "Only these SA values are sensitive; the others get f' = 1 (repeatable; default: all).",
         "time_limit": "Seconds for method optimal (MILP).",
     }
@@ -117,7 +141,9 @@ class FPrivacy(_Bucketized):
     def __init__(self, theta: float = 8.0, floor: float = 0.02, overrides: Mapping[str, float] | None = None,
                  method: str = "multi-size", max_bucket: int = 50, fake_values: int = 0,
                  negative_associations: Sequence[Sequence[str]] | None = None,
-                 sensitive_values: Sequence[str] | None = None, time_limit: float = 60.0):
+                 sensitive_values: Sequence[str] | None = None, time_limit: float = 60.0,
+                 learn_associations: bool = False, association_support: int = 20, association_confidence: float = 0.0,
+                 association_expected: float = 5.0):
         self._set_params(locals())
 
     def claim(self, stats: SACounts) -> FPrivacyClaim:
@@ -145,7 +171,11 @@ class FPrivacy(_Bucketized):
         return self._plan_of(stats, fprime, setting.counts, claim, details)
 
     def details(self) -> dict:
-        return {"method": self.method}
+        return {"method": self.method, **super().details()}
+
+
+_ASSOCIATION_PARAMS = ("negative_associations", "learn_associations", "association_support", "association_confidence",
+                       "association_expected")
 
 
 class Anatomy(_Bucketized):
@@ -159,13 +189,14 @@ class Anatomy(_Bucketized):
     _parameter_constraints = {
         "l": Integer(2, None),
         "fake_values": FPrivacy._parameter_constraints["fake_values"],
-        "negative_associations": FPrivacy._parameter_constraints["negative_associations"],
+        **{k: FPrivacy._parameter_constraints[k] for k in _ASSOCIATION_PARAMS},
     }
     _parameter_help = {"l": "ℓ: every bucket holds ℓ (or ℓ+1) distinct SA values.",
-                       **{k: FPrivacy._parameter_help[k] for k in ("fake_values", "negative_associations")}}
+                       **{k: FPrivacy._parameter_help[k] for k in ("fake_values", *_ASSOCIATION_PARAMS)}}
 
     def __init__(self, l: int, fake_values: int = 0,  # noqa: E741
-                 negative_associations: Sequence[Sequence[str]] | None = None):
+                 negative_associations: Sequence[Sequence[str]] | None = None, learn_associations: bool = False,
+                 association_support: int = 20, association_confidence: float = 0.0, association_expected: float = 5.0):
         self._set_params(locals())
 
     def plan(self, stats: SACounts) -> BucketizationPlan:
