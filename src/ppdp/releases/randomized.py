@@ -70,10 +70,27 @@ class RandomizedRelease(Release):
             cache[key] = sub
         return cache[key]
 
+    def joint_index(self, columns: Sequence[str]):
+        """The answer path's count index for A' (cached per release and column set): rows keyed
+        by the combination of their published SA values (row-major over the SA domains) over
+        the NSA ``columns``."""
+        cols = tuple(sorted(columns))
+        key = ("joint", cols, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            sizes = [len(self.domains[s]) for s in self.sensitive]
+            pub = [self.column_codes(s).astype(np.int64) for s in self.sensitive]
+            keys = np.ravel_multi_index(pub, sizes) if len(pub) > 1 else pub[0]
+            cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
+                                    keys, int(np.prod(sizes)))
+        return cache[key]
+
     def value_index(self, model: TransitionModel, columns: Sequence[str]):
         """The answer path's count index (cached per release and column set): rows keyed by
-        (group, published SA value) = group·m + value over the NSA ``columns``, so that one
-        pass gives, per QI predicate, the published SA counts of every group."""
+        their (group, published SA value) pair over the NSA ``columns``, so that one pass gives,
+        per QI predicate, the published SA counts of every group. Only the pairs of the
+        model's domains are keys (in the order of ``model.membership().ravel()``'s True
+        entries): SDR's sub-table domains are disjoint, so there are m keys, not J·m."""
         cols = tuple(sorted(columns))
         key = ("index", model.attribute, model.group_column, len(model.groups), cols, id(self.tables.get("data")))
         cache = self._answer_cache()
@@ -81,10 +98,12 @@ class RandomizedRelease(Release):
             m = model.n_values
             y = self.column_codes(model.attribute).astype(np.int64)
             sub = self.group_ids(model)
-            if not model.membership()[sub, y].all():
+            member = model.membership().ravel()
+            if not member[sub * m + y].all():
                 raise ReleaseError("a published SA value lies outside its sub-table's domain")
+            pair = np.cumsum(member) - 1
             cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
-                                    sub * m + y, len(model.groups) * m)
+                                    pair[sub * m + y], int(member.sum()))
         return cache[key]
 
     @property
