@@ -502,9 +502,9 @@ def lemma5_and_iterations(t100, wl, act, t2, wl2, act2, seeds, out: Path, meta: 
     except ppdp.PpdpError:
         lp2 = 4
         rel2 = ppdp.publish(t2, ppdp.Diverted(lp2), seed=seeds[0])
-    for name, est in (("iterative (paper's 4-state)", FourStateIterative()), ("full-iterative (default)", FullIterative())):
+    for name, estimator in (("iterative (paper's 4-state)", FourStateIterative()), ("full-iterative (default)", FullIterative())):
         t0 = time.perf_counter()
-        _, its = est.answer_with_iterations(rel2, wl2)
+        _, its = estimator.answer_with_iterations(rel2, wl2)
         dt = time.perf_counter() - t0
         it_rows.append({"estimator": name, "l_prime": lp2, "queries": len(wl2), "iterations_median": float(np.median(its)),
                         "iterations_mean": float(np.mean(its)), "iterations_max": int(np.max(its)),
