@@ -21,6 +21,7 @@ from ..claims.diverted import DivertedClaim
 from ..claims.retention import RetentionClaim
 from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
+from ..queries import CountIndex
 from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_schedule, randomization_fit, receiver_counts, row_groups
 from .base import Release, VerifyReport, register_family
 
@@ -37,7 +38,73 @@ class RandomizedRelease(Release):
         return list(self.schema["sensitive"])
 
     def column_codes(self, column: str) -> np.ndarray:
-        return self.codes("data", column)
+        """Codes of a data column (cached per release and data table; read-only)."""
+        key = ("codes", column, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            codes = np.asarray(self.codes("data", column))
+            codes.setflags(write=False)
+            cache[key] = codes
+        return cache[key]
+
+    def _answer_cache(self) -> dict:
+        cache = self.__dict__.get("_answer_cache_dict")
+        if cache is None:
+            cache = self.__dict__["_answer_cache_dict"] = {}
+        return cache
+
+    def group_ids(self, model: TransitionModel) -> np.ndarray:
+        """Per published row, the index of its group in ``model`` (the SDR sub-table; 0 for a
+        one-group model), checked against the model (cached)."""
+        key = ("groups", model.group_column, len(model.groups), id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            if model.group_column is None:
+                sub = np.zeros(self.data.num_rows, dtype=np.int64)
+            else:
+                sub = np.asarray(self.data.column(model.group_column).to_numpy(), dtype=np.int64)
+                if sub.size and (sub.min() < 0 or sub.max() >= len(model.groups)):
+                    raise ReleaseError(f"data.parquet has {model.group_column} ids outside the model's "
+                                       f"{len(model.groups)} groups")
+            sub.setflags(write=False)
+            cache[key] = sub
+        return cache[key]
+
+    def joint_index(self, columns: Sequence[str]):
+        """The answer path's count index for A' (cached per release and column set): rows keyed
+        by the combination of their published SA values (row-major over the SA domains) over
+        the NSA ``columns``."""
+        cols = tuple(sorted(columns))
+        key = ("joint", cols, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            sizes = [len(self.domains[s]) for s in self.sensitive]
+            pub = [self.column_codes(s).astype(np.int64) for s in self.sensitive]
+            keys = np.ravel_multi_index(pub, sizes) if len(pub) > 1 else pub[0]
+            cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
+                                    keys, int(np.prod(sizes)))
+        return cache[key]
+
+    def value_index(self, model: TransitionModel, columns: Sequence[str]):
+        """The answer path's count index (cached per release and column set): rows keyed by
+        their (group, published SA value) pair over the NSA ``columns``, so that one pass gives,
+        per QI predicate, the published SA counts of every group. Only the pairs of the
+        model's domains are keys (in the order of ``model.membership().ravel()``'s True
+        entries): SDR's sub-table domains are disjoint, so there are m keys, not J·m."""
+        cols = tuple(sorted(columns))
+        key = ("index", model.attribute, model.group_column, len(model.groups), cols, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            m = model.n_values
+            y = self.column_codes(model.attribute).astype(np.int64)
+            sub = self.group_ids(model)
+            member = model.membership().ravel()
+            if not member[sub * m + y].all():
+                raise ReleaseError("a published SA value lies outside its sub-table's domain")
+            pair = np.cumsum(member) - 1
+            cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
+                                    pair[sub * m + y], int(member.sum()))
+        return cache[key]
 
     @property
     def claim(self):

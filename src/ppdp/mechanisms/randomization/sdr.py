@@ -70,7 +70,7 @@ class SDR(Mechanism):
 
     name = "sdr"
     family = "randomized"
-    default_estimator = "inversion"
+    default_estimator = "norm-sub"
     claim_model = "(rho1, rho2)-privacy"
     paper = "Chaytor & Wang 2010"
     rho1: float
