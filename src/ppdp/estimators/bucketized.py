@@ -26,10 +26,9 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-from scipy import sparse
 
 from ..queries import CountIndex, split_masks
-from .base import Estimator
+from .base import Estimates, Estimator
 
 
 def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -54,28 +53,96 @@ def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | Non
     return est, int(sat.sum())
 
 
-def anatomy_index(release) -> CountIndex:
-    """Per-QI-combination weights Σ_rows ĉ_{g(row)}(x)/|g(row)| of a bucketized release."""
+def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items with ``lengths``: (item of each expanded slot, position within its item)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    item = np.repeat(np.arange(len(lengths)), lengths)
+    offsets = np.cumsum(lengths) - lengths
+    return item, np.arange(int(lengths.sum()), dtype=np.int64) - offsets[item]
+
+
+def bucket_entries(release) -> dict:
+    """The per-bucket SA weights the estimator reads, sparse over (bucket, SA value) entries:
+    ``bucket``, ``value``, ``p`` = ĉ_g(x)/|g| (the corrected share, module doc) and, with fakes,
+    ``u`` = [x ∈ D_g]/|D_g| and ``c`` = σ·E_g²/(|D_g|·(E_g − 1)·|g|) per entry's bucket (the
+    fake-draw variance, :class:`AnatomyEstimator`); entries sorted by bucket."""
     b = release.buckets()
-    nb = b["n_buckets"]
+    nb, m = b["n_buckets"], b["m"]
+    sizes = np.maximum(b["sizes"], 1).astype(np.float64)
     sigma = release.fake_values
-    excluded = release.fake_excluded() if sigma else None  # the publication rule, read from the files
-    chat, _ = correct_counts(release.observed_counts(), sigma, excluded)
-    cw = chat / np.maximum(b["sizes"], 1)[:, None]
-    # rows with identical QI values are interchangeable for every query: sum their weights
+    if sigma == 0:
+        order = np.argsort(b["sb"], kind="stable")
+        g, x = b["sb"][order], b["sc"][order]
+        p = b["count"][order] / sizes[g]
+        return {"bucket": g, "value": x, "p": p, "u": None, "c": None, "n_buckets": nb, "m": m}
+    excluded = release.fake_excluded()
+    obs = release.observed_counts()
+    chat, _ = correct_counts(obs, sigma, excluded)
+    unseen = (obs == 0) & ~excluded
+    n_unseen = unseen.sum(axis=1).astype(np.float64)
+    u = np.divide(unseen, n_unseen[:, None], out=np.zeros(unseen.shape), where=n_unseen[:, None] > 0)
+    big_e = n_unseen + sigma
+    c = np.divide(sigma * big_e ** 2, n_unseen * np.maximum(big_e - 1, 1) * sizes,
+                  out=np.zeros(nb), where=n_unseen > 0)
+    g, x = np.nonzero((chat != 0) | (u != 0))
+    return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+
+
+def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (x ≤ x') of an m-value domain, in a fixed order."""
+    return np.triu_indices(m)
+
+
+def anatomy_index(release, variance: bool = False) -> CountIndex:
+    """Per-QI-combination weights of a bucketized release (rows of a bucket expanded over the
+    bucket's entries without a loop). Without ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the
+    estimate). With it, 2m + m(m+1)/2 keys: the estimate's weights, the linear part of the
+    variance Σ_rows [p_g(x) + c_g·u_g(x)] and the quadratic part Σ_rows [p_g(x)p_g(x') +
+    c_g·u_g(x)u_g(x')] for x ≤ x' (:class:`AnatomyEstimator`)."""
+    e = bucket_entries(release)
+    b = release.buckets()
+    nb, m = e["n_buckets"], e["m"]
     quasi, domains = release.quasi, release.domains
     n = len(b["qb"])
     if quasi:
-        qi_codes = {c: release.codes("qit", c) for c in quasi}
         dims = [len(domains[c]) for c in quasi]
-        key = np.ravel_multi_index([qi_codes[c].astype(np.int64) for c in quasi], dims)
-        uniq, inv = np.unique(key, return_inverse=True)
+        qkey = np.ravel_multi_index([release.codes("qit", c).astype(np.int64) for c in quasi], dims)
+        uniq, inv = np.unique(qkey, return_inverse=True)
         combo = dict(zip(quasi, np.unravel_index(uniq, dims)))
     else:
         uniq, inv, combo = np.zeros(1), np.zeros(n, dtype=np.int64), {}
-    P = sparse.csr_matrix((np.ones(n), (inv.ravel(), b["qb"])), shape=(len(uniq), nb))
-    W = np.asarray(P @ cw)
-    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, W)
+    inv = inv.ravel().astype(np.int64)
+    n_c = len(uniq)
+    # distinct (bucket, combination) items with their multiplicity
+    items, mult = np.unique(b["qb"].astype(np.int64) * n_c + inv, return_counts=True)
+    ig, ic = np.divmod(items, n_c)
+    n_ent = np.bincount(e["bucket"], minlength=nb).astype(np.int64)
+    start = np.cumsum(n_ent) - n_ent
+    it, k = _ragged(n_ent[ig])
+    ent = start[ig[it]] + k
+    cell = ic[it] * m + e["value"][ent]
+    w = mult[it].astype(np.float64)
+    p_w = np.bincount(cell, weights=w * e["p"][ent], minlength=n_c * m).reshape(n_c, m)
+    if not variance:
+        return CountIndex(combo, {c: len(domains[c]) for c in quasi}, p_w)
+    has_fake = e["u"] is not None
+    lin = p_w if not has_fake else p_w + np.bincount(cell, weights=w * e["c"][ent] * e["u"][ent],
+                                                     minlength=n_c * m).reshape(n_c, m)
+    ti, tj = _tri(m)
+    pair_id = np.full((m, m), -1, dtype=np.int64)
+    pair_id[ti, tj] = np.arange(len(ti))
+    n_pairs = len(ti)
+    it2, k2 = _ragged(n_ent[ig] ** 2)
+    a, bb = np.divmod(k2, n_ent[ig[it2]])
+    e1, e2 = start[ig[it2]] + a, start[ig[it2]] + bb
+    x1, x2 = e["value"][e1], e["value"][e2]
+    keep = x1 <= x2
+    it2, e1, e2, x1, x2 = it2[keep], e1[keep], e2[keep], x1[keep], x2[keep]
+    wq = mult[it2] * e["p"][e1] * e["p"][e2]
+    if has_fake:
+        wq = wq + mult[it2] * e["c"][e1] * e["u"][e1] * e["u"][e2]
+    quad = np.bincount(ic[it2] * n_pairs + pair_id[x1, x2], weights=wq, minlength=n_c * n_pairs).reshape(n_c, n_pairs)
+    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate([p_w, lin, quad], axis=1))
 
 
 # one index per release object (a release's files do not change once loaded)
@@ -83,18 +150,55 @@ _INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class AnatomyEstimator(Estimator):
-    """Anatomy's estimator Σ_g n_g(P)·ĉ_g(S)/|g| with the fake-value correction (module doc)."""
+    """Anatomy's estimator Σ_g n_g(P)·ĉ_g(S)/|g| with the fake-value correction (module doc).
+
+    Uncertainty (:meth:`estimate`, closed form). The files fix each bucket's QI rows and SA
+    multiset but not which record holds which value. Model: given the buckets, each record of
+    bucket g holds a value of S independently with probability p_g(S) = ĉ_g(S)/|g| (Anatomy's
+    uniform-assignment assumption, Xiao & Tao 2006, drawn with replacement). Then the count of
+    P ∧ S is a sum of independent Bernoulli terms over the rows meeting P, with mean the
+    estimate and variance Σ_rows∈P p_g(S)(1 − p_g(S)). Drawing the assignment *without*
+    replacement (a random permutation of the bucket's values, which keeps the release exactly
+    as published) gives the hypergeometric variance, smaller by the factor
+    (|g| − n_g(P))/(|g| − 1) per bucket: the with-replacement form is used (linear in the rows,
+    so it is computed on the same count index) and is conservative for queries that cover most
+    of a bucket. With σ fakes, the correction's error over the writer's draw of the fakes (a
+    uniform σ-subset of the eligible values E_g) adds, per bucket, (n_g(P)/|g|)²·σ·k(E−k)/
+    ((E−σ)(E−1)) with k = |S ∩ E_g| estimated by |S ∩ D_g|·E/|D_g|; n_g(P)² is bounded by
+    n_g(P)·|g| (conservative) to keep it linear in the rows. Buckets are independent; the
+    interval is the normal one, estimate ± z·se. Assumption the interval does not cover: a
+    QI–SA association inside buckets (the estimator's bias then is not in the se)."""
 
     name = "anatomy"
     family = "bucketized"
 
+    def _index(self, release, variance: bool = False) -> CountIndex:
+        cache = _INDEX.setdefault(release, {})
+        if variance not in cache:
+            cache[variance] = anatomy_index(release, variance)
+        return cache[variance]
+
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
-        index = _INDEX.get(release)
-        if index is None:
-            index = _INDEX[release] = anatomy_index(release)
         rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
-        return (index.sums(rest) * sel).sum(axis=1)
+        return (self._index(release).sums(rest) * sel).sum(axis=1)
+
+    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        _, masks = release.resolve(workload)
+        m = len(release.domains[release.sa])
+        rest, sel = split_masks(masks, release.sa, m)
+        R = self._index(release, variance=True).sums(rest)
+        est = (R[:, :m] * sel).sum(axis=1)
+        lin = (R[:, m:2 * m] * sel).sum(axis=1)
+        ti, tj = _tri(m)
+        both = sel[:, ti] & sel[:, tj]
+        quad = (R[:, 2 * m:] * both * np.where(ti == tj, 1.0, 2.0)).sum(axis=1)
+        var = np.maximum(lin - quad, 0.0)
+        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
+                  "bucket's published SA distribution; conservative against a random permutation)"
+                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
+                  + "; normal interval")
+        return Estimates.normal(est, np.sqrt(var), method, level)
 
 
-__all__ = ["AnatomyEstimator", "correct_counts", "anatomy_index"]
+__all__ = ["AnatomyEstimator", "correct_counts", "anatomy_index", "bucket_entries"]
