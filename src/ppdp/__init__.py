@@ -12,11 +12,12 @@ from .api import publish, verify
 from .errors import ParameterError, PpdpError
 from .provenance import VERSION as __version__
 from .queries import Query, Workload, answer_exact
+from .queries.sql import query_table as query
 from .releases.base import Release, VerifyReport, load_release
 from .table import Table
 
 __all__ = ["__version__", "Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
-           "answer_exact", "PpdpError", "ParameterError", "datasets"]
+           "answer_exact", "query", "PpdpError", "ParameterError", "datasets"]
 
 
 def __getattr__(name: str) -> type:

@@ -160,9 +160,10 @@ class AnatomyEstimator(Estimator):
     estimate and variance Σ_rows∈P p_g(S)(1 − p_g(S)). Drawing the assignment *without*
     replacement (a random permutation of the bucket's values, which keeps the release exactly
     as published) gives the hypergeometric variance, smaller by the factor
-    (|g| − n_g(P))/(|g| − 1) per bucket: the with-replacement form is used (linear in the rows,
-    so it is computed on the same count index) and is conservative for queries that cover most
-    of a bucket. With σ fakes, the correction's error over the writer's draw of the fakes (a
+    (|g| − n_g(P))/(|g| − 1) per bucket; that factor needs n_g(P)², which is not linear in the
+    rows, so it is replaced by 1 − π_P, π_P the share of all records meeting P (its value when
+    the other records of a bucket meet P at the overall rate; exact for P = all records,
+    where the count of S is known and se = 0). With σ fakes, the correction's error over the writer's draw of the fakes (a
     uniform σ-subset of the eligible values E_g) adds, per bucket, (n_g(P)/|g|)²·σ·k(E−k)/
     ((E−σ)(E−1)) with k = |S ∩ E_g| estimated by |S ∩ D_g|·E/|D_g|; n_g(P)² is bounded by
     n_g(P)·|g| (conservative) to keep it linear in the rows. Buckets are independent; the
@@ -193,9 +194,14 @@ class AnatomyEstimator(Estimator):
         ti, tj = _tri(m)
         both = sel[:, ti] & sel[:, tj]
         quad = (R[:, 2 * m:] * both * np.where(ti == tj, 1.0, 2.0)).sum(axis=1)
-        var = np.maximum(lin - quad, 0.0)
+        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
+        pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
+        var_assign = np.maximum(est - quad, 0.0) * (1.0 - pi)
+        var_fake = np.maximum(lin - est, 0.0)
+        var = var_assign + var_fake
+        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
         method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
-                  "bucket's published SA distribution; conservative against a random permutation)"
+                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
                   + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
                   + "; normal interval")
         return Estimates.normal(est, np.sqrt(var), method, level)

@@ -353,6 +353,144 @@ def expand(statement: CountStatement, domains: Mapping[str, Sequence[str]],
     return Expansion(queries, remap[own], grid[:, present].T, gb, len(terms))
 
 
+def _statements(sql) -> list[tuple[str, CountStatement | Query]]:
+    if isinstance(sql, (str, Query)):
+        sql = [sql]
+    if not isinstance(sql, (list, tuple)):
+        raise QueryError(f"a query is SQL text or a ppdp Query (or a list of them), got {type(sql).__name__}")
+    out: list[tuple[str, CountStatement | Query]] = []
+    for q in sql:
+        if isinstance(q, Query):
+            out.append((str(q), q))
+        elif isinstance(q, str):
+            out.append((q.strip(), parse_statement(q)))
+        else:
+            raise QueryError(f"a query is SQL text or a ppdp Query, got {type(q).__name__}")
+    return out
+
+
+def _conjunction(node: tuple) -> list[Predicate] | None:
+    """The atoms of a plain conjunction on distinct columns (None otherwise)."""
+    out: list[Predicate] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n[0] == "atom":
+            out.append(n[1])
+        elif n[0] == "and":
+            stack += reversed(n[1])
+        elif n[0] != "true":
+            return None
+    cols = [p.column for p in out]
+    return out if len(set(cols)) == len(cols) else None
+
+
+def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
+    """Answer count statements on a release: a :class:`pandas.DataFrame` with one row per
+    statement (one per group with GROUP BY): ``query`` (the text), the GROUP BY columns
+    (labels), ``estimate``, ``se``, ``lower``, ``upper`` (the ``level`` interval) and, with a
+    ``source`` table, ``exact``. ``sql``: a statement or a list of them (SQL text — a bare
+    condition, ``WHERE …`` or ``SELECT … COUNT(*) … GROUP BY …`` — or :class:`Query` objects).
+    Every statement is expanded into conjunctive queries (module doc) and the whole expansion is
+    answered with one ``release.estimate`` call; the interval method is in
+    ``frame.attrs["method"]``. A group whose count is a sum of k > 1 disjoint terms gets the
+    sum of the terms' standard errors (an upper bound whatever their correlation) and the
+    normal interval around the summed estimate."""
+    import pandas as pd
+    from scipy import stats as sps
+
+    from .workload import Workload, answer_exact
+
+    stmts = _statements(sql)
+    domains, numeric = release.domains, release.numeric
+    queries: list[Query] = []
+    owner_parts, n_rows, frames_meta = [], 0, []
+    for text, st in stmts:
+        if isinstance(st, Query):
+            exp_ = Expansion([st], np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64), (), 1)
+        else:
+            atoms = _conjunction(st.condition) if not st.group_by else None
+            if atoms is not None:
+                for p in atoms:
+                    if p.column not in domains:
+                        raise QueryError(f"unknown attribute {p.column!r}; the release has {sorted(domains)}")
+                exp_ = Expansion([Query(tuple(atoms))], np.zeros(1, dtype=np.int64), np.zeros((1, 0), dtype=np.int64),
+                                 (), 1)
+            else:
+                exp_ = expand(st, domains, numeric)
+        queries.extend(exp_.queries)
+        owner_parts.append(exp_.owner + n_rows)
+        frames_meta.append((text, exp_))
+        n_rows += len(exp_.groups)
+    owner = np.concatenate(owner_parts) if owner_parts else np.zeros(0, dtype=np.int64)
+    wl = Workload(queries)
+    if queries:
+        e = release.estimate(wl, estimator, level=level)
+        est_q, se_q, lo_q, hi_q, method = e.estimate, e.se, e.lower, e.upper, e.method
+    else:
+        est_q = se_q = lo_q = hi_q = np.zeros(0)
+        method = "no query"
+    n_terms = np.bincount(owner, minlength=n_rows)
+    est = np.bincount(owner, weights=est_q, minlength=n_rows)
+    se = np.bincount(owner, weights=se_q, minlength=n_rows)
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    single = n_terms == 1
+    lower, upper = est - z * se, est + z * se
+    first = np.full(n_rows, -1, dtype=np.int64)
+    first[owner[::-1]] = np.arange(len(owner))[::-1]
+    lower[single] = lo_q[first[single]]
+    upper[single] = hi_q[first[single]]
+    empty = n_terms == 0  # an unsatisfiable condition: the count is 0 for certain
+    est[empty] = se[empty] = lower[empty] = upper[empty] = 0.0
+    group_cols = list(dict.fromkeys(c for _, x in frames_meta for c in x.group_by))
+    data: dict[str, list] = {"query": []}
+    for c in group_cols:
+        data[c] = []
+    for text, x in frames_meta:
+        k = len(x.groups)
+        data["query"].extend([text] * k)
+        for c in group_cols:
+            if c in x.group_by:
+                j = x.group_by.index(c)
+                lab = domains[c]
+                data[c].extend(lab[int(v)] for v in x.groups[:, j])
+            else:
+                data[c].extend([None] * k)
+    frame = pd.DataFrame(data)
+    frame["estimate"], frame["se"], frame["lower"], frame["upper"] = est, se, lower, upper
+    if source is not None:
+        exact_q = answer_exact(source, wl) if queries else np.zeros(0)
+        frame["exact"] = np.bincount(owner, weights=exact_q, minlength=n_rows)
+    frame.attrs["method"] = method + ("; groups summed over several disjoint terms: se = Σ se (upper bound)"
+                                      if (n_terms > 1).any() else "")
+    frame.attrs["level"] = level
+    return frame
+
+
+def load_statements(path) -> list:
+    """A workload file: JSON lines (``{"predicates": […]}`` / ``{"where": "…"}``, an optional
+    ``{"workload": {…}}`` header — :meth:`Workload.load`) when its first non-blank character is
+    ``{``; otherwise SQL text: statements separated by ``;`` when the file holds one, else one
+    statement per line; blank lines and lines starting with ``--`` are skipped."""
+    from .workload import Workload
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError:
+        raise QueryError(f"workload {str(path)!r} is not UTF-8 text") from None
+    except OSError as e:
+        raise QueryError(f"cannot read workload {str(path)!r}: {e.strerror or e}") from None
+    if text.lstrip().startswith("{"):
+        return list(Workload.load(path))
+    lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
+    parts = "\n".join(lines).split(";") if ";" in text else lines
+    out = [p.strip() for p in parts if p.strip()]
+    if not out:
+        raise QueryError(f"workload {str(path)!r} holds no statement")
+    return out
+
+
 def is_conjunctive(text: str) -> bool:
     """True when ``text`` is a plain conjunctive count query :func:`parse_where` reads."""
     try:
@@ -362,5 +500,5 @@ def is_conjunctive(text: str) -> bool:
     return True
 
 
-__all__ = ["CountStatement", "Expansion", "parse_statement", "compile_condition", "expand", "is_conjunctive",
+__all__ = ["CountStatement", "Expansion", "parse_statement", "query_table", "load_statements", "compile_condition", "expand", "is_conjunctive",
            "MAX_COMBINATIONS"]
