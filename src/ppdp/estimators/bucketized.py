@@ -84,6 +84,16 @@ def bucket_entries(release) -> dict:
     big_e = n_unseen + sigma
     c = np.divide(sigma * big_e ** 2, n_unseen * np.maximum(big_e - 1, 1) * sizes,
                   out=np.zeros(nb), where=n_unseen > 0)
+    # saturated buckets (D_g empty): the fakes are σ of the U_g count-1 values, the receiver
+    # cannot tell which; with the real ones an exchangeable r_g-subset (r_g = U_g − σ), the
+    # count of S among them is hypergeometric: variance σ·r_g/(U_g − 1)·q(1 − q), q = |S ∩ ones|/U_g
+    sat = n_unseen == 0
+    if sat.any():
+        ones = obs[sat] == 1
+        n_ones = ones.sum(axis=1).astype(np.float64)
+        u[sat] = np.divide(ones, n_ones[:, None], out=np.zeros(ones.shape), where=n_ones[:, None] > 0)
+        c[sat] = np.divide(sigma * (n_ones - sigma), np.maximum(n_ones - 1, 1) * sizes[sat],
+                           out=np.zeros(len(n_ones)), where=n_ones > sigma)
     g, x = np.nonzero((chat != 0) | (u != 0))
     return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
 
@@ -96,9 +106,10 @@ def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
 def anatomy_index(release, variance: bool = False) -> CountIndex:
     """Per-QI-combination weights of a bucketized release (rows of a bucket expanded over the
     bucket's entries without a loop). Without ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the
-    estimate). With it, 2m + m(m+1)/2 keys: the estimate's weights, the linear part of the
-    variance Σ_rows [p_g(x) + c_g·u_g(x)] and the quadratic part Σ_rows [p_g(x)p_g(x') +
-    c_g·u_g(x)u_g(x')] for x ≤ x' (:class:`AnatomyEstimator`)."""
+    estimate). With it, 3m + 2·m(m+1)/2 keys: the estimate's weights; the linear parts of the
+    variance, Σ_rows p_g(x)·[|g| > 1] (assignment) and Σ_rows c_g·u_g(x) (fakes); and the
+    quadratic parts Σ_rows p_g(x)p_g(x')·[|g| > 1] and Σ_rows c_g·u_g(x)u_g(x') for x ≤ x'
+    (:class:`AnatomyEstimator`)."""
     e = bucket_entries(release)
     b = release.buckets()
     nb, m = e["n_buckets"], e["m"]
@@ -126,8 +137,10 @@ def anatomy_index(release, variance: bool = False) -> CountIndex:
     if not variance:
         return CountIndex(combo, {c: len(domains[c]) for c in quasi}, p_w)
     has_fake = e["u"] is not None
-    lin = p_w if not has_fake else p_w + np.bincount(cell, weights=w * e["c"][ent] * e["u"][ent],
-                                                     minlength=n_c * m).reshape(n_c, m)
+    multi = (b["sizes"][e["bucket"]] > 1).astype(np.float64)  # a bucket of one record has no assignment to draw
+    lin_a = np.bincount(cell, weights=w * (e["p"] * multi)[ent], minlength=n_c * m).reshape(n_c, m)
+    lin_f = (np.bincount(cell, weights=w * (e["c"] * e["u"])[ent], minlength=n_c * m).reshape(n_c, m)
+             if has_fake else np.zeros_like(p_w))
     ti, tj = _tri(m)
     pair_id = np.full((m, m), -1, dtype=np.int64)
     pair_id[ti, tj] = np.arange(len(ti))
@@ -138,11 +151,12 @@ def anatomy_index(release, variance: bool = False) -> CountIndex:
     x1, x2 = e["value"][e1], e["value"][e2]
     keep = x1 <= x2
     it2, e1, e2, x1, x2 = it2[keep], e1[keep], e2[keep], x1[keep], x2[keep]
-    wq = mult[it2] * e["p"][e1] * e["p"][e2]
-    if has_fake:
-        wq = wq + mult[it2] * e["c"][e1] * e["u"][e1] * e["u"][e2]
-    quad = np.bincount(ic[it2] * n_pairs + pair_id[x1, x2], weights=wq, minlength=n_c * n_pairs).reshape(n_c, n_pairs)
-    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate([p_w, lin, quad], axis=1))
+    cell2 = ic[it2] * n_pairs + pair_id[x1, x2]
+    quad_a = np.bincount(cell2, weights=mult[it2] * e["p"][e1] * e["p"][e2] * multi[e1],
+                         minlength=n_c * n_pairs).reshape(n_c, n_pairs)
+    quad_f = (np.bincount(cell2, weights=mult[it2] * e["c"][e1] * e["u"][e1] * e["u"][e2],
+                          minlength=n_c * n_pairs).reshape(n_c, n_pairs) if has_fake else np.zeros_like(quad_a))
+    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate([p_w, lin_a, lin_f, quad_a, quad_f], axis=1))
 
 
 # one index per release object (a release's files do not change once loaded)
@@ -163,7 +177,13 @@ class AnatomyEstimator(Estimator):
     (|g| − n_g(P))/(|g| − 1) per bucket; that factor needs n_g(P)², which is not linear in the
     rows, so it is replaced by 1 − π_P, π_P the share of all records meeting P (its value when
     the other records of a bucket meet P at the overall rate; exact for P = all records,
-    where the count of S is known and se = 0). With σ fakes, the correction's error over the writer's draw of the fakes (a
+    where the count of S is known and se = 0); a bucket of one record has no assignment to draw.
+    Fakes, in a bucket with unseen eligible values (D_g non-empty): see below. In a
+    *saturated* bucket (D_g empty: the fakes are all of E_g, fixed by the table) the receiver
+    cannot tell which σ of its U_g count-1 values are fake; taking the real ones as an
+    exchangeable subset (the uniform prior of
+    :func:`~ppdp.releases.bucketized.receiver_posterior`), the count of S among them is
+    hypergeometric with variance σ·(U_g − σ)/(U_g − 1)·q(1 − q), q = |S ∩ ones_g|/U_g. With σ fakes, the correction's error over the writer's draw of the fakes (a
     uniform σ-subset of the eligible values E_g) adds, per bucket, (n_g(P)/|g|)²·σ·k(E−k)/
     ((E−σ)(E−1)) with k = |S ∩ E_g| estimated by |S ∩ D_g|·E/|D_g|; n_g(P)² is bounded by
     n_g(P)·|g| (conservative) to keep it linear in the rows. Buckets are independent; the
@@ -190,15 +210,16 @@ class AnatomyEstimator(Estimator):
         rest, sel = split_masks(masks, release.sa, m)
         R = self._index(release, variance=True).sums(rest)
         est = (R[:, :m] * sel).sum(axis=1)
-        lin = (R[:, m:2 * m] * sel).sum(axis=1)
+        lin_a = (R[:, m:2 * m] * sel).sum(axis=1)
+        lin_f = (R[:, 2 * m:3 * m] * sel).sum(axis=1)
         ti, tj = _tri(m)
-        both = sel[:, ti] & sel[:, tj]
-        quad = (R[:, 2 * m:] * both * np.where(ti == tj, 1.0, 2.0)).sum(axis=1)
+        both = (sel[:, ti] & sel[:, tj]) * np.where(ti == tj, 1.0, 2.0)
+        n_p = len(ti)
+        quad_a = (R[:, 3 * m:3 * m + n_p] * both).sum(axis=1)
+        quad_f = (R[:, 3 * m + n_p:] * both).sum(axis=1)
         # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
         pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
-        var_assign = np.maximum(est - quad, 0.0) * (1.0 - pi)
-        var_fake = np.maximum(lin - est, 0.0)
-        var = var_assign + var_fake
+        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
         var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
         method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
                   "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
