@@ -46,7 +46,7 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
     ppdp query REL "SELECT sex, race, COUNT(*) FROM t WHERE age BETWEEN 30 AND 40 GROUP BY sex, race"
     """
     from ..errors import ParameterError, PpdpError, QueryError
-    from ..queries.sql import load_statements, query_table
+    from ..queries.sql import load_statements, parse_statement, query_table
 
     if (sql is None) == (workload is None):
         raise PpdpError("give a SQL statement or --workload FILE (not both)")
@@ -60,10 +60,18 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
         from ..releases.base import load_release
 
         rel, table = load_release(release), None
-    try:
-        stmts = load_statements(workload) if workload is not None else [sql]
-    except QueryError as e:
-        raise QueryError(f"--workload: {e}") from None
+    if workload is None:
+        stmts = [sql]
+    else:
+        try:
+            stmts = load_statements(workload)
+            for i, s in enumerate(stmts):
+                try:
+                    stmts[i] = parse_statement(s) if isinstance(s, str) else s
+                except QueryError as e:
+                    raise QueryError(f"statement {i + 1}: {e}") from None
+        except QueryError as e:
+            raise QueryError(f"--workload: {e}") from None
     try:
         frame = query_table(rel, stmts, estimator=estimator, source=table, level=level)
     except ParameterError as e:

@@ -362,6 +362,8 @@ def _statements(sql) -> list[tuple[str, CountStatement | Query]]:
     for q in sql:
         if isinstance(q, Query):
             out.append((str(q), q))
+        elif isinstance(q, CountStatement):
+            out.append((q.text.strip(), q))
         elif isinstance(q, str):
             out.append((q.strip(), parse_statement(q)))
         else:
@@ -390,7 +392,8 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
     statement (one per group with GROUP BY): ``query`` (the text), the GROUP BY columns
     (labels), ``estimate``, ``se``, ``lower``, ``upper`` (the ``level`` interval) and, with a
     ``source`` table, ``exact``. ``sql``: a statement or a list of them (SQL text — a bare
-    condition, ``WHERE …`` or ``SELECT … COUNT(*) … GROUP BY …`` — or :class:`Query` objects).
+    condition, ``WHERE …`` or ``SELECT … COUNT(*) … GROUP BY …`` — :class:`Query` objects or
+    parsed :class:`CountStatement` objects).
     Every statement is expanded into conjunctive queries (module doc) and the whole expansion is
     answered with one ``release.estimate`` call; the interval method is in
     ``frame.attrs["method"]``. A group whose count is a sum of k > 1 disjoint terms gets the
