@@ -228,4 +228,34 @@ class AnatomyEstimator(Estimator):
         return Estimates.normal(est, np.sqrt(var), method, level)
 
 
-__all__ = ["AnatomyEstimator", "correct_counts", "anatomy_index", "bucket_entries"]
+def draw_assignment(release, rng: np.random.Generator) -> np.ndarray:
+    """One table from the model :class:`AnatomyEstimator`'s interval assumes, for a release
+    whose fakes are known (σ = 0, or the custodian file): the SA code of every QIT row, each
+    bucket's real values assigned to its rows by a uniformly random permutation — a table of
+    which this release is a valid output. In a saturated bucket (every eligible value used as
+    a fake) which count-1 values are real is redrawn too (an exchangeable subset). Used to
+    test the interval's coverage (tests/bucketization/test_uncertainty.py)."""
+    b = release.buckets()
+    real = release.real_counts_from_files()
+    if real is None:
+        raise ValueError("the real counts are needed (σ = 0 or the custodian file)")
+    real = real.copy()
+    if release.fake_values:
+        obs = release.observed_counts()
+        sat = np.flatnonzero(((obs == 0) & ~release.fake_excluded()).sum(axis=1) == 0)
+        ones = obs[sat] == 1
+        k = (real[sat] * ones).sum(axis=1)
+        keys = np.where(ones, rng.random(ones.shape), np.inf)
+        rank = np.argsort(np.argsort(keys, axis=1), axis=1)
+        real[sat] = np.where(ones, (rank < k[:, None]).astype(real.dtype), real[sat])
+    nb, m = real.shape
+    vals = np.repeat(np.tile(np.arange(m), nb), real.ravel())  # bucket-major
+    owner = np.repeat(np.arange(nb), real.sum(axis=1))
+    perm = np.lexsort((rng.random(len(vals)), owner))
+    order = np.argsort(b["qb"], kind="stable")
+    sa = np.empty(len(vals), dtype=np.int64)
+    sa[order] = vals[perm]
+    return sa
+
+
+__all__ = ["AnatomyEstimator", "draw_assignment", "correct_counts", "anatomy_index", "bucket_entries"]
