@@ -98,35 +98,63 @@ def bucket_entries(release) -> dict:
     return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
 
 
+# per release object (a release's files do not change once loaded): its entries and indexes
+_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+#: largest (combinations × keys) of one variance index over every QI column; beyond it the
+#: variance index is built per set of constrained columns
+_MAX_INDEX_CELLS = 60_000_000
+#: releases of more records build the variance index per set of constrained columns
+_MAX_ROWS_ONE_INDEX = 1_000_000
+
+
 def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
     """The pairs (x ≤ x') of an m-value domain, in a fixed order."""
     return np.triu_indices(m)
 
 
-def anatomy_index(release, variance: bool = False) -> CountIndex:
+def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
     """Per-QI-combination weights of a bucketized release (rows of a bucket expanded over the
-    bucket's entries without a loop). Without ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the
-    estimate). With it, 3m + 2·m(m+1)/2 keys: the estimate's weights; the linear parts of the
-    variance, Σ_rows p_g(x)·[|g| > 1] (assignment) and Σ_rows c_g·u_g(x) (fakes); and the
-    quadratic parts Σ_rows p_g(x)p_g(x')·[|g| > 1] and Σ_rows c_g·u_g(x)u_g(x') for x ≤ x'
+    bucket's entries without a loop), over ``columns`` (default: every QI column). Without
+    ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the estimate). With it, 3m + 2·m(m+1)/2 keys: the
+    estimate's weights; the linear parts of the variance, Σ_rows p_g(x)·[|g| > 1]
+    (assignment) and Σ_rows c_g·u_g(x) (fakes); and the quadratic parts
+    Σ_rows p_g(x)p_g(x')·[|g| > 1] and Σ_rows c_g·u_g(x)u_g(x') for x ≤ x'
     (:class:`AnatomyEstimator`)."""
-    e = bucket_entries(release)
+    cache = _INDEX.setdefault(release, {})
+    e = cache.get("entries")
+    if e is None:
+        e = cache["entries"] = bucket_entries(release)
     b = release.buckets()
     nb, m = e["n_buckets"], e["m"]
-    quasi, domains = release.quasi, release.domains
+    domains = release.domains
+    quasi = list(release.quasi if columns is None else columns)
     n = len(b["qb"])
     if quasi:
         dims = [len(domains[c]) for c in quasi]
-        qkey = np.ravel_multi_index([release.codes("qit", c).astype(np.int64) for c in quasi], dims)
-        uniq, inv = np.unique(qkey, return_inverse=True)
+        codes = cache.setdefault("codes", {})
+        for c in quasi:
+            if c not in codes:
+                codes[c] = release.codes("qit", c).astype(np.int64)
+        qkey = np.ravel_multi_index([codes[c] for c in quasi], dims)
+        prod = float(np.prod(dims, dtype=np.float64))
+        if prod <= max(4 * n, 1 << 20):  # dense: count the present combinations
+            present = np.zeros(int(prod), dtype=np.int64)
+            present[qkey] = 1
+            uniq = np.flatnonzero(present)
+            inv = (np.cumsum(present) - 1)[qkey]
+        else:
+            uniq, inv = np.unique(qkey, return_inverse=True)
         combo = dict(zip(quasi, np.unravel_index(uniq, dims)))
     else:
         uniq, inv, combo = np.zeros(1), np.zeros(n, dtype=np.int64), {}
     inv = inv.ravel().astype(np.int64)
     n_c = len(uniq)
-    # distinct (bucket, combination) items with their multiplicity
-    items, mult = np.unique(b["qb"].astype(np.int64) * n_c + inv, return_counts=True)
-    ig, ic = np.divmod(items, n_c)
+    if n > 2_000_000:  # large: every row is its own item (a sort of the items costs more than it saves)
+        ig, ic, mult = b["qb"].astype(np.int64), inv, np.ones(n, dtype=np.int64)
+    else:  # distinct (bucket, combination) items with their multiplicity
+        items, mult = np.unique(b["qb"].astype(np.int64) * n_c + inv, return_counts=True)
+        ig, ic = np.divmod(items, n_c)
     n_ent = np.bincount(e["bucket"], minlength=nb).astype(np.int64)
     start = np.cumsum(n_ent) - n_ent
     it, k = _ragged(n_ent[ig])
@@ -156,11 +184,8 @@ def anatomy_index(release, variance: bool = False) -> CountIndex:
                          minlength=n_c * n_pairs).reshape(n_c, n_pairs)
     quad_f = (np.bincount(cell2, weights=mult[it2] * e["c"][e1] * e["u"][e1] * e["u"][e2],
                           minlength=n_c * n_pairs).reshape(n_c, n_pairs) if has_fake else np.zeros_like(quad_a))
-    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate([p_w, lin_a, lin_f, quad_a, quad_f], axis=1))
-
-
-# one index per release object (a release's files do not change once loaded)
-_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+    parts = [p_w, lin_a, lin_f, quad_a, quad_f] if has_fake else [p_w, lin_a, quad_a]
+    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate(parts, axis=1))
 
 
 class AnatomyEstimator(Estimator):
@@ -193,11 +218,29 @@ class AnatomyEstimator(Estimator):
     name = "anatomy"
     family = "bucketized"
 
-    def _index(self, release, variance: bool = False) -> CountIndex:
+    def _index(self, release, variance: bool = False, columns: tuple[str, ...] | None = None) -> CountIndex:
         cache = _INDEX.setdefault(release, {})
-        if variance not in cache:
-            cache[variance] = anatomy_index(release, variance)
-        return cache[variance]
+        key = (variance, columns)
+        if key not in cache:
+            cache[key] = anatomy_index(release, variance, columns)
+        return cache[key]
+
+    def _variance_sums(self, release, rest) -> np.ndarray:
+        """R (queries × keys) of the variance index: one index over every QI column when it is
+        small enough, else one per set of constrained columns (built once, cached)."""
+        m = len(release.domains[release.sa])
+        n_keys = (3 * m + m * (m + 1)) if release.fake_values else (2 * m + m * (m + 1) // 2)
+        if len(release.buckets()["qb"]) <= _MAX_ROWS_ONE_INDEX:
+            base = self._index(release, variance=True)
+            if base.n * n_keys <= _MAX_INDEX_CELLS:
+                return base.sums(rest)
+        out = np.zeros((len(rest), n_keys))
+        by_cols: dict[tuple[str, ...], list[int]] = {}
+        for i, mk in enumerate(rest):
+            by_cols.setdefault(tuple(sorted(mk)), []).append(i)
+        for cols, idx in by_cols.items():
+            out[idx] = self._index(release, True, cols).sums([rest[i] for i in idx])
+        return out
 
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
@@ -208,15 +251,19 @@ class AnatomyEstimator(Estimator):
         _, masks = release.resolve(workload)
         m = len(release.domains[release.sa])
         rest, sel = split_masks(masks, release.sa, m)
-        R = self._index(release, variance=True).sums(rest)
-        est = (R[:, :m] * sel).sum(axis=1)
-        lin_a = (R[:, m:2 * m] * sel).sum(axis=1)
-        lin_f = (R[:, 2 * m:3 * m] * sel).sum(axis=1)
+        R = self._variance_sums(release, rest)
         ti, tj = _tri(m)
         both = (sel[:, ti] & sel[:, tj]) * np.where(ti == tj, 1.0, 2.0)
         n_p = len(ti)
-        quad_a = (R[:, 3 * m:3 * m + n_p] * both).sum(axis=1)
-        quad_f = (R[:, 3 * m + n_p:] * both).sum(axis=1)
+        est = (R[:, :m] * sel).sum(axis=1)
+        lin_a = (R[:, m:2 * m] * sel).sum(axis=1)
+        if release.fake_values:
+            lin_f = (R[:, 2 * m:3 * m] * sel).sum(axis=1)
+            quad_a = (R[:, 3 * m:3 * m + n_p] * both).sum(axis=1)
+            quad_f = (R[:, 3 * m + n_p:] * both).sum(axis=1)
+        else:  # no fakes: the index has no fake keys
+            quad_a = (R[:, 2 * m:] * both).sum(axis=1)
+            lin_f = quad_f = np.zeros(len(est))
         # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
         pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
         var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
