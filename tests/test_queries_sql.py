@@ -92,7 +92,6 @@ def test_compiled_terms_are_disjoint_and_exact(atoms, shape):
         mb = t.get("b", np.ones(3, bool))
         grid += np.outer(ma, mb)
     assert grid.max() <= 1  # disjoint
-    df = pd.DataFrame([(a, b) for a in doms["a"] for b in doms["b"]], columns=["a", "b"])
     py = expr.replace("<>", "!=").replace("NOT", "not").replace("AND", "and").replace("OR", "or").replace("IN (", "in (")
     inside = np.array([eval(py, {}, {"a": a, "b": b}) for a in doms["a"] for b in doms["b"]])
     assert np.array_equal(grid.ravel().astype(bool), inside)

@@ -147,7 +147,7 @@ def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
             uniq, inv = np.unique(qkey, return_inverse=True)
         combo = dict(zip(quasi, np.unravel_index(uniq, dims)))
     else:
-        uniq, inv, combo = np.zeros(1), np.zeros(n, dtype=np.int64), {}
+        uniq, inv, combo = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), {}
     inv = inv.ravel().astype(np.int64)
     n_c = len(uniq)
     if n > 2_000_000:  # large: every row is its own item (a sort of the items costs more than it saves)

@@ -192,15 +192,15 @@ def parse_statement(text: str) -> CountStatement:
         for key, value in g.args.items():
             if key != "expressions" and value not in (None, False, [], ""):
                 raise QueryError(f"GROUP BY {key.upper()} is not supported: {_show(text)}")
-        for e in g.expressions:
-            if not isinstance(e, exp.Column):
-                raise QueryError(f"GROUP BY takes column names, got {e.sql()!r} in {_show(text)}")
-            if e.name in group:
-                raise QueryError(f"GROUP BY names {e.name!r} twice in {_show(text)}")
-            group.append(e.name)
+        for gexp in g.expressions:
+            if not isinstance(gexp, exp.Column):
+                raise QueryError(f"GROUP BY takes column names, got {gexp.sql()!r} in {_show(text)}")
+            if gexp.name in group:
+                raise QueryError(f"GROUP BY names {gexp.name!r} twice in {_show(text)}")
+            group.append(gexp.name)
     counts = 0
-    for e in tree.expressions:
-        inner = e.this if isinstance(e, exp.Alias) else e
+    for sel in tree.expressions:
+        inner = sel.this if isinstance(sel, exp.Alias) else sel
         if isinstance(inner, exp.Count) and isinstance(inner.this, exp.Star) and not inner.args.get("distinct"):
             counts += 1
         elif isinstance(inner, exp.Column) and inner.name in group:
@@ -208,13 +208,13 @@ def parse_statement(text: str) -> CountStatement:
         elif isinstance(inner, exp.Column):
             raise QueryError(f"column {inner.name!r} is selected but not in GROUP BY: {_show(text)}")
         else:
-            raise QueryError(f"only COUNT(*) (and the GROUP BY columns) can be selected, got {e.sql()!r} in "
+            raise QueryError(f"only COUNT(*) (and the GROUP BY columns) can be selected, got {sel.sql()!r} in "
                              f"{_show(text)}")
     if counts != 1:
         raise QueryError(f"a count query selects COUNT(*) once, got {counts} in {_show(text)}")
     w = tree.args.get("where")
-    cond = _condition(w.this, text) if w is not None else ("true",)
-    return CountStatement(cond, tuple(group), text)
+    condition: tuple = _condition(w.this, text) if w is not None else ("true",)
+    return CountStatement(condition, tuple(group), text)
 
 
 # ------------------------------------------------------------------ compilation
@@ -323,8 +323,8 @@ def expand(statement: CountStatement, domains: Mapping[str, Sequence[str]],
     terms = compile_condition(statement.condition, resolver)
     gb = statement.group_by
     if not gb:
-        queries = [Query(tuple(_predicate(c, m, domains[c]) for c, m in t.items())) for t in terms]
-        return Expansion(queries, np.zeros(len(queries), dtype=np.int64), np.zeros((1, 0), dtype=np.int64), gb, len(terms))
+        plain = [Query(tuple(_predicate(c, m, domains[c]) for c, m in t.items())) for t in terms]
+        return Expansion(plain, np.zeros(len(plain), dtype=np.int64), np.zeros((1, 0), dtype=np.int64), gb, len(terms))
     dims = [len(domains[c]) for c in gb]
     n_groups = int(np.prod(dims, dtype=np.int64))
     if n_groups * max(len(terms), 1) > MAX_EXPANDED:
