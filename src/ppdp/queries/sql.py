@@ -172,7 +172,7 @@ def parse_statement(text: str) -> CountStatement:
     except Exception as e:  # a parser crash on odd input is still bad input
         raise QueryError(f"cannot parse query {_show(text)}: {type(e).__name__}") from None
     if len(trees) != 1:
-        raise QueryError(f"one statement at a time: {_show(text)} holds {len(trees)} statements")
+        raise QueryError(f"one query at a time: {_show(text)} holds {len(trees)} statements")
     tree = trees[0]
     if isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
         raise QueryError(f"{type(tree).__name__.upper()} is not supported (one count statement at a time): {_show(text)}")
@@ -473,7 +473,7 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
 def load_statements(path) -> list:
     """A workload file: JSON lines (``{"predicates": […]}`` / ``{"where": "…"}``, an optional
     ``{"workload": {…}}`` header — :meth:`Workload.load`) when its first non-blank character is
-    ``{``; otherwise SQL text: statements separated by ``;`` when the file holds one, else one
+    ``{`` (or ``[``, refused there as not a query); otherwise SQL text: statements separated by ``;`` when the file holds one, else one
     statement per line; blank lines and lines starting with ``--`` are skipped."""
     from .workload import Workload
 
@@ -484,7 +484,7 @@ def load_statements(path) -> list:
         raise QueryError(f"workload {str(path)!r} is not UTF-8 text") from None
     except OSError as e:
         raise QueryError(f"cannot read workload {str(path)!r}: {e.strerror or e}") from None
-    if text.lstrip().startswith("{"):
+    if text.lstrip()[:1] in ("{", "["):  # JSON (a JSON line is an object; anything else is refused there)
         return list(Workload.load(path))
     lines = [ln for ln in text.splitlines() if not ln.strip().startswith("--")]
     parts = "\n".join(lines).split(";") if ";" in text else lines
