@@ -26,6 +26,7 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+from scipy import sparse
 
 from ..queries import CountIndex, split_masks
 from .base import Estimates, Estimator
@@ -155,37 +156,46 @@ def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
     else:  # distinct (bucket, combination) items with their multiplicity
         items, mult = np.unique(b["qb"].astype(np.int64) * n_c + inv, return_counts=True)
         ig, ic = np.divmod(items, n_c)
-    n_ent = np.bincount(e["bucket"], minlength=nb).astype(np.int64)
-    start = np.cumsum(n_ent) - n_ent
-    it, k = _ragged(n_ent[ig])
-    ent = start[ig[it]] + k
-    cell = ic[it] * m + e["value"][ent]
-    w = mult[it].astype(np.float64)
-    p_w = np.bincount(cell, weights=w * e["p"][ent], minlength=n_c * m).reshape(n_c, m)
-    if not variance:
-        return CountIndex(combo, {c: len(domains[c]) for c in quasi}, p_w)
-    has_fake = e["u"] is not None
-    multi = (b["sizes"][e["bucket"]] > 1).astype(np.float64)  # a bucket of one record has no assignment to draw
-    lin_a = np.bincount(cell, weights=w * (e["p"] * multi)[ent], minlength=n_c * m).reshape(n_c, m)
-    lin_f = (np.bincount(cell, weights=w * (e["c"] * e["u"])[ent], minlength=n_c * m).reshape(n_c, m)
-             if has_fake else np.zeros_like(p_w))
-    ti, tj = _tri(m)
-    pair_id = np.full((m, m), -1, dtype=np.int64)
-    pair_id[ti, tj] = np.arange(len(ti))
-    n_pairs = len(ti)
-    it2, k2 = _ragged(n_ent[ig] ** 2)
-    a, bb = np.divmod(k2, n_ent[ig[it2]])
-    e1, e2 = start[ig[it2]] + a, start[ig[it2]] + bb
-    x1, x2 = e["value"][e1], e["value"][e2]
-    keep = x1 <= x2
-    it2, e1, e2, x1, x2 = it2[keep], e1[keep], e2[keep], x1[keep], x2[keep]
-    cell2 = ic[it2] * n_pairs + pair_id[x1, x2]
-    quad_a = np.bincount(cell2, weights=mult[it2] * e["p"][e1] * e["p"][e2] * multi[e1],
-                         minlength=n_c * n_pairs).reshape(n_c, n_pairs)
-    quad_f = (np.bincount(cell2, weights=mult[it2] * e["c"][e1] * e["u"][e1] * e["u"][e2],
-                          minlength=n_c * n_pairs).reshape(n_c, n_pairs) if has_fake else np.zeros_like(quad_a))
-    parts = [p_w, lin_a, lin_f, quad_a, quad_f] if has_fake else [p_w, lin_a, quad_a]
-    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, np.concatenate(parts, axis=1))
+    # items → buckets (n_c × nb), times per-bucket weights (nb × keys, sparse; built once per release)
+    A = sparse.csr_matrix((mult.astype(np.float64), (ic, ig)), shape=(n_c, nb))
+    per_bucket = _bucket_weights(release, e, b["sizes"], variance)
+    W = np.asarray((A @ per_bucket).todense())
+    return CountIndex(combo, {c: len(domains[c]) for c in quasi}, W)
+
+
+def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool) -> "sparse.csr_matrix":
+    """Per-bucket weights (nb × keys, sparse), the keys of :func:`anatomy_index`; cached."""
+    cache = _INDEX.setdefault(release, {})
+    key = ("bucket_weights", variance)
+    if key in cache:
+        return cache[key]
+    nb, m = e["n_buckets"], e["m"]
+    g, x, p = e["bucket"], e["value"], e["p"]
+    blocks = [sparse.csr_matrix((p, (g, x)), shape=(nb, m))]
+    if variance:
+        has_fake = e["u"] is not None
+        multi = (sizes[g] > 1).astype(np.float64)  # a bucket of one record has no assignment to draw
+        blocks.append(sparse.csr_matrix((p * multi, (g, x)), shape=(nb, m)))
+        if has_fake:
+            blocks.append(sparse.csr_matrix((e["c"] * e["u"], (g, x)), shape=(nb, m)))
+        ti, tj = _tri(m)
+        pair_id = np.full((m, m), -1, dtype=np.int64)
+        pair_id[ti, tj] = np.arange(len(ti))
+        n_pairs = len(ti)
+        n_ent = np.bincount(g, minlength=nb).astype(np.int64)
+        start = np.cumsum(n_ent) - n_ent
+        gb, k2 = _ragged(n_ent ** 2)  # every ordered pair of a bucket's entries
+        a, bb = np.divmod(k2, n_ent[gb])
+        e1, e2 = start[gb] + a, start[gb] + bb
+        keep = x[e1] <= x[e2]
+        gb, e1, e2 = gb[keep], e1[keep], e2[keep]
+        col = pair_id[x[e1], x[e2]]
+        blocks.append(sparse.csr_matrix((p[e1] * p[e2] * multi[e1], (gb, col)), shape=(nb, n_pairs)))
+        if has_fake:
+            blocks.append(sparse.csr_matrix((e["c"][e1] * e["u"][e1] * e["u"][e2], (gb, col)), shape=(nb, n_pairs)))
+    out = sparse.hstack(blocks, format="csr")
+    cache[key] = out
+    return out
 
 
 class AnatomyEstimator(Estimator):
