@@ -127,7 +127,7 @@ def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
     if e is None:
         e = cache["entries"] = bucket_entries(release)
     b = release.buckets()
-    nb, m = e["n_buckets"], e["m"]
+    nb = e["n_buckets"]
     domains = release.domains
     quasi = list(release.quasi if columns is None else columns)
     n = len(b["qb"])
