@@ -106,7 +106,7 @@ _INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 #: variance index is built per set of constrained columns
 _MAX_INDEX_CELLS = 60_000_000
 #: releases of more records build the variance index per set of constrained columns
-_MAX_ROWS_ONE_INDEX = 1_000_000
+_MAX_ROWS_ONE_INDEX = 500_000
 
 
 def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
