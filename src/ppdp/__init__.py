@@ -12,12 +12,13 @@ from .api import publish, verify
 from .errors import ParameterError, PpdpError
 from .provenance import VERSION as __version__
 from .queries import Query, Workload, answer_exact
+from .queries.sql import query_table as query
 from .releases.base import Release, VerifyReport, load_release
 from .schema import load_schema, read_table
 from .table import Table
 
 __all__ = ["__version__", "Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
-           "answer_exact", "PpdpError", "ParameterError", "datasets", "load_schema", "read_table"]
+           "answer_exact", "query", "PpdpError", "ParameterError", "datasets", "load_schema", "read_table"]
 
 
 def __getattr__(name: str) -> type:

@@ -25,32 +25,72 @@ def datasets():
 
 @cli.command()
 @click.argument("release", type=click.Path(exists=True, file_okay=False))
-@click.argument("where", required=False)
-@click.option("--workload", type=click.Path(exists=True, dir_okay=False), help="Answer every query of a JSON-lines workload file.")
-@click.option("--out", "-o", type=click.Path(dir_okay=False), help="With --workload: write estimates here (CSV).")
-def query(release, where, workload, out):
-    """Estimate a count on a release: ppdp query REL "age BETWEEN 30 AND 40 AND sex = 'Female'"."""
-    from ..errors import PpdpError
-    from ..queries import Workload
-    from ..releases.base import load_release
+@click.argument("sql", required=False)
+@click.option("--workload", type=click.Path(exists=True, dir_okay=False),
+              help="Answer every statement of a file: SQL statements separated by ';' (or one per line; "
+                   "lines starting with -- are comments), or JSON lines ({\"where\": \"...\"} / "
+                   "{\"predicates\": [...]}, as ppdp writes workloads).")
+@click.option("--estimator", default=None, help="Estimator name (default: the mechanism's default).")
+@click.option("--level", type=float, default=0.95, show_default=True, help="Interval level.")
+@click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False),
+              help="Source table (CSV/Parquet): adds the exact count of every row.")
+@click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Source table is a bundled dataset (adds exact counts).")
+@click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False),
+              help="Write the table (query text, group values, estimate, se, lower, upper[, exact]) to FILE.csv or FILE.parquet.")
+def query(release, sql, workload, estimator, level, input_path, dataset, n_rows, out):
+    """Estimate counts on a release, with standard errors and intervals.
 
-    rel = load_release(release)
-    if (where is None) == (workload is None):
-        raise PpdpError("give a WHERE clause or --workload FILE (not both)")
-    if where is not None:
-        click.echo(f"{rel.count(where):.4f}")
-        return
-    wl = Workload.load(workload)
-    est = rel.answer(wl)
-    if out:
-        with open(out, "w") as f:
-            f.write("query_id,estimate\n")
-            for i, e in enumerate(est):
-                f.write(f"{i},{e:.6f}\n")
-        click.echo(f"answered {len(est)} queries → {out}")
+    SQL is a condition, WHERE condition, or SELECT [cols,] COUNT(*) [FROM t] [WHERE condition]
+    [GROUP BY cols]; conditions use =, <>, IN, BETWEEN, <, <=, >, >=, AND, OR, NOT. Example:
+    ppdp query REL "SELECT sex, race, COUNT(*) FROM t WHERE age BETWEEN 30 AND 40 GROUP BY sex, race"
+    """
+    from ..errors import ParameterError, PpdpError, QueryError
+    from ..queries.sql import load_statements, parse_statement, query_table
+
+    if (sql is None) == (workload is None):
+        raise PpdpError("give a SQL statement or --workload FILE (not both)")
+    if not 0 < level < 1:
+        raise PpdpError(f"--level must be in (0, 1), got {level}")
+    if out is not None and not str(out).lower().endswith((".csv", ".parquet")):
+        raise PpdpError(f"--out {out!r}: the file name ends in .csv or .parquet")
+    if input_path is not None or dataset is not None:
+        rel, table = load_release_and_source(release, input_path, dataset, n_rows)
     else:
-        for e in est:
-            click.echo(f"{e:.4f}")
+        from ..releases.base import load_release
+
+        rel, table = load_release(release), None
+    if workload is None:
+        stmts = [sql]
+    else:
+        try:
+            stmts = load_statements(workload)
+            for i, s in enumerate(stmts):
+                try:
+                    stmts[i] = parse_statement(s) if isinstance(s, str) else s
+                except QueryError as e:
+                    raise QueryError(f"statement {i + 1}: {e}") from None
+        except QueryError as e:
+            raise QueryError(f"--workload: {e}") from None
+    try:
+        frame = query_table(rel, stmts, estimator=estimator, source=table, level=level)
+    except ParameterError as e:
+        raise ParameterError(f"--estimator: {e}", param="estimator") if e.param == "estimator" else e from None
+    if out:
+        try:
+            if str(out).lower().endswith(".csv"):
+                frame.to_csv(out, index=False)
+            else:
+                frame.to_parquet(out, index=False)
+        except OSError as e:
+            raise PpdpError(f"--out {out!r}: cannot write ({e.strerror or e})") from None
+        click.echo(f"answered {len(stmts)} statement(s), {len(frame)} row(s) → {out}")
+        return
+    show = frame.drop(columns=["query"]) if len(stmts) == 1 else frame
+    pct = f"{level * 100:g}%"
+    show = show.rename(columns={"lower": f"{pct} lower", "upper": f"{pct} upper"})
+    click.echo(show.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    click.echo(f"# {frame.attrs.get('method', '')}")
 
 
 @cli.command()

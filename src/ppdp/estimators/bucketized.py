@@ -29,7 +29,7 @@ import numpy as np
 from scipy import sparse
 
 from ..queries import CountIndex, split_masks
-from .base import Estimator
+from .base import Estimates, Estimator
 
 
 def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -54,47 +54,265 @@ def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | Non
     return est, int(sat.sum())
 
 
-def anatomy_index(release) -> CountIndex:
-    """Per-QI-combination weights Σ_rows ĉ_{g(row)}(x)/|g(row)| of a bucketized release."""
+def _ragged(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For items with ``lengths``: (item of each expanded slot, position within its item)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    item = np.repeat(np.arange(len(lengths)), lengths)
+    offsets = np.cumsum(lengths) - lengths
+    return item, np.arange(int(lengths.sum()), dtype=np.int64) - offsets[item]
+
+
+def bucket_entries(release) -> dict:
+    """The per-bucket SA weights the estimator reads, sparse over (bucket, SA value) entries:
+    ``bucket``, ``value``, ``p`` = ĉ_g(x)/|g| (the corrected share, module doc) and, with fakes,
+    ``u`` = [x ∈ D_g]/|D_g| and ``c`` = σ·E_g²/(|D_g|·(E_g − 1)·|g|) per entry's bucket (the
+    fake-draw variance, :class:`AnatomyEstimator`); entries sorted by bucket."""
     b = release.buckets()
-    nb = b["n_buckets"]
+    nb, m = b["n_buckets"], b["m"]
+    sizes = np.maximum(b["sizes"], 1).astype(np.float64)
     sigma = release.fake_values
-    excluded = release.fake_excluded() if sigma else None  # the publication rule, read from the files
-    chat, _ = correct_counts(release.observed_counts(), sigma, excluded)
-    cw = chat / np.maximum(b["sizes"], 1)[:, None]
-    # rows with identical QI values are interchangeable for every query: sum their weights
-    quasi, domains = release.quasi, release.domains
+    if sigma == 0:
+        order = np.argsort(b["sb"], kind="stable")
+        g, x = b["sb"][order], b["sc"][order]
+        p = b["count"][order] / sizes[g]
+        return {"bucket": g, "value": x, "p": p, "u": None, "c": None, "n_buckets": nb, "m": m}
+    excluded = release.fake_excluded()
+    obs = release.observed_counts()
+    chat, _ = correct_counts(obs, sigma, excluded)
+    unseen = (obs == 0) & ~excluded
+    n_unseen = unseen.sum(axis=1).astype(np.float64)
+    u = np.divide(unseen, n_unseen[:, None], out=np.zeros(unseen.shape), where=n_unseen[:, None] > 0)
+    big_e = n_unseen + sigma
+    c = np.divide(sigma * big_e ** 2, n_unseen * np.maximum(big_e - 1, 1) * sizes,
+                  out=np.zeros(nb), where=n_unseen > 0)
+    # saturated buckets (D_g empty): the fakes are σ of the U_g count-1 values, the receiver
+    # cannot tell which; with the real ones an exchangeable r_g-subset (r_g = U_g − σ), the
+    # count of S among them is hypergeometric: variance σ·r_g/(U_g − 1)·q(1 − q), q = |S ∩ ones|/U_g
+    sat = n_unseen == 0
+    if sat.any():
+        ones = obs[sat] == 1
+        n_ones = ones.sum(axis=1).astype(np.float64)
+        u[sat] = np.divide(ones, n_ones[:, None], out=np.zeros(ones.shape), where=n_ones[:, None] > 0)
+        c[sat] = np.divide(sigma * (n_ones - sigma), np.maximum(n_ones - 1, 1) * sizes[sat],
+                           out=np.zeros(len(n_ones)), where=n_ones > sigma)
+    g, x = np.nonzero((chat != 0) | (u != 0))
+    return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+
+
+# per release object (a release's files do not change once loaded): its entries and indexes
+_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+#: largest (combinations × keys) of one variance index over every QI column; beyond it the
+#: variance index is built per set of constrained columns
+_MAX_INDEX_CELLS = 60_000_000
+#: releases of more records build the variance index per set of constrained columns
+_MAX_ROWS_ONE_INDEX = 500_000
+
+
+def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (x ≤ x') of an m-value domain, in a fixed order."""
+    return np.triu_indices(m)
+
+
+def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
+    """Per-QI-combination weights of a bucketized release (rows of a bucket expanded over the
+    bucket's entries without a loop), over ``columns`` (default: every QI column). Without
+    ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the estimate). With it, 3m + 2·m(m+1)/2 keys: the
+    estimate's weights; the linear parts of the variance, Σ_rows p_g(x)·[|g| > 1]
+    (assignment) and Σ_rows c_g·u_g(x) (fakes); and the quadratic parts
+    Σ_rows p_g(x)p_g(x')·[|g| > 1] and Σ_rows c_g·u_g(x)u_g(x') for x ≤ x'
+    (:class:`AnatomyEstimator`)."""
+    cache = _INDEX.setdefault(release, {})
+    e = cache.get("entries")
+    if e is None:
+        e = cache["entries"] = bucket_entries(release)
+    b = release.buckets()
+    nb = e["n_buckets"]
+    domains = release.domains
+    quasi = list(release.quasi if columns is None else columns)
     n = len(b["qb"])
     if quasi:
-        qi_codes = {c: release.codes("qit", c) for c in quasi}
         dims = [len(domains[c]) for c in quasi]
-        key = np.ravel_multi_index([qi_codes[c].astype(np.int64) for c in quasi], dims)
-        uniq, inv = np.unique(key, return_inverse=True)
+        codes = cache.setdefault("codes", {})
+        for c in quasi:
+            if c not in codes:
+                codes[c] = release.codes("qit", c).astype(np.int64)
+        qkey = np.ravel_multi_index([codes[c] for c in quasi], dims)
+        prod = float(np.prod(dims, dtype=np.float64))
+        if prod <= max(4 * n, 1 << 20):  # dense: count the present combinations
+            present = np.zeros(int(prod), dtype=np.int64)
+            present[qkey] = 1
+            uniq = np.flatnonzero(present)
+            inv = (np.cumsum(present) - 1)[qkey]
+        else:
+            uniq, inv = np.unique(qkey, return_inverse=True)
         combo = dict(zip(quasi, np.unravel_index(uniq, dims)))
     else:
-        uniq, inv, combo = np.zeros(1), np.zeros(n, dtype=np.int64), {}
-    P = sparse.csr_matrix((np.ones(n), (inv.ravel(), b["qb"])), shape=(len(uniq), nb))
-    W = np.asarray(P @ cw)
+        uniq, inv, combo = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), {}
+    inv = inv.ravel().astype(np.int64)
+    n_c = len(uniq)
+    if n > 2_000_000:  # large: every row is its own item (a sort of the items costs more than it saves)
+        ig, ic, mult = b["qb"].astype(np.int64), inv, np.ones(n, dtype=np.int64)
+    else:  # distinct (bucket, combination) items with their multiplicity
+        items, mult = np.unique(b["qb"].astype(np.int64) * n_c + inv, return_counts=True)
+        ig, ic = np.divmod(items, n_c)
+    # items → buckets (n_c × nb), times per-bucket weights (nb × keys, sparse; built once per release)
+    A = sparse.csr_matrix((mult.astype(np.float64), (ic, ig)), shape=(n_c, nb))
+    per_bucket = _bucket_weights(release, e, b["sizes"], variance)
+    W = np.asarray((A @ per_bucket).todense())
     return CountIndex(combo, {c: len(domains[c]) for c in quasi}, W)
 
 
-# one index per release object (a release's files do not change once loaded)
-_INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool) -> "sparse.csr_matrix":
+    """Per-bucket weights (nb × keys, sparse), the keys of :func:`anatomy_index`; cached."""
+    cache = _INDEX.setdefault(release, {})
+    key = ("bucket_weights", variance)
+    if key in cache:
+        return cache[key]
+    nb, m = e["n_buckets"], e["m"]
+    g, x, p = e["bucket"], e["value"], e["p"]
+    blocks = [sparse.csr_matrix((p, (g, x)), shape=(nb, m))]
+    if variance:
+        has_fake = e["u"] is not None
+        multi = (sizes[g] > 1).astype(np.float64)  # a bucket of one record has no assignment to draw
+        blocks.append(sparse.csr_matrix((p * multi, (g, x)), shape=(nb, m)))
+        if has_fake:
+            blocks.append(sparse.csr_matrix((e["c"] * e["u"], (g, x)), shape=(nb, m)))
+        ti, tj = _tri(m)
+        pair_id = np.full((m, m), -1, dtype=np.int64)
+        pair_id[ti, tj] = np.arange(len(ti))
+        n_pairs = len(ti)
+        n_ent = np.bincount(g, minlength=nb).astype(np.int64)
+        start = np.cumsum(n_ent) - n_ent
+        gb, k2 = _ragged(n_ent ** 2)  # every ordered pair of a bucket's entries
+        a, bb = np.divmod(k2, n_ent[gb])
+        e1, e2 = start[gb] + a, start[gb] + bb
+        keep = x[e1] <= x[e2]
+        gb, e1, e2 = gb[keep], e1[keep], e2[keep]
+        col = pair_id[x[e1], x[e2]]
+        blocks.append(sparse.csr_matrix((p[e1] * p[e2] * multi[e1], (gb, col)), shape=(nb, n_pairs)))
+        if has_fake:
+            blocks.append(sparse.csr_matrix((e["c"][e1] * e["u"][e1] * e["u"][e2], (gb, col)), shape=(nb, n_pairs)))
+    out = sparse.hstack(blocks, format="csr")
+    cache[key] = out
+    return out
 
 
 class AnatomyEstimator(Estimator):
-    """Anatomy's estimator Σ_g n_g(P)·ĉ_g(S)/|g| with the fake-value correction (module doc)."""
+    """Anatomy's estimator Σ_g n_g(P)·ĉ_g(S)/|g| with the fake-value correction (module doc).
+
+    Uncertainty (:meth:`estimate`, closed form). The files fix each bucket's QI rows and SA
+    multiset but not which record holds which value. Model: given the buckets, each record of
+    bucket g holds a value of S independently with probability p_g(S) = ĉ_g(S)/|g| (Anatomy's
+    uniform-assignment assumption, Xiao & Tao 2006, drawn with replacement). Then the count of
+    P ∧ S is a sum of independent Bernoulli terms over the rows meeting P, with mean the
+    estimate and variance Σ_rows∈P p_g(S)(1 − p_g(S)). Drawing the assignment *without*
+    replacement (a random permutation of the bucket's values, which keeps the release exactly
+    as published) gives the hypergeometric variance, smaller by the factor
+    (|g| − n_g(P))/(|g| − 1) per bucket; that factor needs n_g(P)², which is not linear in the
+    rows, so it is replaced by 1 − π_P, π_P the share of all records meeting P (its value when
+    the other records of a bucket meet P at the overall rate; exact for P = all records,
+    where the count of S is known and se = 0); a bucket of one record has no assignment to draw.
+    Fakes, in a bucket with unseen eligible values (D_g non-empty): see below. In a
+    *saturated* bucket (D_g empty: the fakes are all of E_g, fixed by the table) the receiver
+    cannot tell which σ of its U_g count-1 values are fake; taking the real ones as an
+    exchangeable subset (the uniform prior of
+    :func:`~ppdp.releases.bucketized.receiver_posterior`), the count of S among them is
+    hypergeometric with variance σ·(U_g − σ)/(U_g − 1)·q(1 − q), q = |S ∩ ones_g|/U_g. With σ fakes, the correction's error over the writer's draw of the fakes (a
+    uniform σ-subset of the eligible values E_g) adds, per bucket, (n_g(P)/|g|)²·σ·k(E−k)/
+    ((E−σ)(E−1)) with k = |S ∩ E_g| estimated by |S ∩ D_g|·E/|D_g|; n_g(P)² is bounded by
+    n_g(P)·|g| (conservative) to keep it linear in the rows. Buckets are independent; the
+    interval is the normal one, estimate ± z·se. Assumption the interval does not cover: a
+    QI–SA association inside buckets (the estimator's bias then is not in the se)."""
 
     name = "anatomy"
     family = "bucketized"
 
+    def _index(self, release, variance: bool = False, columns: tuple[str, ...] | None = None) -> CountIndex:
+        cache = _INDEX.setdefault(release, {})
+        key = (variance, columns)
+        if key not in cache:
+            cache[key] = anatomy_index(release, variance, columns)
+        return cache[key]
+
+    def _variance_sums(self, release, rest) -> np.ndarray:
+        """R (queries × keys) of the variance index: one index over every QI column when it is
+        small enough, else one per set of constrained columns (built once, cached)."""
+        m = len(release.domains[release.sa])
+        n_keys = (3 * m + m * (m + 1)) if release.fake_values else (2 * m + m * (m + 1) // 2)
+        if len(release.buckets()["qb"]) <= _MAX_ROWS_ONE_INDEX:
+            base = self._index(release, variance=True)
+            if base.n * n_keys <= _MAX_INDEX_CELLS:
+                return base.sums(rest)
+        out = np.zeros((len(rest), n_keys))
+        by_cols: dict[tuple[str, ...], list[int]] = {}
+        for i, mk in enumerate(rest):
+            by_cols.setdefault(tuple(sorted(mk)), []).append(i)
+        for cols, idx in by_cols.items():
+            out[idx] = self._index(release, True, cols).sums([rest[i] for i in idx])
+        return out
+
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
-        index = _INDEX.get(release)
-        if index is None:
-            index = _INDEX[release] = anatomy_index(release)
         rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
-        return (index.sums(rest) * sel).sum(axis=1)
+        return (self._index(release).sums(rest) * sel).sum(axis=1)
+
+    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        _, masks = release.resolve(workload)
+        m = len(release.domains[release.sa])
+        rest, sel = split_masks(masks, release.sa, m)
+        R = self._variance_sums(release, rest)
+        ti, tj = _tri(m)
+        both = (sel[:, ti] & sel[:, tj]) * np.where(ti == tj, 1.0, 2.0)
+        n_p = len(ti)
+        est = (R[:, :m] * sel).sum(axis=1)
+        lin_a = (R[:, m:2 * m] * sel).sum(axis=1)
+        if release.fake_values:
+            lin_f = (R[:, 2 * m:3 * m] * sel).sum(axis=1)
+            quad_a = (R[:, 3 * m:3 * m + n_p] * both).sum(axis=1)
+            quad_f = (R[:, 3 * m + n_p:] * both).sum(axis=1)
+        else:  # no fakes: the index has no fake keys
+            quad_a = (R[:, 2 * m:] * both).sum(axis=1)
+            lin_f = quad_f = np.zeros(len(est))
+        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
+        pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
+        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
+        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
+        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
+                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
+                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
+                  + "; normal interval")
+        return Estimates.normal(est, np.sqrt(var), method, level)
 
 
-__all__ = ["AnatomyEstimator", "correct_counts", "anatomy_index"]
+def draw_assignment(release, rng: np.random.Generator) -> np.ndarray:
+    """One table from the model :class:`AnatomyEstimator`'s interval assumes, for a release
+    whose fakes are known (σ = 0, or the custodian file): the SA code of every QIT row, each
+    bucket's real values assigned to its rows by a uniformly random permutation — a table of
+    which this release is a valid output. In a saturated bucket (every eligible value used as
+    a fake) which count-1 values are real is redrawn too (an exchangeable subset). Used to
+    test the interval's coverage (tests/bucketization/test_uncertainty.py)."""
+    b = release.buckets()
+    real = release.real_counts_from_files()
+    if real is None:
+        raise ValueError("the real counts are needed (σ = 0 or the custodian file)")
+    real = real.copy()
+    if release.fake_values:
+        obs = release.observed_counts()
+        sat = np.flatnonzero(((obs == 0) & ~release.fake_excluded()).sum(axis=1) == 0)
+        ones = obs[sat] == 1
+        k = (real[sat] * ones).sum(axis=1)
+        keys = np.where(ones, rng.random(ones.shape), np.inf)
+        rank = np.argsort(np.argsort(keys, axis=1), axis=1)
+        real[sat] = np.where(ones, (rank < k[:, None]).astype(real.dtype), real[sat])
+    nb, m = real.shape
+    vals = np.repeat(np.tile(np.arange(m), nb), real.ravel())  # bucket-major
+    owner = np.repeat(np.arange(nb), real.sum(axis=1))
+    perm = np.lexsort((rng.random(len(vals)), owner))
+    order = np.argsort(b["qb"], kind="stable")
+    sa = np.empty(len(vals), dtype=np.int64)
+    sa[order] = vals[perm]
+    return sa
+
+
+__all__ = ["AnatomyEstimator", "draw_assignment", "correct_counts", "anatomy_index", "bucket_entries"]

@@ -73,6 +73,8 @@ class CountIndex:
         w = self.keys if weights is None else weights
         if n_c == 1:
             return w.sum(axis=0, keepdims=True)
+        if w.shape[1] <= 4:  # few keys: one bincount each
+            return np.stack([np.bincount(inv, weights=w[:, k], minlength=n_c) for k in range(w.shape[1])], axis=1)
         # one sparse (groups × rows) indicator product instead of one bincount per key
         agg = sparse.csr_matrix((np.ones(len(inv)), (inv, np.arange(len(inv)))), shape=(n_c, len(inv)))
         return np.asarray(agg @ w)
