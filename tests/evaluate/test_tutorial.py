@@ -48,4 +48,4 @@ def test_tutorial_commands_run(tmp_path, monkeypatch):
     assert rec in doc, f"the tutorial's evaluate output is stale: {rec}"
     assert (tmp_path / "eval" / "report.html").exists() and (tmp_path / "release.custodian.json").exists()
     assert (tmp_path / "release-csv" / "README.md").exists() and (tmp_path / "audit" / "report.html").exists()
-    assert float(outputs["query"].split()[-1]) > 0
+    assert float(outputs["query"].splitlines()[1].split()[0]) > 0
