@@ -83,30 +83,50 @@ def group_creation_types(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray,
             rest[top] -= L - nxt
             emit(top, L - nxt)
             continue
-        A = np.flatnonzero(rest > L)
-        B = np.flatnonzero(rest == L)              # index order
-        a, t = len(A), len(B)
-        r = l - a                                  # 1 ≤ r < t
-        below = rest[rest < L]
-        L2 = int(below.max()) if len(below) else 0
-        a_min = int(rest[A].min()) if a else None
+        best = None
+        for h, with_lower in ((L, True), (L + 1, True), (L, False)):
+            upper = np.flatnonzero(rest == h)
+            lower = np.flatnonzero(rest == h - 1) if with_lower else upper[:0]
+            if not len(upper) or (len(lower) and lower.max() > upper.min()):
+                continue
+            A = np.flatnonzero(rest > h)
+            B = np.concatenate([lower, upper])     # index order: the lower level first
+            a, t, p0 = len(A), len(B), len(lower)
+            r = l - a
+            if not 1 <= r <= t:
+                continue
+            out = rest[(rest < h - 1) if with_lower else (rest < h)]
+            L2 = int(out.max()) if len(out) else 0
+            a_min = int(rest[A].min()) if a else None
 
-        def ok(k: int, r=r, t=t, L=L, L2=L2, a_min=a_min) -> bool:
-            j = k - 1                              # the last step must still follow the round robin
-            if L - (-(-j * r // t)) <= L2:         # the tied values' lowest level above the others
-                return False
-            return a_min is None or a_min - j > L - (j * r // t)
+            def ok(k: int, r=r, t=t, h=h, L2=L2, a_min=a_min, p0=p0) -> bool:
+                D = p0 + (k - 1) * r                # decrements the block has had before the last step
+                if h - (-(-D // t)) <= L2:          # its lowest level stays above every other value
+                    return False
+                return a_min is None or a_min - (k - 1) > h - D // t
 
-        k = _last_valid(ok, t * (L - L2) // r + 1)
+            if not ok(1):
+                continue
+            k = _last_valid(ok, t * (h - L2) // r + 2)
+            if best is None or k > best[0]:
+                best = (k, A, B, r, t, p0)
+        if best is None:                           # one step of the rule itself
+            top = order[:l]
+            rest[top] -= 1
+            emit(top, 1)
+            continue
+        k, A, B, r, t, p0 = best
         P = t // math.gcd(r, t)
         for u in range(min(P, k)):
-            picks = B[(u * r + np.arange(r)) % t]
+            picks = B[(p0 + u * r + np.arange(r)) % t]
             emit(np.concatenate([A, picks]), k // P + (1 if u < k % P else 0))
         rest[A] -= k
-        D = k * r
-        dec = np.full(t, D // t, dtype=np.int64)
-        dec[: D % t] += 1
-        rest[B] -= dec
+        q = np.arange(t)
+
+        def dec(D: int) -> np.ndarray:
+            return D // t + (q < D % t)
+
+        rest[B] -= dec(p0 + k * r) - dec(p0)
     if not sets:
         return np.zeros((0, m), dtype=np.int64), np.zeros(0, dtype=np.int64), rest
     return np.asarray(sets), np.asarray(mult, dtype=np.int64), rest
