@@ -222,24 +222,39 @@ def bucket_disclosure(posterior: np.ndarray, sizes: np.ndarray, labels) -> dict[
 
 def same_rows(a: Sequence[np.ndarray], b: Sequence[np.ndarray], dims: Sequence[int]) -> bool:
     """Whether two sets of code columns hold the same rows as multisets: one bincount per side
-    over the mixed-radix cell index when the cube has ≤ 2^28 cells, else a sort per side."""
-    if len(a[0]) != len(b[0]):
-        return False
+    over the mixed-radix cell index when the cube has ≤ 2^28 cells, else a sort per side. A
+    column may be given as a callable returning it (decoded one at a time, then dropped)."""
+    a = [c if callable(c) else (lambda c=c: c) for c in a]
+    b = [c if callable(c) else (lambda c=c: c) for c in b]
     cells = float(np.prod(np.asarray(dims, dtype=float)))
 
     def key(cols):
-        k = np.zeros(len(cols[0]), dtype=np.int64)
+        k = None
         for c, d in zip(cols, dims):
-            k *= int(d)
-            k += np.asarray(c)
+            col = np.asarray(c())
+            if k is None:
+                k = col.astype(np.int64)
+            else:
+                k *= int(d)
+                k += col
         return k
 
+    ka = key(a)
+    kb = key(b)
+    if len(ka) != len(kb):
+        return False
+
     if cells >= 2.0**62:  # pragma: no cover - astronomically large QI cubes
-        sa_, sb_ = np.stack(a, axis=1).astype(np.int64), np.stack(b, axis=1).astype(np.int64)
+        sa_ = np.stack([c() for c in a], axis=1).astype(np.int64)
+        sb_ = np.stack([c() for c in b], axis=1).astype(np.int64)
         return bool(np.array_equal(sa_[np.lexsort(sa_.T[::-1])], sb_[np.lexsort(sb_.T[::-1])]))
     if cells <= 1 << 28:
-        return bool(np.array_equal(np.bincount(key(a), minlength=int(cells)), np.bincount(key(b), minlength=int(cells))))
-    return bool(np.array_equal(np.sort(key(a)), np.sort(key(b))))
+        ca = np.bincount(ka, minlength=int(cells))
+        del ka
+        return bool(np.array_equal(ca, np.bincount(kb, minlength=int(cells))))
+    ka.sort()
+    kb = np.sort(kb)
+    return bool(np.array_equal(ka, kb))
 
 
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -632,7 +647,7 @@ class BucketizedRelease(Release):
                 return
         if cols:
             dims = [len(self.domains[c]) for c in cols]
-            rep.check(same_rows([self.codes("qit", c) for c in cols], [table.codes(c) for c in cols], dims),
+            rep.check(same_rows([(lambda c=c: self.codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
                       "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
         src_counts = table.counts(sa)
