@@ -133,7 +133,7 @@ def child(args) -> dict:
     out_dir = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=args.tmp)) / "release"
     try:
         step("save", lambda: rel.save(out_dir))
-        del rel
+        rel = None  # the in-memory release is no longer needed
         loaded = step("load", lambda: ppdp.load_release(out_dir))
         rep = step("verify_files", lambda: ppdp.verify(loaded))
         res["verify_files_ok"] = bool(rep.ok)

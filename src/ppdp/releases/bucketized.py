@@ -220,7 +220,7 @@ def bucket_disclosure(posterior: np.ndarray, sizes: np.ndarray, labels) -> dict[
             "buckets_certain": int(certain.sum())}
 
 
-def same_rows(a: Sequence[np.ndarray], b: Sequence[np.ndarray], dims: Sequence[int]) -> bool:
+def same_rows(a: Sequence[Any], b: Sequence[Any], dims: Sequence[int]) -> bool:
     """Whether two sets of code columns hold the same rows as multisets: one bincount per side
     over the mixed-radix cell index when the cube has ≤ 2^28 cells, else a sort per side. A
     column may be given as a callable returning it (decoded one at a time, then dropped)."""
