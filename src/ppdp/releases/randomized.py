@@ -150,13 +150,15 @@ class RandomizedRelease(Release):
 
     def _row_groups(self, table, qi: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~ppdp.kernels.transition.row_groups` (the same ids), by counting over the NSA
-        cube when it has ≤ 2^28 cells (O(N), no sort of 2N keys), computed once per source table."""
+        cube when it has ≤ min(2^28, 4·rows) cells (O(N), no sort of 2N keys), computed once per
+        source table."""
+        src = [table.codes(c) for c in qi]  # the same arrays across with_roles / select views of a table
         cached = getattr(self, "_groups_cache", None)
-        if cached is not None and cached[0] is table:
+        if cached is not None and len(cached[0]) == len(src) and all(a is b for a, b in zip(cached[0], src)):
             return cached[1]
         dims = [len(self.domains[c]) for c in qi]
         cells = float(np.prod(np.asarray(dims, dtype=float))) if dims else 1.0
-        if dims and cells <= 1 << 28:
+        if dims and cells <= min(1 << 28, 4 * (table.n_rows + int(self.manifest.get("n_published", 0)))):
             def key(cols):
                 k = np.zeros(len(cols[0]), dtype=np.int64)
                 for col, d in zip(cols, dims):
@@ -171,7 +173,7 @@ class RandomizedRelease(Release):
             out = (rank[ks].astype(np.int64), rank[kp].astype(np.int64))
         else:
             out = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi], dims)
-        self._groups_cache = (table, out)
+        self._groups_cache = (src, out)
         return out
 
     def qi_rows_match(self, table) -> bool:
