@@ -114,18 +114,28 @@ def threshold_array(thresholds: Mapping[str, float], labels: Sequence[str]) -> n
     return np.array([float(thresholds.get(lab, np.nan)) for lab in labels], dtype=np.float64)
 
 
-def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'-privacy") -> tuple[np.ndarray, int]:
+def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'-privacy") -> tuple[np.ndarray | None, int]:
     """Every bucket's real SA share |g, x|/|g| ≤ the bound of x (Definition 2).
 
     Returns ``(counts, unknown)`` (``release.real_counts()``): the exact real counts and 0 when
-    the fakes are known (σ = 0, or the custodian file), else the observed counts and σ. With
+    the fakes are known — ``(None, 0)`` when they were tested row by row
+    (``release.sparse_real_rows()``: σ = 0 or a published fake flag) —  (σ = 0, or the custodian file), else the observed counts and σ. With
     unidentified fakes, a value listed ≥ 2 times is real and its share is tested; a value
     listed once is either real or a fake, and the publication rule draws fakes only where a
     real record could hold them, so each count-1 value must satisfy 1/|g| ≤ its bound."""
     dom = release.domains[release.sa]
+    thr = np.asarray(thresholds, dtype=np.float64)
+    rows = release.sparse_real_rows() if hasattr(release, "sparse_real_rows") else None
+    if rows is not None:  # the real counts are known: test the ST rows, no n_buckets × m matrix
+        sb, sc, cnt = rows
+        sizes = np.maximum(release.bucket_sizes(), 1)
+        over = cnt / sizes[sb] > thr[sc] + SHARE_TOL
+        report.check(not over.any(), f"every bucket's SA shares ≤ its bound ({what})",
+                     f"{len(np.unique(sb[over]))} bucket(s) exceed a threshold, e.g. value "
+                     f"{dom[int(sc[over][np.argmin(sb[over])])]!r}" if over.any() else None)
+        return None, 0
     counts, unknown = release.real_counts()
     sizes = np.maximum(release.bucket_sizes(), 1)
-    thr = np.asarray(thresholds, dtype=np.float64)
     test = counts
     if unknown:
         ones = counts == 1
@@ -156,10 +166,7 @@ def rederivation_counts(release, report, source=None) -> np.ndarray | None:
                      f"the thresholds cannot be re-derived from the source table: its {sa!r} column is missing or "
                      "has another domain")
         return None
-    real = release.real_counts_from_files()
-    if real is None:
-        return None
-    return real.sum(axis=0).astype(np.int64)
+    return release.real_totals_from_files()
 
 
 def count_bounds(release) -> tuple[np.ndarray, np.ndarray]:
@@ -354,7 +361,7 @@ class FPrivacyClaim(Claim):
         o = rederivation_counts(release, report, source)
         if o is None and source is None:
             check_thresholds_against_bounds(release, report, thr, params)
-        if release.real_counts_from_files() is None:  # fakes unidentified: can they be placed at all?
+        if release.real_totals_from_files() is None:  # fakes unidentified: can they be placed at all?
             totals = (o if o is not None and source is not None
                       else self.revealed_totals(dom, int(release.manifest.get("n_published", 0))))
             check_fake_placement(release, report, thr, totals)

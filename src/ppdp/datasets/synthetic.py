@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from ..errors import PpdpError
-from ..table import Table
+from ..table import Table, code_dtype
 
 
 class SyntheticModel:
@@ -38,24 +38,33 @@ class SyntheticModel:
                 cdf = np.cumsum(joint, axis=1) / joint.sum(axis=1, keepdims=True)
             self.cond[c] = np.nan_to_num(cdf, nan=1.0)
 
+    #: rows drawn per vectorised step of :meth:`sample` (bounds its temporaries: ~20 bytes a row)
+    block_rows: int = 1 << 24
+
     def sample(self, n: int, rng: np.random.Generator) -> Table:
-        sa = rng.choice(len(self.sa_p), size=n, p=self.sa_p).astype(np.int32)
-        cols = {}
+        """``n`` rows, drawn ``block_rows`` at a time straight into narrow code arrays (so a
+        10^8-row table needs its 1 byte per cell plus one block of temporaries)."""
+        t = self.template
+        names = t.column_names
+        out = {c: np.empty(n, dtype=code_dtype(len(t.domain(c)))) for c in names}
+        for lo in range(0, n, self.block_rows):
+            hi = min(n, lo + self.block_rows)
+            self._draw(hi - lo, rng, {c: a[lo:hi] for c, a in out.items()})
+        return Table(out, {c: t.domain(c) for c in names}, t.quasi, t.sensitive,
+                     numeric={c: t.numeric_values(c) for c in names})
+
+    def _draw(self, n: int, rng: np.random.Generator, out: dict[str, np.ndarray]) -> None:
+        sa = rng.choice(len(self.sa_p), size=n, p=self.sa_p)
         order = np.argsort(sa, kind="stable")
         bounds = np.searchsorted(sa[order], np.arange(len(self.sa_p) + 1))
         for c, cdf in self.cond.items():
-            out = np.empty(n, dtype=np.int32)
             u = rng.random(n)
+            dst = out[c]
             for v in range(len(self.sa_p)):  # one vectorised draw per SA value
                 rows = order[bounds[v] : bounds[v + 1]]
                 if len(rows):
-                    out[rows] = np.minimum(np.searchsorted(cdf[v], u[rows], side="right"), cdf.shape[1] - 1)
-            cols[c] = out
-        cols[self.sa] = sa
-        t = self.template
-        names = t.column_names
-        return Table({c: cols[c] for c in names}, {c: t.domain(c) for c in names}, t.quasi, t.sensitive,
-                     numeric={c: t.numeric_values(c) for c in names})
+                    dst[rows] = np.minimum(np.searchsorted(cdf[v], u[rows], side="right"), cdf.shape[1] - 1)
+        out[self.sa][:] = sa
 
 
 def synthetic_chunks(table: Table, n: int, seed: int = 0, chunk_rows: int = 5_000_000,

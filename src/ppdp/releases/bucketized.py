@@ -225,6 +225,95 @@ def bucket_disclosure(posterior: np.ndarray, sizes: np.ndarray, labels) -> dict[
             "buckets_certain": int(certain.sum())}
 
 
+def same_rows(a: Sequence[Any], b: Sequence[Any], dims: Sequence[int]) -> bool:
+    """Whether two sets of code columns hold the same rows as multisets: one bincount per side
+    over the mixed-radix cell index when the cube has ≤ 2^28 cells, else a sort per side. A
+    column may be given as a callable returning it (decoded one at a time, then dropped)."""
+    a = [c if callable(c) else (lambda c=c: c) for c in a]
+    b = [c if callable(c) else (lambda c=c: c) for c in b]
+    cells = float(np.prod(np.asarray(dims, dtype=float)))
+
+    def key(cols):
+        k = None
+        for c, d in zip(cols, dims):
+            col = np.asarray(c())
+            if k is None:
+                k = col.astype(np.int64)
+            else:
+                k *= int(d)
+                k += col
+        return k
+
+    ka = key(a)
+    kb = key(b)
+    if len(ka) != len(kb):
+        return False
+
+    if cells >= 2.0**62:  # pragma: no cover - astronomically large QI cubes
+        sa_ = np.stack([c() for c in a], axis=1).astype(np.int64)
+        sb_ = np.stack([c() for c in b], axis=1).astype(np.int64)
+        return bool(np.array_equal(sa_[np.lexsort(sa_.T[::-1])], sb_[np.lexsort(sb_.T[::-1])]))
+    if cells <= 1 << 28:
+        ca = np.bincount(ka, minlength=int(cells))
+        del ka
+        return bool(np.array_equal(ca, np.bincount(kb, minlength=int(cells))))
+    ka.sort()
+    kb = np.sort(kb)
+    return bool(np.array_equal(ka, kb))
+
+
+def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(bid, return_inverse=True)`` in O(N + max id) by counting when the ids are
+    non-negative and not sparse (a writer's ids are a permutation of 0 … n_buckets − 1), by
+    sorting otherwise."""
+    bid = np.asarray(bid)
+    if len(bid) and int(bid.min()) >= 0 and int(bid.max()) < 2 * len(bid) + 1024:
+        present = np.bincount(bid) > 0
+        ids = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        return ids.astype(np.int64), rank[bid].astype(np.int64)
+    ids, inv = np.unique(bid, return_inverse=True)
+    return ids, np.asarray(inv, dtype=np.int64).ravel()
+
+
+def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: np.ndarray, labels) -> dict[str, Any] | None:
+    """:func:`bucket_disclosure` of the exact real shares, from the ST rows (dense bucket ``sb``,
+    SA code ``sc``, real count) when they are grouped by bucket — the same result without the
+    n_buckets × m posterior; None when the rows are not grouped (then use the dense form)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    labels = list(labels)
+    m, nb = len(labels), len(sizes)
+    n = int(sizes.sum())
+    if nb * m == 0:
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                "max_posterior_value": None, "buckets_certain": 0}
+    if len(sb) and not bool((np.diff(sb) >= 0).all()):
+        return None
+    post = real / np.maximum(sizes, 1)[sb]
+    top = np.zeros(nb)
+    best = np.zeros(nb, dtype=np.int64)
+    if len(sb):
+        starts = np.flatnonzero(np.concatenate(([True], sb[1:] != sb[:-1])))
+        owner = sb[starts]
+        top[owner] = np.maximum.reduceat(post, starts)
+        at_max = post == top[sb]
+        best[owner] = np.minimum.reduceat(np.where(at_max, sc, m), starts)  # first value at the maximum
+        best[top == 0] = 0
+    certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
+    per = np.bincount(best[certain], weights=sizes[certain], minlength=m).astype(np.int64)
+    if len(sb) and post.max() > 0:
+        mx = post.max()
+        key = sb.astype(np.int64) * m + sc
+        flat = int(key[post == mx].min())
+    else:
+        mx, flat = 0.0, 0
+    total = int(per.sum())
+    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+            "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[flat % m],
+            "buckets_certain": int(certain.sum())}
+
+
 @register_family("bucketized")
 class BucketizedRelease(Release):
     FILES = {"qit": ("{quasi}", "bid"), "st": ("bid", "{sensitive}", "count", "fake?")}
@@ -282,9 +371,9 @@ class BucketizedRelease(Release):
             return self._decoded  # (decoded again when a table is replaced)
         qit = self._table("qit", self.quasi + ["bid"])
         st = self._table("st", ["bid", self.sa, "count"])
-        qbid = qit.column("bid").to_numpy().astype(np.int64)
-        ids, qb = np.unique(qbid, return_inverse=True)
-        sbid = st.column("bid").to_numpy().astype(np.int64)
+        qbid = qit.column("bid").to_numpy().astype(np.int64, copy=False)
+        ids, qb = dense_ids(qbid)
+        sbid = st.column("bid").to_numpy().astype(np.int64, copy=False)
         sb = np.searchsorted(ids, sbid)
         sb_clip = np.minimum(sb, max(len(ids) - 1, 0))
         if len(sbid) and (len(ids) == 0 or not np.array_equal(ids[sb_clip], sbid)):
@@ -299,6 +388,27 @@ class BucketizedRelease(Release):
         self._decoded = {"qb": qb.ravel(), "sb": sb_clip, "sc": sc, "count": cnt, "fake_rows": fake, "n_buckets": nb,
                          "sizes": np.bincount(qb.ravel(), minlength=nb), "m": m, "ids": ids, "key": key}
         return self._decoded
+
+    def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The ST rows as (dense bucket, SA code, real count) when the real counts are known
+        without a matrix — σ = 0, or a published fake flag (fakes count 0) — else None. The
+        row form of :meth:`real_counts_from_files`: O(ST rows) memory, never n_buckets × m."""
+        b = self.buckets()
+        if b["fake_rows"] is not None:
+            return b["sb"], b["sc"], np.where(b["fake_rows"], 0, b["count"])
+        if self.fake_values == 0 and self.custodian_fake_matrix() is None:
+            return b["sb"], b["sc"], b["count"]
+        return None
+
+    def real_totals_from_files(self) -> np.ndarray | None:
+        """Column sums of :meth:`real_counts_from_files` (the real SA totals), from the rows when
+        possible."""
+        rows = self.sparse_real_rows()
+        if rows is None:
+            real = self.real_counts_from_files()
+            return None if real is None else real.sum(axis=0).astype(np.int64)
+        _, sc, cnt = rows
+        return np.bincount(sc, weights=cnt, minlength=self.buckets()["m"]).astype(np.int64)
 
     def bucket_sizes(self) -> np.ndarray:
         """|g| per bucket (QIT rows), in dense bucket order."""
@@ -400,7 +510,14 @@ class BucketizedRelease(Release):
         return fake_inference(self.observed_counts(), self.bucket_sizes(), thr, forbidden, known_totals)
 
     def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
-        """What the files disclose (:func:`bucket_disclosure` of :meth:`posterior`)."""
+        """What the files disclose (:func:`bucket_disclosure` of :meth:`posterior`); from the ST
+        rows when the receiver's posterior is the exact share (σ = 0 or a published fake flag)."""
+        b = self.buckets()
+        if self.fake_values == 0 or b["fake_rows"] is not None:
+            real = b["count"] if b["fake_rows"] is None else np.where(b["fake_rows"], 0, b["count"])
+            d = sparse_disclosure(b["sb"], b["sc"], real, b["sizes"], self.domains[self.sa])
+            if d is not None:
+                return d
         return bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
 
     def forbidden_fakes(self) -> np.ndarray:
@@ -453,21 +570,25 @@ class BucketizedRelease(Release):
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
-        pair = b["sb"] * m + b["sc"]
-        rep.check(len(np.unique(pair)) == len(pair), "each SA value appears at most once per bucket in ST",
+        pair = np.sort(b["sb"] * m + b["sc"])
+        rep.check(not bool((pair[1:] == pair[:-1]).any()), "each SA value appears at most once per bucket in ST",
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
-        obs = self.observed_counts()
-        rep.check(np.array_equal(obs.sum(axis=1), sizes + sigma), "ST counts per bucket = QIT size + σ",
-                  f"{int((obs.sum(axis=1) != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
-        excluded = self.fake_excluded()
-        ones = obs == 1
+        del pair
+        st_tot = np.bincount(b["sb"], weights=b["count"], minlength=len(sizes)).astype(np.int64)
+        rep.check(np.array_equal(st_tot, sizes + sigma), "ST counts per bucket = QIT size + σ",
+                  f"{int((st_tot != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
+        del st_tot
+        fake = self.custodian_fake_matrix() if sigma or self.custodian else None
+        if sigma or fake is not None:  # the fake-value checks need the (n_buckets × m) matrices
+            obs = self.observed_counts()
+            excluded = self.fake_excluded()
+            ones = obs == 1
         if sigma:  # σ of each bucket's count-1 values are fake: there must be room for them under the rule
             room = (ones & ~excluded).sum(axis=1)
             rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
                       f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
                       "publication rule allows as fakes")
-        fake = self.custodian_fake_matrix()
         if fake is not None:
             rep.facts["fake_values"] = "checked against the custodian file"
             real = np.where(fake, 0, obs)
@@ -544,14 +665,13 @@ class BucketizedRelease(Release):
                 return
         if cols:
             dims = [len(self.domains[c]) for c in cols]
-            pub = np.sort(np.ravel_multi_index([self.codes("qit", c).astype(np.int64) for c in cols], dims))
-            src = np.sort(np.ravel_multi_index([table.codes(c).astype(np.int64) for c in cols], dims))
-            rep.check(np.array_equal(pub, src), "QIT rows = the source table's QI rows (as a multiset)",
+            rep.check(same_rows([(lambda c=c: self.codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
+                      "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
         src_counts = table.counts(sa)
-        real = self.real_counts_from_files()
-        if real is not None:
-            rep.check(np.array_equal(real.sum(axis=0), src_counts), "ST real SA counts = the source table's",
+        real_tot = self.real_totals_from_files()
+        if real_tot is not None:
+            rep.check(np.array_equal(real_tot, src_counts), "ST real SA counts = the source table's",
                       "the ST's real SA counts differ from the source table's")
         else:  # fakes unidentifiable: published counts cover the table's, with exactly σ per bucket extra
             obs_tot = self.observed_counts().sum(axis=0)
@@ -561,5 +681,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "same_rows", "sparse_disclosure", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

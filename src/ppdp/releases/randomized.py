@@ -187,8 +187,7 @@ class RandomizedRelease(Release):
         for c in qi:
             if c not in table.column_names or list(table.domain(c)) != list(self.domains[c]):
                 raise ReleaseError(f"the NSA column {c!r} of the source table does not match the release's")
-        gs, gp = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi],
-                            [len(self.domains[c]) for c in qi])
+        gs, gp = self._row_groups(table, qi)
         claim = self.claim
         out: dict[str, dict] = {}
         for model in self.transition_models():
@@ -216,13 +215,40 @@ class RandomizedRelease(Release):
             out[sa] = fit
         return out
 
+    def _row_groups(self, table, qi: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~ppdp.kernels.transition.row_groups` (the same ids), by counting over the NSA
+        cube when it has ≤ min(2^28, 4·rows) cells (O(N), no sort of 2N keys), computed once per
+        source table."""
+        src = [table.codes(c) for c in qi]  # the same arrays across with_roles / select views of a table
+        cached = getattr(self, "_groups_cache", None)
+        if cached is not None and len(cached[0]) == len(src) and all(a is b for a, b in zip(cached[0], src)):
+            return cached[1]
+        dims = [len(self.domains[c]) for c in qi]
+        cells = float(np.prod(np.asarray(dims, dtype=float))) if dims else 1.0
+        if dims and cells <= min(1 << 28, 4 * (table.n_rows + int(self.manifest.get("n_published", 0)))):
+            def key(cols):
+                k = np.zeros(len(cols[0]), dtype=np.int64)
+                for col, d in zip(cols, dims):
+                    k *= int(d)
+                    k += np.asarray(col)
+                return k
+
+            ks = key([table.codes(c) for c in qi])
+            kp = key([self.column_codes(c) for c in qi])
+            present = (np.bincount(ks, minlength=int(cells)) + np.bincount(kp, minlength=int(cells))) > 0
+            rank = np.cumsum(present) - 1
+            out = (rank[ks].astype(np.int64), rank[kp].astype(np.int64))
+        else:
+            out = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi], dims)
+        self._groups_cache = (src, out)
+        return out
+
     def qi_rows_match(self, table) -> bool:
         """The published NSA rows are the source's NSA rows minus the dropped rows (multisets)."""
         qi = list(self.schema["quasi"])
         if any(c not in table.column_names or list(table.domain(c)) != list(self.domains[c]) for c in qi):
             return False
-        gs, gp = row_groups([table.codes(c) for c in qi], [self.column_codes(c) for c in qi],
-                            [len(self.domains[c]) for c in qi])
+        gs, gp = self._row_groups(table, qi)
         G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
         missing = np.bincount(gs, minlength=G) - np.bincount(gp, minlength=G)
         return bool((missing >= 0).all()) and int(missing.sum()) == int(self.manifest.get("dropped", 0))

@@ -18,6 +18,7 @@ splitting |T| records into groups of sizes ℓ and ℓ + 1, ignoring eligibility
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -32,27 +33,110 @@ def anatomy_eligible(o, l: int) -> bool:  # noqa: E741
     return bool(int(o.max()) * int(l) <= int(o.sum()))
 
 
-def group_creation(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
-    """Group-creation step: (groups × m) 0/1 counts and the residual counts (< ℓ values, ≤ 1 each)."""
+def _last_valid(ok, hi: int) -> int:
+    """Largest k in [1, hi] with ok(k) (ok monotone: true up to some k, false after; ok(1) true)."""
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def group_creation_types(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # noqa: E741
+    """Group-creation on the counts, many groups per step: ``(sets, multiplicity, rest)`` —
+    0/1 rows (the ℓ values of a group) with how many groups take them, and the residual counts.
+
+    Each step of the rule (take one record from each of the ℓ largest, ties by lower index)
+    is simulated in batches:
+
+    - no tie at the ℓ-th place: the same ℓ values stay the largest for (ℓ-th − (ℓ+1)-th) steps;
+    - a tie: the a values above the tied level L are taken every step, and the t tied values
+      (index order) are taken r = ℓ − a at a time in cyclic order — the rule's tie-break makes
+      it a round robin — for as many steps k as the a values stay above the tied ones and the
+      tied ones above every other value; the k groups are then P = t/gcd(r, t) distinct sets.
+
+    The loop runs O(m²) times at most, independent of N (the one-group-per-step loop took
+    minutes at 10^7 rows when counts tie). The multiset of groups is the rule's; their order
+    is by batch."""
+    o = np.asarray(o, dtype=np.int64)
     m = len(o)
     rest = o.copy()
     idx = np.arange(m)
     sets: list[np.ndarray] = []
     mult: list[int] = []
+
+    def emit(members, k: int) -> None:
+        row = np.zeros(m, dtype=np.int64)
+        row[members] = 1
+        sets.append(row)
+        mult.append(int(k))
+
     while int((rest > 0).sum()) >= l:
         order = np.lexsort((idx, -rest))          # largest first, ties by value index
-        top = order[:l]
+        L = int(rest[order[l - 1]])
         nxt = int(rest[order[l]]) if m > l else 0
-        steps = max(1, int(rest[top[-1]]) - nxt)   # the ℓ largest stay the ℓ largest for this many groups
-        rest[top] -= steps
-        sets.append(top)
-        mult.append(steps)
-    G = int(sum(mult))
-    counts = np.zeros((G, m), dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(mult)[:-1]))
-    for k, (s, c) in enumerate(zip(sets, mult)):
-        counts[starts[k]:starts[k] + c, s] = 1
-    return counts, rest
+        if nxt < L:                                # the ℓ largest stay the ℓ largest for L − nxt groups
+            top = order[:l]
+            rest[top] -= L - nxt
+            emit(top, L - nxt)
+            continue
+        best = None
+        for h, with_lower in ((L, True), (L + 1, True), (L, False)):
+            upper = np.flatnonzero(rest == h)
+            lower = np.flatnonzero(rest == h - 1) if with_lower else upper[:0]
+            if not len(upper) or (len(lower) and lower.max() > upper.min()):
+                continue
+            A = np.flatnonzero(rest > h)
+            B = np.concatenate([lower, upper])     # index order: the lower level first
+            a, t, p0 = len(A), len(B), len(lower)
+            r = l - a
+            if not 1 <= r <= t:
+                continue
+            out = rest[(rest < h - 1) if with_lower else (rest < h)]
+            L2 = int(out.max()) if len(out) else 0
+            a_min = int(rest[A].min()) if a else None
+
+            def ok(k: int, r=r, t=t, h=h, L2=L2, a_min=a_min, p0=p0) -> bool:
+                D = p0 + (k - 1) * r                # decrements the block has had before the last step
+                if h - (-(-D // t)) <= L2:          # its lowest level stays above every other value
+                    return False
+                return a_min is None or a_min - (k - 1) > h - D // t
+
+            if not ok(1):
+                continue
+            k = _last_valid(ok, t * (h - L2) // r + 2)
+            if best is None or k > best[0]:
+                best = (k, A, B, r, t, p0)
+        if best is None:                           # one step of the rule itself
+            top = order[:l]
+            rest[top] -= 1
+            emit(top, 1)
+            continue
+        k, A, B, r, t, p0 = best
+        P = t // math.gcd(r, t)
+        for u in range(min(P, k)):
+            picks = B[(p0 + u * r + np.arange(r)) % t]
+            emit(np.concatenate([A, picks]), k // P + (1 if u < k % P else 0))
+        rest[A] -= k
+        q = np.arange(t)
+
+        def dec(D: int) -> np.ndarray:
+            return D // t + (q < D % t)
+
+        rest[B] -= dec(p0 + k * r) - dec(p0)
+    if not sets:
+        return np.zeros((0, m), dtype=np.int64), np.zeros(0, dtype=np.int64), rest
+    return np.asarray(sets), np.asarray(mult, dtype=np.int64), rest
+
+
+def group_creation(o: np.ndarray, l: int) -> tuple[np.ndarray, np.ndarray]:  # noqa: E741
+    """Group-creation step: (groups × m) 0/1 counts and the residual counts (< ℓ values, ≤ 1 each).
+    Dense (one row per group): for small tables; :func:`group_creation_types` is the compact form."""
+    sets, mult, rest = group_creation_types(o, l)
+    return np.repeat(sets, mult, axis=0), rest
 
 
 def anatomy_setting(o, l: int, labels: Sequence[str] | None = None) -> BucketSetting:  # noqa: E741
@@ -73,24 +157,37 @@ def anatomy_setting(o, l: int, labels: Sequence[str] | None = None) -> BucketSet
         shown = ", ".join(f"{name(i)} (f = {o[i] / n:.4g})" for i in bad[:10])
         raise InfeasibleError(f"Anatomy with ℓ = {l} needs every SA frequency ≤ 1/ℓ = {1 / l:.4g} "
                               f"(eligibility of ℓ-diversity); too frequent: {shown}")
-    counts, rest = group_creation(o, l)
-    G = counts.shape[0]
-    # residue assignment: each remaining record to a group without its value, distinct groups if possible
-    used = np.zeros(G, dtype=bool)
+    sets, mult, rest = group_creation_types(o, l)
+    G = int(mult.sum())
+    # residue assignment: each remaining record to the first group without its value, a group
+    # not yet given a residue if possible; a chosen group is split off its type
+    rows = [r.copy() for r in sets]
+    mults = [int(k) for k in mult]
+    used = [False] * len(rows)
     for v in np.flatnonzero(rest > 0).tolist():
         for _ in range(int(rest[v])):              # at most one per value (eligibility)
-            free = np.flatnonzero((counts[:, v] == 0) & ~used)
-            if len(free) == 0:
-                free = np.flatnonzero(counts[:, v] == 0)
-            if len(free) == 0:
+            cand = [i for i in range(len(rows)) if mults[i] and rows[i][v] == 0 and not used[i]]
+            if not cand:
+                cand = [i for i in range(len(rows)) if mults[i] and rows[i][v] == 0]
+            if not cand:
                 raise InfeasibleError("Anatomy residue assignment failed: every group already holds the value")
-            g = int(free[0])
-            counts[g, v] += 1
-            used[g] = True
-    sizes = counts.sum(axis=1)
-    info = {"l": l, "groups": G, "residues": int(rest.sum()), "size_l": int((sizes == l).sum()),
-            "size_l_plus_1": int((sizes == l + 1).sum())}
-    return BucketSetting(counts, "anatomy", None, info)
+            i = cand[0]
+            if used[i] or mults[i] == 1:
+                rows[i][v] += 1
+                used[i] = True
+            else:
+                one = rows[i].copy()
+                one[v] += 1
+                rows.insert(i, one)
+                mults.insert(i, 1)
+                used.insert(i, True)
+                mults[i + 1] -= 1
+    types = np.asarray(rows, dtype=np.int64).reshape(len(rows), len(o))
+    multiplicity = np.asarray(mults, dtype=np.int64)
+    sizes = types.sum(axis=1)
+    info = {"l": l, "groups": G, "residues": int(rest.sum()), "size_l": int(multiplicity[sizes == l].sum()),
+            "size_l_plus_1": int(multiplicity[sizes == l + 1].sum())}
+    return BucketSetting(types, "anatomy", None, info, multiplicity)
 
 
 def anatomy_sizes(n: int, l: int) -> dict[int, int]:  # noqa: E741
@@ -112,4 +209,4 @@ def anatomy_mse_from_sizes(n: int, l: int) -> float:  # noqa: E741
     return 0.0 if n <= 1 else loss / (n - 1)
 
 
-__all__ = ["anatomy_setting", "group_creation", "anatomy_eligible", "anatomy_sizes", "anatomy_mse_from_sizes"]
+__all__ = ["anatomy_setting", "group_creation", "group_creation_types", "anatomy_eligible", "anatomy_sizes", "anatomy_mse_from_sizes"]

@@ -60,12 +60,113 @@ def assign_buckets(sa_codes: np.ndarray, counts: np.ndarray, rng: np.random.Gene
     return perm[bid_plan], relabelled
 
 
+def assign_typed(sa_codes: np.ndarray, types: np.ndarray, multiplicity: np.ndarray, rng: np.random.Generator,
+                 block: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`assign_buckets` for a typed setting (``types`` with ``multiplicity``) without the
+    dense matrix: the same random draws and the same bucket ids, in O(N + n_types·m) memory.
+
+    Returns ``(bid, type_of)``: the published bucket id of every row (int64) and the type of
+    every published bucket (``types[type_of]`` is the relabelled counts matrix)."""
+    sa_codes = np.asarray(sa_codes)
+    types = np.asarray(types, dtype=np.int64)
+    mult = np.asarray(multiplicity, dtype=np.int64)
+    K, m = types.shape
+    observed = np.bincount(sa_codes, minlength=m)
+    if len(observed) != m or not np.array_equal((types * mult[:, None]).sum(axis=0), observed):
+        raise PpdpError("the bucket setting does not match the table's SA counts (plan and data disagree)")
+    if (types < 0).any() or (mult < 0).any():
+        raise PpdpError("the bucket setting has negative counts")
+    n_buckets = int(mult.sum())
+    # 1. random rank within SA value
+    order = grouped_random_order(sa_codes, rng)
+    # 2. the sorted rows of value i fill the buckets in planner order, counts[j, i] each: a
+    #    (value, type) segment covers mult_k·types[k, i] consecutive positions
+    first_bucket = np.cumsum(mult) - mult
+    seg_len = (types * mult[:, None]).T.ravel()          # value-major, like the dense apply
+    seg_start = np.cumsum(seg_len) - seg_len
+    live = np.flatnonzero(seg_len)
+    s_start, s_type, s_value = seg_start[live], live % K, live // K
+    s_per, s_first = types[s_type, s_value], first_bucket[s_type]
+    # 3. relabel bucket ids at random
+    perm = rng.permutation(n_buckets).astype(np.int64)
+    n = len(sa_codes)
+    bid = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, block):
+        p = np.arange(lo, min(n, lo + block), dtype=np.int64)
+        s = np.searchsorted(s_start, p, side="right") - 1
+        bid[order[lo:lo + len(p)]] = perm[s_first[s] + (p - s_start[s]) // s_per[s]]
+    del order
+    type_of = np.empty(n_buckets, dtype=np.int64)
+    type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
+    return bid, type_of
+
+
 def grouped_random_order(groups: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A row order sorted by ``groups`` (non-negative ints) with a uniformly random order
-    inside each group: one argsort of the distinct keys group·N + π(row), π a random permutation."""
+    inside each group: the order of the distinct keys group·N + π(row), π a random permutation.
+
+    For groups below 2^16 (SA codes) the same order comes from a stable radix sort of the
+    groups taken in π⁻¹ order (3× faster than sorting the int64 keys)."""
     n = len(groups)
-    key = np.asarray(groups, dtype=np.int64) * max(n, 1) + rng.permutation(n)
-    return np.argsort(key)
+    groups = np.asarray(groups)
+    pi = rng.permutation(n)
+    if n and groups.dtype.kind in "ui" and int(groups.max()) < 1 << 16 and int(groups.min()) >= 0:
+        inv = np.empty(n, dtype=np.int64)
+        inv[pi] = np.arange(n, dtype=np.int64)
+        del pi
+        g = groups[inv].astype(np.uint8 if int(groups.max()) < 1 << 8 else np.uint16)
+        return inv[np.argsort(g, kind="stable")]
+    key = np.asarray(groups, dtype=np.int64) * max(n, 1)
+    key += pi
+    del pi
+    # the keys are distinct, so any sort gives the same order; a stable (merge) sort is far
+    # faster when the groups are already in order (the ST's bucket-major rows)
+    presorted = n > 1 and bool((np.diff(groups) >= 0).all()) if n < 1 << 30 else False
+    return np.argsort(key, kind="stable" if presorted else None)
+
+
+def dictionary_column(codes: np.ndarray, domain: Sequence[str]) -> pa.DictionaryArray:
+    """Codes as an Arrow dictionary column with int16 indices up to 32,768 labels (else int32):
+    2 bytes a row instead of 4. (Not int8: pandas would then view the indices zero-copy and
+    read-only, and a DataFrame of the release could not be edited in place.)"""
+    idx = np.int16 if len(domain) <= 1 << 15 else np.int32
+    return pa.DictionaryArray.from_arrays(pa.array(np.asarray(codes).astype(idx, copy=False)),
+                                          pa.array([str(x) for x in domain], pa.string()))
+
+
+def st_table_typed(types: np.ndarray, type_of: np.ndarray, fake_bid: np.ndarray, fake_code: np.ndarray,
+                   rng: np.random.Generator, sa: str, labels) -> tuple[pa.Table, dict]:
+    """:func:`st_table` for a typed setting (``types[type_of]`` is the relabelled counts matrix)
+    and fakes given as (bucket, value) pairs: the same rows and the same random draws, without
+    an n_buckets × m matrix."""
+    types = np.asarray(types, dtype=np.int64)
+    nz_type, nz_code = np.nonzero(types)                  # per type, its values in code order
+    nnz = np.bincount(nz_type, minlength=len(types))
+    off = np.cumsum(nnz) - nnz
+    per_bucket = nnz[type_of]
+    rb = np.repeat(np.arange(len(type_of), dtype=np.int64), per_bucket)   # bucket-major
+    k = np.repeat(type_of.astype(np.int32), per_bucket)
+    j = (np.arange(len(rb), dtype=np.int64) - np.repeat(np.cumsum(per_bucket) - per_bucket, per_bucket)).astype(np.int32)
+    pos = off[k] + j
+    del j
+    rc = nz_code[pos].astype(np.int16 if types.shape[1] <= 1 << 15 else np.int64)
+    rcount = types[k, rc]
+    del k, pos
+    if len(fake_bid):
+        rb = np.concatenate([rb, np.asarray(fake_bid, dtype=np.int64)])
+        rc = np.concatenate([rc, np.asarray(fake_code).astype(rc.dtype)])
+        rcount = np.concatenate([rcount, np.ones(len(fake_bid), dtype=np.int64)])
+    st_order = grouped_random_order(rb, rng)  # value order inside a bucket is random
+    st = {"bid": pa.array(rb[st_order], pa.int64())}
+    del rb
+    st[sa] = dictionary_column(rc[st_order], labels)
+    del rc
+    st["count"] = pa.array(rcount[st_order], pa.int64())
+    del rcount, st_order
+    labels = [str(x) for x in labels]
+    custodian = ({"fake": {"bid": np.asarray(fake_bid, dtype=np.int64).tolist(),
+                           "value": [labels[c] for c in np.asarray(fake_code).tolist()]}} if len(fake_bid) else {})
+    return pa.table(st), custodian
 
 
 def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str,
@@ -96,7 +197,8 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
                       custodian: Mapping | None = None) -> BucketizedRelease:
     """The release (manifest + files) of an applied plan; the one manifest builder of every engine.
 
-    ``relabelled``: the counts matrix in published bucket order; ``numeric``: numeric value of
+    ``relabelled``: the counts matrix in published bucket order, or just the bucket sizes in
+    that order (a 1-D array); ``numeric``: numeric value of
     each label (or None) per published column, for BETWEEN queries; ``custodian``: what only
     the custodian keeps (which values are fake), saved beside the release, never in it."""
     sa = plan.sa
@@ -105,7 +207,7 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
-                **dict(extra or {}), "certificate": plan.certificate(np.asarray(relabelled).sum(axis=1))}
+                **dict(extra or {}), "certificate": plan.certificate(rel if (rel := np.asarray(relabelled)).ndim == 1 else rel.sum(axis=1))}
     release = BucketizedRelease(manifest, {"qit": qit, "st": st}, custodian)
     # what the files disclose (ppdp.publish re-states it and refuses a release disclosing every record)
     release.manifest["disclosure"] = disclosure_of(release)
@@ -125,31 +227,54 @@ def draw_plan_fakes(plan: BucketizationPlan, relabelled: np.ndarray, rng: np.ran
     return draw_fakes(relabelled, plan.fake_values, rng, forbidden, plan.thresholds)
 
 
+def draw_plan_fakes_typed(plan: BucketizationPlan, type_of: np.ndarray, rng: np.random.Generator,
+                          forbidden: np.ndarray | None = None, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`draw_plan_fakes` for a typed setting, a block of buckets at a time (the same
+    random draws): the fakes as (bucket ids, value codes)."""
+    if plan.fake_values == 0 or len(type_of) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    bids, codes = [], []
+    for lo in range(0, len(type_of), block):
+        hi = min(len(type_of), lo + block)
+        dense = plan.types[type_of[lo:hi]]
+        f = draw_plan_fakes(plan, dense, rng, None if forbidden is None else forbidden[lo:hi])
+        b, c = np.nonzero(f)
+        bids.append(b.astype(np.int64) + lo)
+        codes.append(c.astype(np.int64))
+    return np.concatenate(bids), np.concatenate(codes)
+
+
 def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> BucketizedRelease:
     """Apply ``plan`` to the rows of ``table`` in memory: rows → buckets, σ fake values per
-    bucket, QIT (rows grouped by bucket, random order inside) and ST."""
+    bucket, QIT (rows grouped by bucket, random order inside) and ST. Works on the typed plan:
+    memory O(N) plus O(n_buckets) for the bucket types, never n_buckets × m."""
     sa = plan.sa
     if table.sa != sa or tuple(table.domain(sa)) != plan.labels:
         raise SchemaError(f"the plan is for SA {sa!r} with {len(plan.labels)} labels; the table's SA is "
                           f"{table.sa!r} with {len(table.domain(table.sa))}")
     for c in table.quasi:
         table.codes(c)  # SchemaError on an unknown column
-    bid, counts = assign_buckets(table.codes(sa), plan.counts, rng)
+    assert plan.multiplicity is not None
+    bid, type_of = assign_typed(table.codes(sa), plan.types, plan.multiplicity, rng)
     forbidden = None
     # given + learned (associations.py, §6) negative associations; the learned ones go into the certificate
-    plan, associations, learned = with_learned_associations(plan, bid, counts, {c: table.codes(c) for c in table.quasi},
-                                                            table.domains)
+    # (the per-bucket counts are expanded from the types only when learning is on)
+    plan, associations, learned = with_learned_associations(plan, bid, lambda: plan.types[type_of],
+                                                            {c: table.codes(c) for c in table.quasi}, table.domains)
     if associations:  # validated even when σ = 0
-        forbidden = negative_association_mask(bid, counts.shape[0], {c: table.codes(c) for c in table.quasi},
+        forbidden = negative_association_mask(bid, len(type_of), {c: table.codes(c) for c in table.quasi},
                                               table.domains, sa, associations)
-    fake = draw_plan_fakes(plan, counts, rng, forbidden)
+    fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, forbidden)
+    del forbidden
     qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
-    qit = {c: codes_to_labels(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
+    qit = {c: dictionary_column(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
     qit["bid"] = pa.array(bid[qit_order], pa.int64())
-    st, custodian = st_table(counts, fake, rng, sa, table.domain(sa))
+    del qit_order, bid
+    st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, table.domain(sa))
     custodian.update(learned)
     numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
-    return release_from_plan(plan, counts, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
+    sizes = plan.type_sizes[type_of]
+    return release_from_plan(plan, sizes, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
 
 
-__all__ = ["assign_buckets", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]
+__all__ = ["assign_buckets", "assign_typed", "st_table_typed", "draw_plan_fakes_typed", "dictionary_column", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]

@@ -88,17 +88,20 @@ def learn_negative_associations(bid: np.ndarray, counts: np.ndarray, qi_codes: M
     return out
 
 
-def with_learned_associations(plan, bid: np.ndarray, counts: np.ndarray, qi_codes: Mapping[str, np.ndarray],
+def with_learned_associations(plan, bid: np.ndarray, counts, qi_codes: Mapping[str, np.ndarray],
                               domains: Mapping[str, Sequence[str]]):
     """The writer's hook (``apply.apply_plan``), between assigning records to buckets and
     drawing fakes: when the plan's ``negative_association_learning`` is enabled, learn the
     associations from the buckets and return ``(plan with the learned triples in its
     certificate details, all triples the fakes must respect, custodian-file entry)``; else
-    ``(plan, given triples, {})``."""
+    ``(plan, given triples, {})``. ``counts``: the per-bucket SA counts (n_buckets × m), or a
+    callable returning them (called only when learning is on)."""
     settings = (plan.details or {}).get(LEARNING_KEY) or {}
     given = tuple(plan.negative_associations)
     if not settings.get("enabled"):
         return plan, given, {}
+    if callable(counts):
+        counts = counts()
     learned = learn_negative_associations(bid, counts, qi_codes, domains, plan.labels, settings["support"],
                                           settings["confidence"], settings["expected"])
     triples = [[a["column"], a["value"], a["sa_value"]] for a in learned]

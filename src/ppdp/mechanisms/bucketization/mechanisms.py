@@ -66,9 +66,9 @@ class _Bucketized(Mechanism):
         claim = self.claim(stats)
         return self._plan_of(stats, claim.threshold_array(stats.labels), counts, claim, self.details())
 
-    def _plan_of(self, stats: SACounts, thresholds, counts, claim, details) -> BucketizationPlan:
+    def _plan_of(self, stats: SACounts, thresholds, counts, claim, details, multiplicity=None) -> BucketizationPlan:
         return BucketizationPlan(stats.sa, stats.labels, stats.counts, thresholds, counts, claim, self.fake_values,
-                                 tuple(self.negative_associations or ()), details)
+                                 tuple(self.negative_associations or ()), details, multiplicity)
 
     def _publish(self, table, rng: np.random.Generator):
         return apply_plan(self.plan(SACounts.of_table(table)), table, rng)
@@ -168,7 +168,7 @@ class FPrivacy(_Bucketized):
         details = self.details()
         if self.method == "optimal":
             details["proven_optimal"] = bool(setting.proven_optimal)
-        return self._plan_of(stats, fprime, setting.counts, claim, details)
+        return self._plan_of(stats, fprime, setting.types, claim, details, setting.multiplicity)
 
     def details(self) -> dict:
         return {"method": self.method, **super().details()}
@@ -207,7 +207,8 @@ class Anatomy(_Bucketized):
                                   "no bucket can hold ℓ distinct values")
         setting = anatomy_setting(o, self.l, stats.labels)
         claim = self.claim(stats)
-        return self._plan_of(stats, claim.threshold_array(stats.labels), setting.counts, claim, self.details())
+        return self._plan_of(stats, claim.threshold_array(stats.labels), setting.types, claim, self.details(),
+                             setting.multiplicity)
 
     def claim(self, stats: SACounts) -> LDiversityClaim:
         return LDiversityClaim.derive(stats.labels, self.l)

@@ -109,6 +109,50 @@ def classes_to_counts(classes: Iterable[SizeClass], m: int) -> np.ndarray:
     return out.T
 
 
+def class_types(c: SizeClass, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The round-robin counts of one class as bucket *types* with multiplicities: the rows of
+    :func:`classes_to_counts` for this class, run-length encoded. A bucket j of the class gets
+    ⌊n_i/b⌋ + [j in x_i's cyclic run] records of x_i, so runs change only at the ≤ 2m run ends
+    and a class has at most 2m + 1 types, whatever b (O(m²) work, independent of N)."""
+    n = np.asarray(c.n, dtype=np.int64)
+    b = int(c.b)
+    start = (np.cumsum(n) - n) % b
+    q, r = np.divmod(n, b)
+    cuts = np.unique(np.concatenate(([0, b], start[r > 0], (start[r > 0] + r[r > 0]) % b)))
+    lo, hi = cuts[:-1], cuts[1:]
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    types = q[None, :] + (((lo[:, None] - start[None, :]) % b) < r[None, :])
+    return types.astype(np.int64), (hi - lo).astype(np.int64)
+
+
+def classes_to_types(classes: Iterable[SizeClass], m: int) -> tuple[np.ndarray, np.ndarray]:
+    """(types, multiplicity) whose expansion ``np.repeat(types, multiplicity, axis=0)`` is
+    :func:`classes_to_counts` — the bucket setting without one row per bucket."""
+    parts = [class_types(c, m) for c in classes if c.b > 0]
+    if not parts:
+        return np.zeros((0, m), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([t for t, _ in parts]), np.concatenate([k for _, k in parts])
+
+
+def compress_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run-length encoding of a dense (n_buckets × m) counts matrix: consecutive equal rows
+    become one type with its multiplicity."""
+    counts = np.asarray(counts)
+    if counts.ndim != 2 or len(counts) == 0:
+        return counts, np.ones(len(counts), dtype=np.int64)
+    new = np.ones(len(counts), dtype=bool)
+    new[1:] = (counts[1:] != counts[:-1]).any(axis=1)
+    first = np.flatnonzero(new)
+    return counts[first], np.diff(np.append(first, len(counts))).astype(np.int64)
+
+
+def expand_types(types: np.ndarray, multiplicity: np.ndarray) -> np.ndarray:
+    """The dense (n_buckets × m) counts matrix of a typed setting (memory Θ(n_buckets·m):
+    for small settings, tests and engines that need one row per bucket)."""
+    return np.repeat(np.asarray(types, dtype=np.int64), np.asarray(multiplicity, dtype=np.int64), axis=0)
+
+
 def merge_classes(classes: Iterable[SizeClass]) -> list[SizeClass]:
     """Merge classes of equal size (caps are additive: n ≤ cap·b and n' ≤ cap·b' give
     n + n' ≤ cap·(b + b')), ordered by size."""
@@ -126,35 +170,58 @@ def merge_classes(classes: Iterable[SizeClass]) -> list[SizeClass]:
 
 @dataclass(frozen=True, eq=False)
 class BucketSetting:
-    """A bucket setting with its record assignment (see the module docstring).
+    """A bucket setting with its record assignment (see the module docstring), stored as a few
+    bucket *types* with multiplicities: bucket rows ``np.repeat(types, multiplicity, axis=0)``.
 
-    ``counts``: int64 (n_buckets × m); ``method``: "two-size" | "multi-size" | "optimal" |
-    "anatomy" | …; ``proven_optimal``: for "optimal", whether the MILP proved optimality;
-    ``info``: method details (sizes and counts of the classes, solver status, gap, time …).
+    ``types``: int64 (n_types × m) — a dense counts matrix (one row per bucket) is accepted
+    and run-length encoded; ``method``: "two-size" | "multi-size" | "optimal" | "anatomy" | …;
+    ``proven_optimal``: for "optimal", whether the MILP proved optimality; ``info``: method
+    details (sizes and counts of the classes, solver status, gap, time …); ``multiplicity``:
+    buckets of each type (None: one each).
     """
 
-    counts: np.ndarray
+    types: np.ndarray
     method: str
     proven_optimal: bool | None = None
     info: dict = field(default_factory=dict)
+    multiplicity: np.ndarray | None = None
+
+    def __post_init__(self):
+        types = np.asarray(self.types, dtype=np.int64)
+        if self.multiplicity is None:
+            types, mult = compress_rows(types)
+        else:
+            mult = np.asarray(self.multiplicity, dtype=np.int64)
+        object.__setattr__(self, "types", types)
+        object.__setattr__(self, "multiplicity", mult)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The dense counts matrix (n_buckets × m; memory Θ(n_buckets·m))."""
+        return expand_types(self.types, self._mult)
+
+    @property
+    def _mult(self) -> np.ndarray:
+        assert self.multiplicity is not None
+        return self.multiplicity
 
     @property
     def sizes(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
+        return np.repeat(self.types.sum(axis=1), self._mult)
 
     @property
     def n_buckets(self) -> int:
-        return int(self.counts.shape[0])
+        return int(self._mult.sum())
 
     @property
     def n_records(self) -> int:
-        return int(self.counts.sum())
+        return int((self.types.sum(axis=1) * self._mult).sum())
 
     @property
     def loss(self) -> int:
         """Loss = Σ_g (|g| − 1)² (eq 2)."""
-        s = self.sizes.astype(np.int64)
-        return int(((s - 1) ** 2).sum())
+        s = self.types.sum(axis=1)
+        return int((((s - 1) ** 2) * self._mult).sum())
 
     def mse(self, n: int | None = None) -> float:
         """MSE = Loss / (|T| − 1) (eq 1); ``n`` defaults to the number of records placed."""
@@ -163,38 +230,49 @@ class BucketSetting:
 
     def size_histogram(self) -> dict[int, int]:
         """{bucket size: number of buckets of that size}."""
-        s, c = np.unique(self.sizes, return_counts=True)
-        return {int(a): int(k) for a, k in zip(s, c)}
+        out: dict[int, int] = {}
+        for s, k in zip(self.types.sum(axis=1).tolist(), self._mult.tolist()):
+            if k:
+                out[int(s)] = out.get(int(s), 0) + int(k)
+        return dict(sorted(out.items()))
 
     def problems(self, o: np.ndarray, fprime: np.ndarray | None = None) -> list[str]:
         """What is wrong with this setting for SA counts ``o`` and thresholds ``fprime`` (empty if nothing)."""
-        return check_setting(self.counts, o, fprime)
+        return check_setting(self.types, o, fprime, self._mult)
 
     def __repr__(self) -> str:
         return (f"BucketSetting(method={self.method!r}, n_buckets={self.n_buckets}, loss={self.loss}, "
                 f"sizes={self.size_histogram()}, proven_optimal={self.proven_optimal})")
 
 
-def check_setting(counts: np.ndarray, o: np.ndarray, fprime: np.ndarray | None = None) -> list[str]:
-    """Check column sums, no empty bucket and (if ``fprime`` is given) the F'-privacy bound."""
+def check_setting(counts: np.ndarray, o: np.ndarray, fprime: np.ndarray | None = None,
+                  multiplicity: np.ndarray | None = None) -> list[str]:
+    """Check column sums, no empty bucket and (if ``fprime`` is given) the F'-privacy bound.
+    ``counts`` is one row per bucket, or one row per bucket type with ``multiplicity``."""
     counts = np.asarray(counts)
     o = np.asarray(o, dtype=np.int64)
     out = []
     if counts.ndim != 2 or counts.shape[1] != len(o):
         return [f"counts has shape {counts.shape}, expected (n_buckets, {len(o)})"]
+    mult = np.ones(len(counts), dtype=np.int64) if multiplicity is None else np.asarray(multiplicity, dtype=np.int64)
+    if mult.shape != (len(counts),) or (mult < 0).any():
+        return [f"multiplicity has shape {mult.shape} or negative entries, expected {len(counts)} non-negative counts"]
+    counts, mult = counts[mult > 0], mult[mult > 0]
     if (counts < 0).any():
         out.append("negative counts")
-    if not np.array_equal(counts.sum(axis=0), o):
+    if not np.array_equal((counts.astype(np.int64) * mult[:, None]).sum(axis=0), o):
         out.append("column sums differ from the SA counts")
     sizes = counts.sum(axis=1)
     if (sizes == 0).any():
-        out.append(f"{int((sizes == 0).sum())} empty bucket(s)")
+        out.append(f"{int(mult[sizes == 0].sum())} empty bucket(s)")
     if fprime is not None and counts.shape[0]:
         cap = privacy_cap(np.asarray(fprime)[None, :], sizes[:, None])
         bad = counts > cap
         if bad.any():
             j, i = np.argwhere(bad)[0]
-            out.append(f"{int(bad.sum())} (bucket, value) pair(s) over f': e.g. bucket {j} holds {counts[j, i]} of "
+            j_bucket = int(mult[:j].sum())
+            n_bad = int((bad.sum(axis=1) * mult).sum())
+            out.append(f"{n_bad} (bucket, value) pair(s) over f': e.g. bucket {j_bucket} holds {counts[j, i]} of "
                        f"{sizes[j]} records of value {i} (f' = {float(fprime[i]):.6g})")
     return out
 
@@ -205,7 +283,8 @@ def make_setting(classes: Sequence[SizeClass], m: int, method: str, proven_optim
     classes = [c for c in classes if c.b > 0]
     info = dict(info or {})
     info.setdefault("classes", [{"S": int(c.S), "b": int(c.b)} for c in classes])
-    return BucketSetting(classes_to_counts(classes, m), method, proven_optimal, info)
+    types, mult = classes_to_types(classes, m)
+    return BucketSetting(types, method, proven_optimal, info, mult)
 
 
 def classes_loss(classes: Iterable[SizeClass]) -> int:
@@ -257,32 +336,53 @@ class SACounts:
 @dataclass(frozen=True, eq=False)
 class BucketizationPlan:
     """Everything an engine needs to write a bucketized release, computed from :class:`SACounts`
-    alone: ``counts[j, i]`` records of SA value i go to bucket j (planner order; the engine
-    relabels buckets at random), σ fake values per bucket, the negative associations fakes
-    must respect, the typed ``claim`` and the
-    certificate's descriptive ``details`` (method, proven_optimal)."""
+    alone: the bucket setting as bucket ``types`` (n_types × m) with their ``multiplicity`` —
+    bucket rows ``np.repeat(types, multiplicity, axis=0)`` in planner order, row j holding
+    ``counts[j, i]`` records of SA value i (the engine relabels buckets at random) — σ fake
+    values per bucket, the negative associations fakes must respect, the typed ``claim`` and
+    the certificate's descriptive ``details`` (method, proven_optimal). A dense counts matrix
+    (one row per bucket, ``multiplicity`` None) is accepted and run-length encoded; the plan's
+    size is O(n_types·m), independent of N. :attr:`counts` expands it (for small plans)."""
 
     sa: str
     labels: tuple[str, ...]
     sa_counts: np.ndarray
     thresholds: np.ndarray
-    counts: np.ndarray
+    types: np.ndarray
     claim: Claim
     fake_values: int = 0
     negative_associations: tuple[tuple[str, str, str], ...] = ()
     details: Mapping[str, Any] = field(default_factory=FrozenDict)
+    multiplicity: np.ndarray | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
         object.__setattr__(self, "sa_counts", _readonly(self.sa_counts, np.int64))
         object.__setattr__(self, "thresholds", _readonly(self.thresholds, np.float64))
-        object.__setattr__(self, "counts", _readonly(self.counts, np.int64))
+        types = np.asarray(self.types, dtype=np.int64)
+        if self.multiplicity is None:
+            types, mult = compress_rows(types)
+        else:
+            mult = np.asarray(self.multiplicity, dtype=np.int64)
+        keep = mult > 0 if mult.ndim == 1 and len(mult) == len(types) else slice(None)
+        object.__setattr__(self, "types", _readonly(types[keep], np.int64))
+        object.__setattr__(self, "multiplicity", _readonly(mult[keep], np.int64))
         object.__setattr__(self, "negative_associations",
                            tuple(tuple(str(x) for x in a) for a in self.negative_associations or ()))
         object.__setattr__(self, "details", FrozenDict(self.details or {}))
-        problems = check_setting(self.counts, self.sa_counts, self.thresholds)
+        problems = check_setting(self.types, self.sa_counts, self.thresholds, self.multiplicity)
         if problems:
             raise InfeasibleError(f"the bucket setting does not fit the SA counts and thresholds: {'; '.join(problems)}")
+
+    @property
+    def _mult(self) -> np.ndarray:
+        assert self.multiplicity is not None
+        return self.multiplicity
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The dense counts matrix (n_buckets × m, read-only; memory Θ(n_buckets·m))."""
+        return _readonly(expand_types(self.types, self._mult), np.int64)
 
     @property
     def n_records(self) -> int:
@@ -290,11 +390,15 @@ class BucketizationPlan:
 
     @property
     def n_buckets(self) -> int:
-        return int(self.counts.shape[0])
+        return int(self._mult.sum())
+
+    @property
+    def type_sizes(self) -> np.ndarray:
+        return self.types.sum(axis=1)
 
     @property
     def sizes(self) -> np.ndarray:
-        return self.counts.sum(axis=1)
+        return np.repeat(self.type_sizes, self._mult)
 
     def certificate(self, sizes: np.ndarray | None = None) -> dict[str, Any]:
         """The manifest certificate: the claim, the bucket statistics, σ, the associations and details."""
@@ -307,4 +411,5 @@ class BucketizationPlan:
 
 
 __all__ = ["SACounts", "BucketizationPlan", "BucketSetting", "SizeClass", "privacy_cap", "min_bucket_size", "round_robin_counts", "classes_to_counts",
+           "classes_to_types", "class_types", "compress_rows", "expand_types",
            "merge_classes", "check_setting", "make_setting", "classes_loss"]

@@ -25,11 +25,12 @@ from ...claims.rho import RhoClaim
 from ...errors import ParameterError, PpdpError
 from ...kernels.transition import perturb_local, sa_prime_mask
 from ...releases.randomized import RandomizedRelease
+from ...table import code_dtype
 from ...validation import Integer, Options, Real
 from ..base import Mechanism
 from .balancing import BalancePlan, assign_rows, balance
 from .merging import STRATEGIES, counts_error, merge, subtable_stats
-from .uniform import check_sensitive, data_table, schema_of
+from .uniform import APPLY_BLOCK, check_sensitive, data_table, schema_of
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,8 +62,15 @@ class SDRPlan:
             lut[j, d] = np.arange(len(d))
         flat = np.concatenate(domains)
         off = np.concatenate([[0], np.cumsum(m_j)[:-1]])
-        local = perturb_local(lut[sub, codes], m_j[sub], ret_j[sub], rng)
-        return sub, flat[off[sub] + local]
+        n = len(codes)
+        if n <= APPLY_BLOCK:
+            local = perturb_local(lut[sub, codes], m_j[sub], ret_j[sub], rng)
+            return sub, flat[off[sub] + local]
+        out = np.empty(n, dtype=code_dtype(m_sa))  # a block at a time (see uniform.APPLY_BLOCK)
+        for lo in range(0, n, APPLY_BLOCK):
+            s, c = sub[lo:lo + APPLY_BLOCK], codes[lo:lo + APPLY_BLOCK]
+            out[lo:lo + len(s)] = flat[off[s] + perturb_local(lut[s, c], m_j[s], ret_j[s], rng)]
+        return sub, out
 
 
 class SDR(Mechanism):

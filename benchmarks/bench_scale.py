@@ -1,0 +1,234 @@
+"""Every mechanism at 10^6, 10^7, 10^8 rows in memory → benchmarks/results/scale.json.
+
+Tables: synthetic OCC- and EDU-like tables (:mod:`ppdp.datasets.synthetic`: the one-way and
+QI×SA two-way marginals of the bundled table) written once per (data, size) to a Parquet file
+under ``--cache`` (default ``/tmp/ppdp-scale``). Each (size, mechanism) then runs in its own
+child process — so its peak memory (``ru_maxrss``) is its own — under an address-space limit
+(``--limit-gib``, default 11), one child at a time. A child:
+
+1. reads the columns (one Parquet column at a time, straight to narrow codes) and makes one
+   pass over them (a bincount per column): the **read floor**, in CPU seconds;
+2. publishes (CPU and wall seconds), saves the release (``Release.save``), verifies it from
+   the files and from the source table (``ppdp.verify(release, table)``), each timed;
+3. reports its peak RSS and the multiple of the read floor (publish CPU / read floor CPU).
+
+Targets (issue 15): every row mechanism ≤ 5× the read floor and ≤ 1 µs of publish CPU per
+row at 10^8; peak ≤ 8 GiB. The machine is shared: the load average is recorded before and
+after every child, and timings under load are not comparable with an idle run.
+
+    python benchmarks/bench_scale.py --sizes 1e6,1e7 [--mechanisms fprivacy,sdr] [--data occ]
+    python benchmarks/bench_scale.py --sizes 1e8 --out scale_1e8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+#: mechanism key → (constructor expression over ppdp, data sets it runs on, kind)
+MECHANISMS: dict[str, tuple[str, str]] = {
+    "fprivacy": ("ppdp.FPrivacy(theta=8.0)", "row"),
+    "anatomy": ("ppdp.Anatomy(4)", "row"),
+    "uniform": ("ppdp.UniformPerturbation(0.1, 0.3)", "row"),
+    "sdr": ("ppdp.SDR(0.1, 0.3)", "row"),
+    "aprime": ("ppdp.GlobalRandomization(3)", "row"),
+    "cells": ("ppdp.CellHistogram(1.0, ['age', 'education'], domains='occ')", "histogram"),
+    "dpcube": ("ppdp.DPCube(1.0, ['age', 'education'], domains='occ')", "histogram"),
+    "kdtree": ("ppdp.HierarchicalKDTree(1.0, ['age', 'education'], domains='occ')", "histogram"),
+}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
+def data_file(data: str, n: int, cache: Path) -> Path:
+    """The synthetic table of ``n`` rows (seed 0), written once (streamed in chunks)."""
+    import ppdp
+    from ppdp.datasets.synthetic import write_synthetic
+
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{data}_{n}.parquet"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        write_synthetic(ppdp.datasets.load(data), n, tmp, seed=0)
+        tmp.rename(path)
+    return path
+
+
+def read_table(path: Path):
+    """The Parquet file as a Table, one column at a time (dictionary indices → narrow codes),
+    roles and numeric labels from the file's ppdp metadata."""
+    import pyarrow.parquet as pq
+
+    from ppdp.table import Table
+
+    try:
+        from ppdp.table import code_dtype
+    except ImportError:  # an older tree (--src): int32 codes
+        def code_dtype(k):
+            return np.dtype(np.int32)
+
+    pf = pq.ParquetFile(path)
+    meta = json.loads(pf.schema_arrow.metadata[b"ppdp"])
+    codes, doms = {}, {}
+    for c in pf.schema_arrow.names:
+        col = pf.read(columns=[c]).column(c)
+        dom = col.chunk(0).dictionary.to_pylist()
+        out = np.empty(len(col), dtype=code_dtype(len(dom)))
+        pos = 0
+        for ch in col.chunks:
+            if ch.dictionary.to_pylist() != dom:
+                raise ValueError(f"column {c!r}: row groups with different dictionaries")
+            idx = ch.indices.to_numpy(zero_copy_only=False)
+            out[pos:pos + len(idx)] = idx
+            pos += len(idx)
+        del col
+        codes[c], doms[c] = out, dom
+    return Table(codes, doms, meta["quasi"], meta["sensitive"], numeric=meta.get("numeric"))
+
+
+def child(args) -> dict:
+    """One (data, size, mechanism) run in this process; prints its JSON."""
+    import ppdp
+
+    res: dict = {"data": args.data, "n": args.n, "mechanism": args.mechanism, "expr": MECHANISMS[args.mechanism][0]}
+    path = Path(args.path)
+    c0, w0 = _cpu(), time.perf_counter()
+    table = read_table(path)
+    for c in table.column_names:  # one pass
+        np.bincount(table.codes(c), minlength=len(table.domain(c)))
+    res["read_floor_cpu_s"] = _cpu() - c0
+    res["read_floor_wall_s"] = time.perf_counter() - w0
+    res["table_gib"] = sum(table.codes(c).nbytes for c in table.column_names) / 2**30
+    res["peak_after_read_gib"] = _peak_gib()
+    mech = eval(MECHANISMS[args.mechanism][0], {"ppdp": ppdp})  # noqa: S307 - fixed expressions above
+
+    def step(name, fn):
+        c, w = _cpu(), time.perf_counter()
+        out = fn()
+        res[f"{name}_cpu_s"] = _cpu() - c
+        res[f"{name}_wall_s"] = time.perf_counter() - w
+        res[f"peak_after_{name}_gib"] = _peak_gib()
+        return out
+
+    rel = step("publish", lambda: ppdp.publish(table, mech, seed=0))
+    out_dir = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=args.tmp)) / "release"
+    try:
+        step("save", lambda: rel.save(out_dir))
+        rel = None  # the in-memory release is no longer needed
+        loaded = step("load", lambda: ppdp.load_release(out_dir))
+        rep = step("verify_files", lambda: ppdp.verify(loaded))
+        res["verify_files_ok"] = bool(rep.ok)
+        rep2 = step("verify_source", lambda: ppdp.verify(loaded, table))
+        res["verify_source_ok"] = bool(rep2.ok)
+        res["verify_problems"] = list(rep2.problems)[:3] + list(rep.problems)[:3]
+    finally:
+        shutil.rmtree(out_dir.parent, ignore_errors=True)
+    res["peak_gib"] = _peak_gib()
+    res["publish_us_per_row"] = res["publish_cpu_s"] / args.n * 1e6
+    res["publish_over_read_floor"] = res["publish_cpu_s"] / max(res["read_floor_cpu_s"], 1e-9)
+    res["verify_cpu_s"] = res["verify_files_cpu_s"] + res["verify_source_cpu_s"]
+    return res
+
+
+def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: str, timeout: float,
+              src: Path) -> dict:
+    from ppdp.provenance import load_average
+
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--data", data, "--n", str(n),
+           "--mechanisms", mech, "--path", str(path), "--tmp", tmp]
+    limit = int(limit_gib * 2**30)
+
+    def cap():  # address-space limit of the child (other processes share this machine)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    load0 = load_average()
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"data": data, "n": n, "mechanism": mech, "error": f"timeout after {timeout:.0f} s"}
+    out: dict = {"data": data, "n": n, "mechanism": mech}
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode == 0 and lines:
+        out = json.loads(lines[-1])
+    else:
+        tail = (p.stderr or "").strip().splitlines()[-3:]
+        out["error"] = f"exit {p.returncode}: " + " | ".join(tail)
+    out["child_wall_s"] = time.perf_counter() - t0
+    out["load_average_before"], out["load_average_after"] = load0, load_average()
+    return out
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1e6,1e7", help="comma-separated row counts (1e6,1e7,1e8)")
+    ap.add_argument("--mechanisms", default=",".join(MECHANISMS), help="comma-separated: " + ",".join(MECHANISMS))
+    ap.add_argument("--data", default="occ", help="occ or edu (comma-separated for both)")
+    ap.add_argument("--limit-gib", type=float, default=11.0, help="address-space limit of each child")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
+    ap.add_argument("--cache", default="/tmp/ppdp-scale", help="where the synthetic Parquet tables are kept")
+    ap.add_argument("--tmp", default=None, help="where releases are saved (removed after each run)")
+    ap.add_argument("--out", default="scale", help="result name: benchmarks/results/<out>.json")
+    ap.add_argument("--src", default=str(HERE.parent / "src"), help="the ppdp source tree the children import "
+                    "(another checkout's src/ to measure it before a change)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--path", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        a.mechanism = a.mechanisms
+        print(json.dumps(child(a)))
+        return {}
+    sys.path.insert(0, str(HERE))
+    from _common import provenance, write_result
+
+    sizes = [int(float(s)) for s in a.sizes.split(",")]
+    mechs = [m for m in a.mechanisms.split(",") if m]
+    unknown = [m for m in mechs if m not in MECHANISMS]
+    if unknown:
+        ap.error(f"unknown mechanism(s) {unknown}; choose from {list(MECHANISMS)}")
+    res: dict = {**provenance(seed=0), "limit_gib": a.limit_gib, "src": a.src, "runs": []}
+    out_path = HERE / "results" / f"{a.out}.json"
+    if out_path.exists():  # keep earlier runs of other sizes / mechanisms
+        old = json.loads(out_path.read_text())
+        res["runs"] = list(old.get("runs", []))
+    for data in a.data.split(","):
+        for n in sizes:
+            c0 = time.perf_counter()
+            path = data_file(data, n, Path(a.cache))
+            print(f"[{data} {n:.0e}] table at {path} ({time.perf_counter() - c0:.1f} s)", file=sys.stderr)
+            for m in mechs:
+                r = run_child(data, n, m, path, a.limit_gib, a.tmp or tempfile.gettempdir(), a.timeout,
+                              Path(a.src))
+                res["runs"] = [x for x in res["runs"] if (x["data"], x["n"], x["mechanism"]) != (data, n, m)] + [r]
+                print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
+                                  if k in ("data", "n", "mechanism", "error", "read_floor_cpu_s", "publish_cpu_s",
+                                           "publish_wall_s", "verify_cpu_s", "peak_gib", "publish_over_read_floor",
+                                           "publish_us_per_row", "verify_files_ok", "verify_source_ok", "save_cpu_s")}),
+                      file=sys.stderr, flush=True)
+                write_result(a.out, res)
+    return res
+
+
+if __name__ == "__main__":
+    main()

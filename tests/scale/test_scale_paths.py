@@ -1,0 +1,102 @@
+"""The compact plan and the row-form verify (issue 15) agree with the dense forms they replace."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import ppdp
+from ppdp.kernels.transition import row_groups
+from ppdp.mechanisms.bucketization.anatomy_plan import anatomy_setting, group_creation_types
+from ppdp.mechanisms.bucketization.apply import assign_buckets, assign_typed
+from ppdp.mechanisms.bucketization.plan import (SizeClass, classes_to_counts, classes_to_types, compress_rows,
+                                                expand_types)
+from ppdp.releases.bucketized import bucket_disclosure, dense_ids, same_rows, sparse_disclosure
+
+
+def test_class_types_expand_to_the_round_robin_counts():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        m = int(rng.integers(2, 12))
+        classes = [SizeClass(int(S), int(b), rng.integers(0, 3 * b, m)) for S, b in rng.integers(1, 40, (3, 2))]
+        types, mult = classes_to_types(classes, m)
+        assert len(types) <= sum(2 * m + 1 for _ in classes)
+        np.testing.assert_array_equal(expand_types(types, mult), classes_to_counts(classes, m))
+        t2, m2 = compress_rows(classes_to_counts(classes, m))
+        np.testing.assert_array_equal(expand_types(t2, m2), classes_to_counts(classes, m))
+
+
+def test_typed_apply_gives_the_dense_apply_bucket_ids():
+    rng = np.random.default_rng(1)
+    for trial in range(30):
+        m = int(rng.integers(2, 8))
+        types = rng.integers(0, 4, (int(rng.integers(1, 6)), m))
+        types[types.sum(axis=1) == 0, 0] = 1
+        mult = rng.integers(1, 50, len(types))
+        counts = expand_types(types, mult)
+        sa = np.repeat(np.arange(m), counts.sum(axis=0))
+        sa = sa[rng.permutation(len(sa))].astype(np.uint8)
+        bid_d, relab = assign_buckets(sa, counts, np.random.default_rng(trial))
+        bid_t, type_of = assign_typed(sa, types, mult, np.random.default_rng(trial), block=7)
+        np.testing.assert_array_equal(bid_d, bid_t)
+        np.testing.assert_array_equal(relab, types[type_of])
+
+
+@pytest.mark.parametrize("kind", ["ties", "random", "staircase"])
+def test_batched_group_creation_makes_the_rules_groups(kind):
+    rng = np.random.default_rng({"ties": 2, "random": 3, "staircase": 4}[kind])
+    for _ in range(150):
+        m = int(rng.integers(2, 10))
+        o = {"ties": lambda: np.full(m, int(rng.integers(1, 15))) + rng.integers(0, 2, m),
+             "random": lambda: rng.integers(0, 25, m),
+             "staircase": lambda: 10 + np.arange(m)[::-1] + rng.integers(0, 2, m)}[kind]().astype(np.int64)
+        l = int(rng.integers(1, m + 1))  # noqa: E741
+        rest, want = o.copy(), Counter()
+        while (rest > 0).sum() >= l:                   # the rule, one group at a time
+            top = np.lexsort((np.arange(m), -rest))[:l]
+            rest[top] -= 1
+            want[tuple(sorted(top.tolist()))] += 1
+        sets, mult, left = group_creation_types(o, l)
+        got = Counter()
+        for row, k in zip(sets, mult):
+            got[tuple(np.flatnonzero(row).tolist())] += int(k)
+        assert got == want and left.tolist() == rest.tolist()
+
+
+def test_anatomy_planning_time_does_not_grow_with_n():
+    o = ppdp.datasets.load("occ").counts("occupation").astype(np.int64)
+    for scale in (1, 1000, 100_000):                   # 1.5·10^5 … 1.5·10^10 records
+        t0 = time.process_time()
+        s = anatomy_setting(o * scale + np.arange(len(o)) % 3, 4)
+        assert time.process_time() - t0 < 2.0 and len(s.multiplicity) < 5000
+        assert s.problems(o * scale + np.arange(len(o)) % 3, np.full(len(o), 0.25)) == []
+
+
+def test_row_form_verify_helpers_agree_with_dense():
+    t = ppdp.datasets.load("occ", n=20000, seed=3)
+    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=3)
+    b = rel.buckets()
+    dense = bucket_disclosure(rel.posterior(), b["sizes"], rel.domains[rel.sa])
+    assert sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], rel.domains[rel.sa]) == dense
+    qbid = rel.tables["qit"].column("bid").to_numpy()
+    ids, inv = np.unique(qbid, return_inverse=True)
+    got = dense_ids(qbid)
+    np.testing.assert_array_equal(got[0], ids) and np.testing.assert_array_equal(got[1], inv.ravel())
+    cols = rel.quasi
+    dims = [len(rel.domains[c]) for c in cols]
+    assert same_rows([rel.codes("qit", c) for c in cols], [t.codes(c) for c in cols], dims)
+    other = ppdp.datasets.load("occ", n=20000, seed=4)
+    assert not same_rows([rel.codes("qit", c) for c in cols], [other.codes(c) for c in cols], dims)
+
+
+def test_randomized_row_groups_by_counting_match_row_groups():
+    t = ppdp.datasets.load("occ", n=20000, seed=5)
+    for mech in (ppdp.UniformPerturbation(0.1, 0.3), ppdp.SDR(0.1, 0.3)):
+        rel = ppdp.publish(t, mech, seed=5)
+        qi = list(rel.schema["quasi"])
+        want = row_groups([t.codes(c) for c in qi], [rel.column_codes(c) for c in qi], [len(rel.domains[c]) for c in qi])
+        got = rel._row_groups(t, qi)
+        assert all(np.array_equal(x, y) for x, y in zip(got, want))
