@@ -300,7 +300,8 @@ class DPCubePaper(DPCube):
     :data:`PAPER_ALPHA1_FRACTION` = 0.25, the paper's α1 = 0.05 of α = 0.2). Algorithm 3 on the
     noisy phase-I cells: a box is split (widest dimension, cut minimising the summed squared
     error of the halves) while the raw sample variance of its noisy cells exceeds ``xi0`` — no
-    de-noising, no count test. Phase II: a noisy count of every partition with α2 = α − α1.
+    de-noising, no count test (Algorithm 3 as printed; the paper's prose states the test the
+    other way round). Phase II: a noisy count of every partition with α2 = α − α1.
     Default estimator: the paper's unweighted least squares (eq 35, ``ls-unweighted``).
 
     The paper gives no value of ξ0; the default here (``xi0`` None) is the rule fixed in advance
