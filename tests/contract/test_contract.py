@@ -40,6 +40,8 @@ EXAMPLES: dict[str, tuple[dict, tuple[str, int]]] = {
               ("adult", 3000)),
     "dpcube": (dict(epsilon=1.0, dims=["age", "hours_per_week"], bins={"age": [17, 25, 35, 45, 55, 65, 91]},
                     domains="adult"), ("adult", 3000)),
+    "dpcube-paper": (dict(epsilon=1.0, dims=["age", "hours_per_week"], bins={"age": [17, 25, 35, 45, 55, 65, 91]},
+                          alpha1_fraction=0.25, xi0=50.0, domains="adult"), ("adult", 3000)),
     "kdtree": (dict(epsilon=1.0, dims=["age", "sex"], depth=3, domains="adult"), ("adult", 3000)),
     "consistency": (dict(epsilon=1.0, dims=["age", "sex"], fanout="binary", domains="adult"), ("adult", 3000)),
     "kron": (dict(epsilon=1.0, dims=["age", "hours_per_week"], bins={"age": [17, 25, 35, 45, 55, 65, 91]},

@@ -33,6 +33,7 @@ FLAGS = {
     "laplace": ["--epsilon", "1", "--queries", "sex = 'Female' AND age >= 25 AND age < 45"],
     "cells": ["--epsilon", "1", "--dims", "age", "sex", "race"],
     "dpcube": ["--epsilon", "1", "--dims", "age", "sex", "race"],
+    "dpcube-paper": ["--epsilon", "1", "--dims", "age", "sex", "race"],
     "kdtree": ["--epsilon", "1", "--dims", "age", "sex", "race"],
     "consistency": ["--epsilon", "1", "--dims", "age", "sex", "race"],
     "kron": ["--epsilon", "1", "--dims", "age", "sex", "race"],

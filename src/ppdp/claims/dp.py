@@ -50,6 +50,7 @@ from . import Claim
 
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
            "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+           "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION"]
 
 #: false-alarm probability of the goodness-of-fit test of a release against its source table
@@ -178,6 +179,26 @@ def dpcube_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
     a1, a2 = dpcube_alphas(check_epsilon(params["epsilon"]), _fraction(params, "alpha1_fraction"))
     return {"xi0": params.get("xi0"), "noise_var": discrete_laplace_variance(a1),
             "min_count": float(params["count_threshold"]) * math.sqrt(discrete_laplace_variance(a2))}
+
+
+#: the paper-literal DPCube's default ξ0 (``dpcube-paper``): this multiple of the phase-I noise
+#: variance. The paper fixes no value; the rule is ours, fixed in advance (not tuned).
+PAPER_XI0_NOISE_MULTIPLE = 2.0
+
+
+def dpcube_paper_split_rule(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The paper-literal DPCube's leaf test (Algorithm 3 as printed): split a box while the raw
+    sample variance of its noisy phase-I cells exceeds ξ0 — no de-noising (``noise_var`` 0), no
+    count test. ``xi0`` None resolves to ``PAPER_XI0_NOISE_MULTIPLE`` × the phase-I noise variance."""
+    a1, _ = dpcube_alphas(check_epsilon(params["epsilon"]), _fraction(params, "alpha1_fraction"))
+    xi0 = params.get("xi0")
+    if xi0 is None:
+        xi0 = PAPER_XI0_NOISE_MULTIPLE * discrete_laplace_variance(a1)
+    return {"xi0": float(xi0), "noise_var": 0.0, "min_count": None}
+
+
+#: mechanism → its kd-tree leaf test from params (published as the certificate's ``split_rule``)
+SPLIT_RULES = {"dpcube": dpcube_split_rule, "dpcube-paper": dpcube_paper_split_rule}
 
 
 # ---------------------------------------------- Kronecker least squares, adaptive grids, marginals
@@ -360,7 +381,7 @@ def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[in
     return None
 
 
-_RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan,
+_RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "dpcube-paper": _dpcube_plan, "kdtree": _kdtree_plan, "consistency": _hierarchy_plan,
           "kron": _kron_plan, "agrid": _agrid_plan, "marginals": _marginals_plan, "dp": _dp_plan}
 
 
@@ -562,8 +583,8 @@ class DPClaim(Claim):
             if want is not None:
                 report.check(s.parallel_over == want, f"ledger: {s.what!r} over the {want} released {step.over}",
                              f"the ledger says {s.what!r} measured {s.parallel_over} {step.over}, the files hold {want}")
-        if m["mechanism"] == "dpcube":
-            rule, given = dpcube_split_rule(params), release.certificate.get("split_rule")
+        if m["mechanism"] in SPLIT_RULES:
+            rule, given = SPLIT_RULES[m["mechanism"]](params), release.certificate.get("split_rule")
             same = isinstance(given, Mapping) and set(given) == set(rule) and all(
                 (given[k] is None and rule[k] is None) or (rule[k] is not None and isinstance(given[k], (int, float))
                                                            and _close(float(given[k]), float(rule[k]))) for k in rule)

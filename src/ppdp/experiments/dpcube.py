@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pandas as pd
 
+from ..claims.dp import PAPER_XI0_NOISE_MULTIPLE
+from ..mechanisms.histogram.dpcube import PAPER_ALPHA1_FRACTION
 from ..provenance import provenance
 
 if TYPE_CHECKING:
@@ -239,9 +241,10 @@ def figs_14_15(out, quick, seed, datasets) -> pd.DataFrame:
 PAPER_DIMS = ["age", "income"]
 #: the paper's DPCube as printed: α1 = 0.05 of α = 0.2 (Table II), Algorithm 3 splits a box while
 #: the sample variance of its *noisy* phase-I cells exceeds ξ0 (no count test)
-PAPER_ALPHA, PAPER_ALPHA1_FRACTION = 0.2, 0.25
-#: ξ0 for the paper-literal runs, fixed in advance (not tuned): twice the phase-I noise variance
-PAPER_XI0_NOISE_MULTIPLE = 2.0
+#: (the registered mechanism ``dpcube-paper``, :class:`~ppdp.mechanisms.histogram.DPCubePaper`, whose
+#: defaults are ``PAPER_ALPHA1_FRACTION`` and ξ0 = ``PAPER_XI0_NOISE_MULTIPLE`` × the phase-I noise
+#: variance, fixed in advance, not tuned)
+PAPER_ALPHA = 0.2
 
 
 def ls_unweighted_cells(y, lo, hi, yp):
@@ -277,10 +280,12 @@ def uniform_cells(shape, lo, hi, yp):
 
 
 def paper_dpcube(x, alpha, alpha1_fraction, xi0, rng):
-    """Algorithms 2–3 exactly as printed, on the dense true cube ``x`` (an experiment, not a
+    """Algorithms 2–3 exactly as printed, on the dense true cube ``x`` (an array reference, not a
     release): y1 = x + Lap(α1); kd-tree on y1 splitting every box whose raw sample variance
     exceeds ξ0 (SSE cut on the widest dimension); y_p = partition counts + Lap(α2). Noise from
-    the library's sampler. Returns (y1, lo, hi, yp, α1, α2)."""
+    the library's sampler. Returns (y1, lo, hi, yp, α1, α2). The registered ``dpcube-paper``
+    publishes the same draws from the same generator (tests/histogram/test_dpcube_paper.py);
+    the figures publish through it (:func:`paper_release`)."""
     from ..kernels.grid import box_counts, summed_area
     from ..kernels.noise import discrete_laplace
     from ..mechanisms.histogram.kdtree import vopt_kdtree
@@ -291,6 +296,18 @@ def paper_dpcube(x, alpha, alpha1_fraction, xi0, rng):
     lo, hi = vopt_kdtree(y1, xi0=xi0, noise_var=0.0, min_count=None)
     yp = box_counts(summed_area(x), lo, hi) + discrete_laplace(rng, a2, len(lo))
     return y1, lo, hi, yp, a1, a2
+
+
+def paper_release(table, alpha, alpha1_fraction, xi0, seed):
+    """The registered ``dpcube-paper`` published through ``ppdp.publish`` on ``table`` (Age ×
+    Income): (y1, lo, hi, yp, α1, α2) as :func:`paper_dpcube` returns them."""
+    from ..claims.dp import dpcube_alphas
+    from ..mechanisms.histogram import DPCubePaper
+
+    r = _hpublish(table, DPCubePaper(alpha, PAPER_DIMS, alpha1_fraction=alpha1_fraction, xi0=xi0, domains=DOMAINS), seed)
+    lo, hi, yp = r.partition_boxes()
+    a1, a2 = dpcube_alphas(alpha, alpha1_fraction)
+    return np.asarray(r.noisy_cells(), float), lo, hi, np.asarray(yp, float), a1, a2
 
 
 def random_boxes(shape, n, seed):
@@ -339,7 +356,7 @@ def fig13(out, seed, quick) -> dict:
 
     x = dense_counts(codes, spec.shape).astype(float)
     f = PAPER_ALPHA1_FRACTION
-    y1, lo, hi, yp, a1, a2 = paper_dpcube(x, PAPER_ALPHA, f, _paper_xi0(PAPER_ALPHA, f), np.random.default_rng(seed))
+    y1, lo, hi, yp, a1, a2 = paper_release(t, PAPER_ALPHA, f, _paper_xi0(PAPER_ALPHA, f), seed)
     panels = {"original": x, "cell_histogram": y1, "subcube_uniform": uniform_cells(x.shape, lo, hi, yp),
               "ls_unweighted": ls_unweighted_cells(y1, lo, hi, yp), "ls_weighted": ls_weighted_cells(y1, lo, hi, yp, a1, a2)}
     from ..datasets import public_domains
@@ -409,7 +426,7 @@ def figs_14_15_paper(out, quick, seed) -> pd.DataFrame:
         acc: dict[str, list] = {"weighted_variance": [], "partitions": [], "mae_uniform": [], "mae_ls_unweighted": [],
                                 "mae_ls_weighted": [], "mae_cells": []}
         for tr in range(trials):
-            y1, lo, hi, yp, a1, a2 = paper_dpcube(x, PAPER_ALPHA, f, xi0, np.random.default_rng(seed + 31 * tr))
+            y1, lo, hi, yp, a1, a2 = paper_release(t, PAPER_ALPHA, f, xi0, seed + 31 * tr)
             acc["weighted_variance"].append(_weighted_variance_boxes(x, lo, hi))
             acc["partitions"].append(len(lo))
             for k, cells in (("mae_uniform", uniform_cells(x.shape, lo, hi, yp)), ("mae_ls_unweighted", ls_unweighted_cells(y1, lo, hi, yp)),
@@ -464,7 +481,7 @@ def fig16_age_income(out, quick, seed) -> tuple[pd.DataFrame, pd.DataFrame]:
                 lo, hi, yp = r.partition_boxes()
                 est["dpcube-default-ls-unweighted"] = ls_unweighted_cells(r.noisy_cells(), lo, hi, yp)
                 f = PAPER_ALPHA1_FRACTION
-                y1, lo, hi, yp, a1, a2 = paper_dpcube(x, eps, f, _paper_xi0(eps, f), np.random.default_rng(s_))
+                y1, lo, hi, yp, a1, a2 = paper_release(t, eps, f, _paper_xi0(eps, f), s_)
                 est["dpcube-paper-uniform"] = uniform_cells(x.shape, lo, hi, yp)
                 est["dpcube-paper-ls-unweighted"] = ls_unweighted_cells(y1, lo, hi, yp)
                 est["dpcube-paper-ls-weighted"] = ls_weighted_cells(y1, lo, hi, yp, a1, a2)
@@ -890,7 +907,8 @@ SETUP_DIFFERENCES = [
     ("noise", "the paper's noise is continuous Laplace; every run here draws the library's discrete Laplace "
               "(pmf ∝ e^{−α|k|}; variance 1/(2 sinh²(α/2)) ≈ 2/α² − 1/6). The closed forms (eq 33, 34, Theorem 3.3) "
               "are for continuous noise and are printed beside the Monte Carlo."),
-    ("split rule ξ0", "the paper-literal runs (`dpcube-paper-*`) split a box while the raw sample variance of its noisy "
+    ("split rule ξ0", "the paper-literal runs (`dpcube-paper-*`, published through the registered mechanism "
+                      "`dpcube-paper`) split a box while the raw sample variance of its noisy "
                       "phase-I cells exceeds ξ0 (Algorithm 3 as printed; its prose states the test the other way round), "
                       "ξ0 fixed in advance at 2 × the phase-I noise variance (the paper gives no value; Fig 14a/15a sweep "
                       "0.25–16 ×; Fig 14b/15b hold ξ0 fixed while α1 varies, as the paper does). The library's DPCube (`dpcube-default-*`) instead stops a box when its noisy total is "
