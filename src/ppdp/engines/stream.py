@@ -244,13 +244,25 @@ class RowPlan:
     def apply(self, codes: Sequence[np.ndarray], types: Sequence[np.ndarray | None], rng: np.random.Generator) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    @property
+    def claim(self):
+        return self.plan.claim
+
+    def kernel(self) -> "RowPlan":
+        """A copy holding arrays only (no plan object): what is shipped to Spark executors."""
+        k = object.__new__(type(self))
+        k.__dict__.update({a: v for a, v in self.__dict__.items() if a != "plan"})
+        return k
+
 
 class UniformRows(RowPlan):
     def __init__(self, plan: UniformPlan, sa: str):
         self.plan, self.sensitive, self.slots = plan, (sa,), (None,)
+        self.m, self.retention = int(plan.m), float(plan.retention)
 
     def apply(self, codes, types, rng):
-        return {self.sensitive[0]: self.plan.apply(codes[0], rng)}
+        x = np.asarray(codes[0], dtype=np.int64)  # UniformPlan.apply, on the plan's numbers
+        return {self.sensitive[0]: perturb_local(x, np.full(len(x), self.m), np.full(len(x), self.retention), rng)}
 
 
 class SDRRows(RowPlan):
@@ -280,7 +292,7 @@ class DivertedRows(RowPlan):
 
     def __init__(self, plan: DivertedPlan, sensitive: Sequence[str]):
         self.plan, self.sensitive = plan, tuple(sensitive)
-        lp = plan.l_prime
+        self.l_prime = lp = plan.l_prime
         slots, self.sets = [], []
         for counts, (v, g) in zip(plan.counts, plan.schedules):
             m = len(counts)
@@ -295,7 +307,7 @@ class DivertedRows(RowPlan):
 
     def apply(self, codes, types, rng):
         out = {}
-        lp = self.plan.l_prime
+        lp = self.l_prime
         for sa, sets, t in zip(self.sensitive, self.sets, types):
             pick = rng.integers(0, lp, size=len(t))
             out[sa] = sets[np.asarray(t, dtype=np.int64), pick]
@@ -436,7 +448,7 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
         del t
         os.unlink(path)
     shutil.rmtree(spill_dir)
-    claim = rp.plan.claim if not isinstance(rp, DivertedRows) else DivertedClaim.derive(
+    claim = rp.claim if not isinstance(rp, DivertedRows) else DivertedClaim.derive(
         mechanism.l_prime, sens, n_pub, n_drop, pub_counts)
     manifest: dict[str, Any] = {"format": "ppdp-release/1", "family": "randomized", "schema": schema.manifest_schema(),
                                 "n_input": n, "n_published": n_pub, "dropped": n_drop, "engine": "stream",
