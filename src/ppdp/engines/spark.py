@@ -62,7 +62,7 @@ from ..claims.dp import DPClaim, budget_plan
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import box_counts, cube_codes, declared_domains, linear_index, summed_area
 from ..kernels.noise import Budget
-from ..kernels.rng import full_width_seed, publication_rng
+from ..kernels.rng import publication_rng
 from ..mechanisms.bucketization.apply import draw_plan_fakes, st_table
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.histogram.dpcube import CellHistogram, DPCube
@@ -130,16 +130,16 @@ def frame_schema(sdf, quasi: Sequence[str], sensitive: Sequence[str] | str,
     for c in cols:
         if domains and c in domains:
             doms[c] = tuple(str(x) for x in domains[c])
-            nv = Table({c: np.zeros(0, np.int32)}, {c: list(doms[c])}).numeric_values(c)
-            nums[c] = None if nv is None else nv.tolist()
+            given = Table({c: np.zeros(0, np.int32)}, {c: list(doms[c])}).numeric_values(c)
+            nums[c] = None if given is None else given.tolist()
             continue
         typ = sdf.schema[c].dataType
         is_num = isinstance(typ, (T.IntegralType, T.FractionalType))
         vals = [r[0] for r in sdf.select(c).distinct().collect()]
         if any(v is None for v in vals):
             raise SchemaError(f"column {c!r} has missing values; recode them first")
-        labs, nv = table_order([v if is_num else str(v) for v in vals], is_num)
-        doms[c], nums[c] = tuple(labs), nv
+        labs, nlist = table_order([v if is_num else str(v) for v in vals], is_num)
+        doms[c], nums[c] = tuple(labs), nlist
     return DatasetSchema(tuple(quasi), tuple(sens), doms, nums)
 
 

@@ -54,7 +54,7 @@ import pyarrow.parquet as pq
 from ..claims.diverted import DivertedClaim
 from ..errors import InfeasibleError, PpdpError, SchemaError
 from ..kernels.rng import publication_rng
-from ..kernels.transition import decoy_schedule, perturb_local
+from ..kernels.transition import perturb_local
 from ..mechanisms.randomization.diverted import Diverted, DivertedPlan
 from ..mechanisms.randomization.sdr import SDR, SDRPlan
 from ..mechanisms.randomization.uniform import GlobalRandomization, UniformPerturbation, UniformPlan
@@ -89,10 +89,14 @@ class DatasetSchema:
         cols = [*self.quasi, *self.sensitive]
         return {"quasi": list(self.quasi), "sensitive": list(self.sensitive),
                 "domains": {c: list(self.domains[c]) for c in cols},
-                "numeric": {c: (None if self.numeric.get(c) is None else [float(x) for x in self.numeric[c]]) for c in cols}}
+                "numeric": {c: _floats(self.numeric.get(c)) for c in cols}}
 
 
-def table_order(labels: Sequence[str], numeric: bool) -> tuple[list[str], list | None]:
+def _floats(values) -> list[float] | None:
+    return None if values is None else [float(x) for x in values]
+
+
+def table_order(labels: Sequence[Any], numeric: bool) -> tuple[list[str], list | None]:
     """Distinct labels ordered as ``ppdp.Table`` orders a column it encodes: numeric columns by
     value (labels as Table writes numbers), text columns lexicographically."""
     if numeric:
@@ -100,8 +104,8 @@ def table_order(labels: Sequence[str], numeric: bool) -> tuple[list[str], list |
         labs = [str(int(v)) if float(v).is_integer() else repr(float(v)) for v in vals]
         return labs, vals
     labs = sorted({str(x) for x in labels})
-    nv = domain_numeric_values(labs)
-    return labs, (None if nv is None else nv.tolist())
+    nvals = domain_numeric_values(labs)
+    return labs, (None if nvals is None else nvals.tolist())
 
 
 def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] = (),
@@ -128,8 +132,8 @@ def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] =
     for c in cols:
         if domains and c in domains:
             doms[c] = tuple(str(x) for x in domains[c])
-            nv = domain_numeric_values(doms[c])
-            nums[c] = None if nv is None else nv.tolist()
+            given = domain_numeric_values(doms[c])
+            nums[c] = None if given is None else given.tolist()
         elif pa.types.is_dictionary(ds.schema.field(c).type) and info:
             todo.append(c)
         else:
@@ -150,8 +154,8 @@ def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] =
             for c in todo:
                 typ = ds.schema.field(c).type
                 is_num = pa.types.is_integer(typ) or pa.types.is_floating(typ)
-                labs, nv = table_order(list(seen[c]), is_num)
-                doms[c], nums[c] = tuple(labs), nv
+                labs, nlist = table_order(list(seen[c]), is_num)
+                doms[c], nums[c] = tuple(labs), nlist
     return DatasetSchema(q, s, doms, nums)
 
 
@@ -580,19 +584,19 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
                       "the published NSA rows are not the source's NSA rows")
             gamma = getattr(claim, "gamma", None)
             if gamma is not None and not getattr(claim, "is_sdr", False) and same:
-                r, q = float(claim.retention), float(claim.q)
+                r, q = float(getattr(claim, "retention")), float(getattr(claim, "q"))
                 a = scnt / n_g[np.asarray(src_gn).ravel()]
                 idx = np.minimum(np.searchsorted(skeys, pkeys), len(skeys) - 1)
                 hit = skeys[idx] == pkeys
                 W = float((a[idx] * pcnt)[hit].sum())
-                e = float((scnt * (r * a + q * (1.0 - a))).sum())
+                ew = float((scnt * (r * a + q * (1.0 - a))).sum())
                 n_pub = int(pcnt.sum())
                 t = float(np.sqrt(n_pub * np.log(2.0 / FIT_ALPHA) / 2.0))
-                ok = e - t <= W <= e + t
-                rep.facts[f"source fit of {sa}"] = f"W = {W:.1f}, accepted range [{e - t:.1f}, {e + t:.1f}] (n = {n_pub})"
+                ok = ew - t <= W <= ew + t
+                rep.facts[f"source fit of {sa}"] = f"W = {W:.1f}, accepted range [{ew - t:.1f}, {ew + t:.1f}] (n = {n_pub})"
                 rep.check(ok, f"published {sa} fits the declared randomization given the source (false alarm ≤ {FIT_ALPHA:g})",
                           f"the published {sa} does not fit the declared randomization given the source: W = {W:.1f} "
-                          f"outside [{e - t:.1f}, {e + t:.1f}]")
+                          f"outside [{ew - t:.1f}, {ew + t:.1f}]")
     return {"ok": rep.ok, "problems": list(rep.problems), "checks": list(rep.checks), "facts": dict(rep.facts),
             "published_counts": {s: v.tolist() for s, v in pub.items()}}
 

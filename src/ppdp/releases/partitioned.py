@@ -45,14 +45,14 @@ def part_files(directory: Path, problems: list[str] | None = None) -> list[Path]
     out = []
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError as e:
-        raise ReleaseError(f"{str(directory)!r}: cannot list the partitioned table: {os_reason(e)}") from None
-    for e in entries:
-        ok = e.name.startswith(PART_PREFIX) and e.name.endswith(PART_SUFFIX)
-        if ok and not e.is_symlink() and e.is_file(follow_symlinks=False):
-            out.append(Path(e.path))
+    except OSError as err:
+        raise ReleaseError(f"{str(directory)!r}: cannot list the partitioned table: {os_reason(err)}") from None
+    for ent in entries:
+        ok = ent.name.startswith(PART_PREFIX) and ent.name.endswith(PART_SUFFIX)
+        if ok and not ent.is_symlink() and ent.is_file(follow_symlinks=False):
+            out.append(Path(ent.path))
         elif problems is not None:
-            problems.append(f"{directory.name}/{e.name} is not a part file of the release (not read)")
+            problems.append(f"{directory.name}/{ent.name} is not a part file of the release (not read)")
     return out
 
 
@@ -134,7 +134,7 @@ def iter_partitioned(directory: str | os.PathLike, columns: Sequence[str] | None
 
 
 def finish_partitioned(tmp: Path, target: Path, manifest: Mapping[str, Any], rows: Mapping[str, int],
-                       small: Mapping[str, pa.Table] | None = None, overwrite: bool = False) -> Path:
+                       small: Mapping[str, pa.Table] | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Complete a release whose large tables an engine wrote as ``tmp/STEM/part-*.parquet``:
     write the small tables, the manifest (table of contents marking the partitioned tables) and
     the README into ``tmp``, then move ``tmp`` onto ``target`` (no-replace unless ``overwrite``,
