@@ -230,7 +230,7 @@ def _keep_mask(drop_pos, seen: int, k: int) -> np.ndarray | None:
 
 # -------------------------------------------------------------------- randomized family
 def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       out_partitions: int | None = None, overwrite: bool = False) -> dict:
+                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True) -> dict:
     """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
     partitioned release ``out`` (parts written by the executors). Returns the manifest."""
     _require_spark()
@@ -240,7 +240,7 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     cols = [*schema.quasi, *sens]
     rng = publication_rng(seed)
     streams = PartitionStreams(seed, rng)
-    frame = sdf.select(*cols)
+    frame = _stable(sdf.select(*cols), persist)
     sizes, parts = _sa_partition_counts(frame, schema, None, streams)            # statistics: counts only
     n = int(sizes.sum())
     if n == 0:
@@ -303,8 +303,25 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         claim = rp.claim
     manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
                                 "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
+    if persist:
+        frame.unpersist()
     return _finish(RandomizedRelease(manifest, {}), mechanism, seed, tmp, target, {"data": n_pub}, None, overwrite,
                    {s: pub[i] for i, s in enumerate(sens)} if isinstance(rp, DivertedRows) else None)
+
+
+def _stable(frame, persist: bool):
+    """The frame with partitions that are the same on every evaluation: the counts pass and the
+    apply pass must see the same rows in the same partitions and batches. A file scan is
+    stable; a frame after a round-robin ``repartition`` or a non-deterministic expression is
+    not, so by default the selected columns are persisted (executors' local disk, not the
+    driver) and materialized once."""
+    if not persist:
+        return frame
+    from pyspark import StorageLevel
+
+    frame = frame.persist(StorageLevel.DISK_ONLY)
+    frame.count()
+    return frame
 
 
 def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool, pub_counts=None,
@@ -517,9 +534,12 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 # ------------------------------------------------------------------------------- facade
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
-            overwrite: bool = False, allow_full_disclosure: bool = False) -> dict:
+            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = True) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
-    ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest."""
+    ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
+
+    ``persist=False`` skips persisting the input of the randomized family's two passes; only
+    for a frame whose partitions are stable on recomputation (a plain file scan)."""
     _require_spark()
     fam = getattr(mechanism, "family", None)
     if schema is None:
@@ -528,7 +548,7 @@ def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int 
         return publish_bucketized(sdf, mechanism, out, schema, seed, overwrite=overwrite,
                                   allow_full_disclosure=allow_full_disclosure)
     if fam == "randomized":
-        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite)
+        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist)
     if fam == "histogram":
         return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite)
     raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
