@@ -393,8 +393,23 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
     allots = [None if s is None else Allotment(s) for s in rp.slots]
     # pass 2: apply per chunk, scatter to spill files at random
     target = Path(out)
+    if os.path.lexists(target) and not overwrite:
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
     tmp = temp_path(target)
     os.mkdir(tmp)
+    try:
+        return _apply_stream(source, mechanism, seed, schema, rp, allots, rng, n, n_drop, drop_pos, tmp, target,
+                             chunk_rows, part_rows, overwrite, t0)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan", allots, rng, n: int, n_drop: int,
+                  drop_pos: np.ndarray, tmp: Path, target: Path, chunk_rows: int, part_rows: int, overwrite: bool,
+                  t0: float) -> dict:
+    sens = list(schema.sensitive)
+    cols = [*schema.quasi, *sens]
     spill_dir = tmp / "spill"
     data_dir = tmp / "data"
     os.mkdir(spill_dir)
