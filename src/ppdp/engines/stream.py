@@ -371,7 +371,6 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
     t0 = time.process_time()
     schema = dataset_schema(source, quasi, sensitive, domains)
     sens = list(schema.sensitive)
-    cols = [*schema.quasi, *sens]
     # pass 1: the sufficient statistics (SA counts)
     counts = [np.zeros(len(schema.domains[s]), dtype=np.int64) for s in sens]
     n = 0
