@@ -102,6 +102,8 @@ def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, cores)))
             .config("spark.sql.parquet.compression.codec", "zstd")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
+            .config("spark.sql.files.maxPartitionBytes", "16m")
             .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
             .getOrCreate())
@@ -257,7 +259,7 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     rp = row_plan(mechanism, counts, schema)                                    # the public plan
     shares = [None if s is None else split_counts(s, pp, rng) for s, pp in zip(rp.slots, parts)]
     n_pub = n - n_drop
-    n_out = out_partitions or max(1, len(sizes))
+    n_out = out_partitions or max(2, len(sizes))
     doms = {c: list(schema.domains[c]) for c in cols}
     out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
     kernel = rp.kernel()
@@ -267,7 +269,6 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         prng = streams.get(2, p)
         drop_pos, seen = _drop_positions(p, drops, streams), 0
         allots = [None if sh is None else Allotment(sh[p]) for sh in shares]
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in cols}
         for b in batches:
             keep = _keep_mask(drop_pos, seen, b.num_rows)
             seen += b.num_rows
@@ -278,17 +279,30 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
             types = [None if a is None else a.take(x, prng) for a, x in zip(allots, xs)]
             codes.update(kernel.apply(xs, types, prng))
             k = len(xs[0])
-            arrays = [pa.array(codes[c].astype(np.int32)) if c == "subtable" else pc.take(dom_arrays[c], pa.array(codes[c]))
-                      for c in out_cols]
+            words = _pack([codes[c] for c in out_cols], sizes, groups)
+            arrays = [pa.array(w) for w in words]
             arrays += [pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
-            yield pa.RecordBatch.from_arrays(arrays, [*out_cols, "_part", "_key"])
+            yield pa.RecordBatch.from_arrays(arrays, [*wnames, "_part", "_key"])
 
-    fields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
-    fields += [T.StructField("_part", T.LongType(), False), T.StructField("_key", T.LongType(), False)]
+    def unpack(batches):  # after the shuffle: packed codes → published labels
+        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in cols}
+        for b in batches:
+            got = _unpack([b.column(w).to_numpy() for w in wnames], sizes, groups)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(v.astype(np.int32)) if c == "subtable" else pc.take(dom_arrays[c], pa.array(v))
+                 for c, v in zip(out_cols, got)], out_cols)
+
+    # the shuffle moves packed integer codes (a few longs per row), not label strings
+    sizes = [len(rp.slots[0]) if c == "subtable" and rp.slots[0] is not None else len(doms[c]) for c in out_cols]
+    groups = _pack_groups(sizes)
+    wnames = [f"_w{i}" for i in range(len(groups))]
+    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
     applied = frame.mapInArrow(apply, T.StructType(fields))
     target = Path(out)
     tmp = temp_path(target)
-    shuffled = applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
+    ofields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
+    shuffled = (applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
+                .mapInArrow(unpack, T.StructType(ofields)))
     shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
     spark = sdf.sparkSession
     pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
@@ -322,6 +336,41 @@ def _stable(frame, persist: bool):
     frame = frame.persist(StorageLevel.DISK_ONLY)
     frame.count()
     return frame
+
+
+def _pack_groups(sizes: Sequence[int]) -> list[list[int]]:
+    """Columns grouped so that the product of a group's domain sizes fits in 62 bits."""
+    groups: list[list[int]] = [[]]
+    prod = 1
+    for i, m in enumerate(sizes):
+        m = max(int(m), 1)
+        if groups[-1] and prod * m >= 2**62:
+            groups.append([])
+            prod = 1
+        groups[-1].append(i)
+        prod *= m
+    return groups
+
+
+def _pack(codes: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
+    out = []
+    for g in groups:
+        w = np.zeros(len(codes[0]), dtype=np.int64)
+        for i in g:
+            w = w * max(int(sizes[i]), 1) + np.asarray(codes[i], dtype=np.int64)
+        out.append(w)
+    return out
+
+
+def _unpack(words: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
+    out: list[np.ndarray] = [np.zeros(0)] * len(sizes)
+    for w, g in zip(words, groups):
+        w = np.asarray(w, dtype=np.int64).copy()
+        for i in reversed(g):
+            m = max(int(sizes[i]), 1)
+            out[i] = w % m
+            w //= m
+    return out
 
 
 def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool, pub_counts=None,
@@ -377,7 +426,7 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
     relabelled[perm] = counts
     cum = np.cumsum(counts, axis=0)  # row j = records of value i in buckets ≤ j
     doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
-    n_out = out_partitions or max(1, sdf.rdd.getNumPartitions())
+    n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
 
     def keyed(batches):  # a random 64-bit order key per row, from the partition's stream
         prng = streams.get(3, _partition_id())
@@ -392,7 +441,6 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
 
     def to_bucket(batches):
         prng = streams.get(4, _partition_id())
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in quasi}
         for b in batches:
             x = b.column(sa).to_numpy(zero_copy_only=False).astype(np.int64)
             rank = b.column("_rank").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -402,15 +450,26 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
                 pos[rows] = np.searchsorted(cum[:, v], rank[rows], side="right")
             if len(pos) and pos.max() >= n_buckets:
                 raise PpdpError("the data hold more records of a value than the plan places (plan and data disagree)")
-            arrays = [pc.take(dom_arrays[c], b.column(c)) for c in quasi]
             k = len(x)
+            words = _pack([b.column(c).to_numpy(zero_copy_only=False) for c in quasi], qsizes, qgroups)
+            arrays = [pa.array(w) for w in words]
             arrays += [pa.array(perm[pos]), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
-            yield pa.RecordBatch.from_arrays(arrays, [*quasi, "bid", "_part", "_key"])
+            yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
 
-    ofields = [T.StructField(c, T.StringType(), False) for c in quasi]
-    ofields += [T.StructField(x, T.LongType(), False) for x in ("bid", "_part", "_key")]
+    def unpack(batches):  # after the shuffle: packed QI codes → published labels
+        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in quasi}
+        for b in batches:
+            got = _unpack([b.column(w).to_numpy() for w in qnames], qsizes, qgroups)
+            yield pa.RecordBatch.from_arrays([*(pc.take(dom_arrays[c], pa.array(v)) for c, v in zip(quasi, got)),
+                                              b.column("bid")], [*quasi, "bid"])
+
+    qsizes = [len(doms[c]) for c in quasi]
+    qgroups = _pack_groups(qsizes)
+    qnames = [f"_w{i}" for i in range(len(qgroups))]
+    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
+    final = [T.StructField(c, T.StringType(), False) for c in quasi] + [T.StructField("bid", T.LongType(), False)]
     qit = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
-           .sortWithinPartitions("bid", "_key").drop("_part", "_key"))
+           .sortWithinPartitions("bid", "_key").drop("_part", "_key").mapInArrow(unpack, T.StructType(final)))
     target = Path(out)
     tmp = temp_path(target)
     qit.write.option("compression", "zstd").parquet(str(tmp / "qit"))
