@@ -37,7 +37,8 @@ if stage == "floor":
     cols = [*schema.quasi, *schema.sensitive]
     import pyarrow.dataset as pads
     acc = np.zeros(len(schema.domains[schema.sensitive[0]]), dtype=np.int64)
-    for b in pads.dataset(src, format="parquet").to_batches(columns=cols, batch_size=chunk):
+    for b in pads.dataset(src, format="parquet").to_batches(columns=cols, batch_size=chunk, batch_readahead=0,
+                                                            fragment_readahead=0):
         for c in cols:
             codes = stream.label_codes(b.column(c), schema.domains[c], c)
         acc += np.bincount(stream.label_codes(b.column(schema.sensitive[0]), schema.domains[schema.sensitive[0]], ""),

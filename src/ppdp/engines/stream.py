@@ -148,7 +148,7 @@ def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] =
                 nums[c] = info.get("numeric", {}).get(c)
         else:
             seen: dict[str, set] = {c: set() for c in todo}
-            for b in ds.to_batches(columns=todo):
+            for b in ds.to_batches(columns=todo, batch_readahead=0, fragment_readahead=0):
                 for c in todo:
                     seen[c].update(pc.unique(b.column(c)).to_pylist())
             for c in todo:
@@ -357,7 +357,8 @@ def diverted_eligible(mechanism: Diverted, counts: Sequence[np.ndarray], n: int,
 # ------------------------------------------------------------------------------ publish
 def _batches(source, columns: Sequence[str], chunk_rows: int) -> Iterator[pa.RecordBatch]:
     ds = pads.dataset(source, format="parquet")
-    for b in ds.to_batches(columns=list(columns), batch_size=chunk_rows):
+    # no read-ahead: memory stays O(chunk) (the defaults buffer up to 16 batches of 4 fragments)
+    for b in ds.to_batches(columns=list(columns), batch_size=chunk_rows, batch_readahead=0, fragment_readahead=0):
         if b.num_rows:
             yield b
 
