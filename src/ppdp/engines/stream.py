@@ -142,9 +142,10 @@ def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] =
         first = next(iter(ds.get_fragments()), None)
         if info and first is not None and all(pa.types.is_dictionary(ds.schema.field(c).type) for c in todo):
             # Table.to_parquet: every chunk carries the full domain as its dictionary, in order
-            t = first.to_table(columns=todo).slice(0, 1)
+            # one small batch of the first row group: its dictionaries are the domains (never the whole file)
+            head = next(pq.ParquetFile(first.path).iter_batches(batch_size=1, columns=todo))
             for c in todo:
-                doms[c] = tuple(t.column(c).chunk(0).dictionary.to_pylist())
+                doms[c] = tuple(head.column(c).dictionary.to_pylist())
                 nums[c] = info.get("numeric", {}).get(c)
         else:
             seen: dict[str, set] = {c: set() for c in todo}
