@@ -1,42 +1,83 @@
-"""The Spark engine (SPEC §6): the same plan, applied by Apache Spark.
+"""The Spark engine (SPEC §6): the same plan, applied by Apache Spark, for every family.
 
-A mechanism's plan is computed on the driver from small sufficient statistics (the SA counts,
-collected with one ``groupBy``: :func:`sa_counts`) by the mechanism's public ``plan(stats)``;
-:func:`apply_bucketized` applies that plan object on the executors as a per-row, vectorised
-function of (SA code, rank within SA value):
+The driver sees counts only. It reads the sufficient statistics with Spark aggregations,
+makes the mechanism's public plan from them, and ships the plan (small) to the executors in
+the task closure; the executors apply it batch by batch in NumPy (``mapInArrow``) and write
+the release's large table as a partitioned Parquet dataset (``DataFrame.write.parquet``); the
+driver then writes the manifest and README beside the parts
+(:func:`ppdp.releases.partitioned.finish_partitioned`). No row is collected to the driver.
 
-- the rank of a row within its SA value comes from a window ``row_number()`` over
-  ``partitionBy(SA).orderBy(rand(seed))`` — a uniformly random order, like the local engine's
-  random sort key; ``seed`` is a full-width 64-bit value (a JVM ``long``, Spark's widest seed)
-  drawn from the publication's generator (:mod:`ppdp.kernels.rng`: AES-CTR keyed from the OS
-  when no seed is given), so the order cannot be found by trying 2^31 seeds;
-- ``mapInArrow`` maps (SA code, rank) → bucket with the plan's cumulative counts, then the
-  bucket id through a random relabelling, batch by batch in NumPy;
-- the sensitive table (ST) needs no data at all: it is the plan's counts matrix plus the fake
-  values drawn on the driver, built by the same function as in the local engine.
+- **Domains** are ordered exactly as ``ppdp.Table`` orders them: read from the footer of a
+  dataset written by ``Table.to_parquet`` / ``ppdp.datasets.write_synthetic`` (the
+  dictionary order), or else the distinct values ordered as Table orders a column it encodes
+  (numbers by value for numeric Spark types, text lexicographically) — :func:`frame_schema`.
+  ``verify`` against the source Table therefore passes.
+- **Randomized family** (uniform, global, SDR, A'): statistics = rows of each SA value in each
+  input partition (one ``mapInArrow`` pass returning P × |SA| counts). SDR's sub-table slots
+  and A''s decoy-set slots are dealt to the partitions by multivariate hypergeometric draws on
+  the driver (:func:`ppdp.engines.stream.split_counts`: counts only) and, inside a partition,
+  to its batches the same way (:class:`ppdp.engines.stream.Allotment`): a uniformly random
+  assignment of each value's rows to the slots, as the local engine's random permutation,
+  without a global sort. A''s N mod ℓ' dropped rows: the driver deals them to partitions in
+  proportion (hypergeometric), each partition drops uniformly chosen positions.
+- **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value comes from a
+  window ``row_number()`` over ``partitionBy(SA).orderBy(key)``, ``key`` a random 64-bit
+  number drawn per row from the partition's stream; the plan's cumulative counts map
+  (SA, rank) → bucket; the ST comes from the plan alone (driver; one row per non-empty
+  (bucket, value) — the plan's size, not N).
+- **Histogram family** (cells, DPCube): statistics = one ``groupBy(dims).count()``: the counts
+  of the distinct label combinations (at most the cube's cells); the cube, the ε plan
+  (:func:`ppdp.claims.dp.budget_plan`) and the noise are the local engine's functions, so a
+  seeded Spark release equals the local one. The release (cells) is small and written by the
+  driver.
+- **Randomness**: every partition draws from its own stream derived from the publication's
+  generator: without a seed, AES-128-CTR keyed by 128 bits from the OS CSPRNG with a distinct
+  counter range per (stage, partition); with a seed, PCG64 of ``SeedSequence([seed, stage,
+  partition])``. A seeded run over the same input partitioning and Arrow batch size
+  (``spark.sql.execution.arrow.maxRecordsPerBatch``) is reproducible. The draws differ from
+  the local engine's (different consumption order), the plan — hence claim and certificate,
+  except the fields that depend on the published draws (A''s swap advantage) — is the same.
+- **Output order** is shuffled: every row gets a random part key and sort key from its
+  partition's stream; ``repartition`` + ``sortWithinPartitions`` on them is a uniformly
+  random order of the rows.
 
-The QIT is collected to the driver as Arrow (``toArrow``) to write the single-file
-``ppdp-release/1`` directory; the manifest comes from the family's one builder
-(``release_from_plan``), so the release passes the very same ``ppdp.verify``.
-Negative-association constraints for fake values need per-bucket QI presence and are not
-supported here (a clear error). PySpark is an optional dependency: ``pip install 'ppdp[spark]'``.
+PySpark is an optional dependency: ``pip install 'ppdp[spark]'``. See docs/spark.md for a
+real cluster.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ..claims import state_disclosure
+from ..claims import disclosure_of, state_disclosure
+from ..claims.diverted import DivertedClaim
+from ..claims.dp import DPClaim, budget_plan
 from ..errors import PpdpError, SchemaError
-from ..kernels.rng import full_width_seed, publication_rng
-from ..mechanisms.bucketization.apply import draw_plan_fakes, release_from_plan, st_table
+from ..kernels.grid import box_counts, cube_codes, declared_domains, linear_index, summed_area
+from ..kernels.noise import Budget
+from ..kernels.rng import publication_rng
+from ..mechanisms.bucketization.apply import draw_plan_fakes, st_table
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
+from ..mechanisms.histogram.dpcube import CellHistogram, DPCube
+from ..mechanisms.histogram.kdtree import vopt_kdtree
+from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
-from ..releases.base import codes_to_labels, labels_to_codes, stamp_manifest
+from ..releases.base import stamp_manifest
+from ..releases.bucketized import BucketizedRelease
+from ..releases.histogram import HistogramRelease
+from ..releases.partitioned import finish_partitioned
+from ..releases.randomized import RandomizedRelease
+from ..releases.storage import custodian_path, temp_path, write_custodian
 from ..table import Table
+from .stream import (Allotment, DatasetSchema, DivertedRows, dataset_schema, diverted_eligible, label_codes, row_plan,
+                     split_counts, table_order)
 
 
 def _require_spark():
@@ -46,10 +87,10 @@ def _require_spark():
         raise PpdpError("the Spark engine needs PySpark: pip install 'ppdp[spark]'") from None
 
 
-def local_session(cores: int = 2, app: str = "ppdp"):
-    """A local-mode SparkSession (Java 17+) with Arrow enabled."""
+def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None):
+    """A local-mode SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM
+    (in local mode the executors run inside it)."""
     _require_spark()
-    import os
     import sys
 
     from pyspark.sql import SparkSession
@@ -57,43 +98,295 @@ def local_session(cores: int = 2, app: str = "ppdp"):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors use this interpreter (with NumPy, ppdp)
     return (SparkSession.builder.master(f"local[{cores}]").appName(app)
             .config("spark.pyspark.python", sys.executable)
+            .config("spark.driver.memory", memory)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .config("spark.sql.shuffle.partitions", str(max(2, cores)))
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, cores)))
+            .config("spark.sql.parquet.compression.codec", "zstd")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "200000")
+            .config("spark.sql.files.maxPartitionBytes", "16m")
+            .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
             .getOrCreate())
 
 
-def _schema_table(domains: Mapping[str, Sequence[str]]) -> Table:
-    """An empty Table over ``domains``: ppdp's ordering and numeric reading of labels."""
-    return Table({c: np.zeros(0, dtype=np.int32) for c in domains}, domains)
+# ------------------------------------------------------------------------------ schema
+def frame_schema(sdf, quasi: Sequence[str], sensitive: Sequence[str] | str,
+                 domains: Mapping[str, Sequence[str]] | None = None, source=None) -> DatasetSchema:
+    """Roles, domains (ordered as ``ppdp.Table`` orders them) and numeric values of a DataFrame.
 
-
-def spark_domains(sdf, columns: Sequence[str]) -> dict[str, list[str]]:
-    """Ordered domains of string columns, ordered as ``ppdp.Table`` orders them (numerically
-    when every label is a number, else lexicographically)."""
-    out = {}
-    for c in columns:
-        labels = sorted(str(r[0]) for r in sdf.select(c).distinct().collect())
-        nv = _schema_table({c: labels}).numeric_values(c)
-        if nv is not None:
-            labels = [labels[i] for i in np.argsort(nv, kind="stable")]
-        out[c] = labels
-    return out
-
-
-def _prepare(sdf, quasi: Sequence[str], sensitive: str, domains: Mapping[str, Sequence[str]] | None):
-    from pyspark.sql import functions as F
-
-    cols = [*quasi, sensitive]
+    ``source``: the Parquet path the frame was read from — a file written by
+    ``Table.to_parquet`` gives its domains from the footer; otherwise ``domains`` fixes a
+    column's order and the others are the distinct values (one ``distinct`` per column:
+    labels only reach the driver) ordered as Table orders them."""
+    sens = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    cols = [*quasi, *sens]
     missing = [c for c in cols if c not in sdf.columns]
     if missing:
         raise SchemaError(f"unknown column(s) {missing}; the DataFrame has {sdf.columns}")
-    sdf = sdf.select(*[F.col(c).cast("string").alias(c) for c in cols])
-    doms = {c: list(v) for c, v in (domains or {}).items() if c in cols}
-    doms.update(spark_domains(sdf, [c for c in cols if c not in doms]))
-    return sdf, doms
+    if source is not None:
+        return dataset_schema(source, quasi, sens, domains)
+    from pyspark.sql import types as T
+
+    doms: dict[str, tuple[str, ...]] = {}
+    nums: dict[str, list | None] = {}
+    for c in cols:
+        if domains and c in domains:
+            doms[c] = tuple(str(x) for x in domains[c])
+            given = Table({c: np.zeros(0, np.int32)}, {c: list(doms[c])}).numeric_values(c)
+            nums[c] = None if given is None else given.tolist()
+            continue
+        typ = sdf.schema[c].dataType
+        is_num = isinstance(typ, (T.IntegralType, T.FractionalType))
+        vals = [r[0] for r in sdf.select(c).distinct().collect()]
+        if any(v is None for v in vals):
+            raise SchemaError(f"column {c!r} has missing values; recode them first")
+        labs, nlist = table_order([v if is_num else str(v) for v in vals], is_num)
+        doms[c], nums[c] = tuple(labs), nlist
+    return DatasetSchema(tuple(quasi), tuple(sens), doms, nums)
 
 
+def read_dataset(spark, path, quasi: Sequence[str] = (), sensitive: Sequence[str] = (),
+                 domains: Mapping[str, Sequence[str]] | None = None):
+    """``(DataFrame, DatasetSchema)`` of a Parquet dataset; roles and domains from its footer
+    when ``Table.to_parquet`` wrote it."""
+    _require_spark()
+    schema = dataset_schema(path, quasi, sensitive, domains)
+    return spark.read.parquet(str(path)), schema
+
+
+# -------------------------------------------------------------------------- randomness
+class PartitionStreams:
+    """Per-(stage, partition) generators derived from the publication's generator."""
+
+    def __init__(self, seed: int | None, rng: np.random.Generator):
+        self.seed = seed
+        self.key = None if seed is not None else int(rng.integers(0, 2**63, dtype=np.int64)) << 64 | int(
+            rng.integers(0, 2**63, dtype=np.int64))
+
+    def get(self, stage: int, part: int) -> np.random.Generator:
+        if self.seed is not None:
+            return np.random.default_rng(np.random.SeedSequence([int(self.seed), stage, part]))
+        from randomgen import AESCounter
+
+        return np.random.Generator(AESCounter(key=self.key, counter=(stage << 100) | (part << 64)))
+
+
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return int(ctx.partitionId()) if ctx is not None else 0
+
+
+def _sa_partition_counts(sdf, schema: DatasetSchema, drops: np.ndarray | None, streams: PartitionStreams):
+    """(P × |SA|) rows of each SA value in each input partition, per SA (one mapInArrow pass);
+    with ``drops`` (rows to drop per partition) the dropped rows are left out."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    sens = list(schema.sensitive)
+    doms = {s: list(schema.domains[s]) for s in sens}
+
+    def count(batches):
+        p = _partition_id()
+        drop_pos, seen, n = _drop_positions(p, drops, streams), 0, 0
+        acc = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
+        for b in batches:
+            keep = _keep_mask(drop_pos, seen, b.num_rows)
+            seen += b.num_rows
+            n += b.num_rows
+            for i, s in enumerate(sens):
+                c = label_codes(b.column(s), doms[s], s)
+                acc[i] += np.bincount(c if keep is None else c[keep], minlength=len(doms[s]))
+        rows = [(p, i, v, int(k)) for i, a in enumerate(acc) for v, k in enumerate(a.tolist()) if k]
+        rows.append((p, -1, -1, n))
+        arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
+        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["p", "sa", "v", "n"])
+
+    schema_out = StructType([StructField(x, LongType(), False) for x in ("p", "sa", "v", "n")])
+    rows = sdf.select(*sens).mapInArrow(count, schema_out).collect()
+    P = max(int(r[0]) for r in rows) + 1
+    sizes = np.zeros(P, dtype=np.int64)
+    parts = [np.zeros((P, len(doms[s])), dtype=np.int64) for s in sens]
+    for p, i, v, k in rows:
+        if i < 0:
+            sizes[p] = k
+        else:
+            parts[i][p, v] = k
+    return sizes, parts
+
+
+def _drop_positions(p: int, drops, streams: PartitionStreams) -> np.ndarray | None:
+    if drops is None or p >= len(drops) or drops[p][1] == 0:
+        return None
+    n_p, d_p = int(drops[p][0]), int(drops[p][1])
+    return np.sort(streams.get(1, p).choice(n_p, size=d_p, replace=False))
+
+
+def _keep_mask(drop_pos, seen: int, k: int) -> np.ndarray | None:
+    if drop_pos is None:
+        return None
+    keep = np.ones(k, dtype=bool)
+    keep[drop_pos[(drop_pos >= seen) & (drop_pos < seen + k)] - seen] = False
+    return keep
+
+
+# -------------------------------------------------------------------- randomized family
+def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
+                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True) -> dict:
+    """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
+    partitioned release ``out`` (parts written by the executors). Returns the manifest."""
+    _require_spark()
+    from pyspark.sql import types as T
+
+    sens = list(schema.sensitive)
+    cols = [*schema.quasi, *sens]
+    rng = publication_rng(seed)
+    streams = PartitionStreams(seed, rng)
+    frame = _stable(sdf.select(*cols), persist)
+    sizes, parts = _sa_partition_counts(frame, schema, None, streams)            # statistics: counts only
+    n = int(sizes.sum())
+    if n == 0:
+        raise PpdpError("the input table is empty")
+    counts = [pp.sum(axis=0) for pp in parts]
+    n_drop, drops = 0, None
+    if isinstance(mechanism, Diverted):
+        n_drop = diverted_eligible(mechanism, counts, n, schema)
+        if n_drop:  # N mod ℓ' rows at random: how many in each partition, then recount
+            d = rng.multivariate_hypergeometric(sizes, n_drop, method="marginals")
+            drops = np.stack([sizes, d], axis=1)
+            sizes, parts = _sa_partition_counts(frame, schema, drops, streams)
+            counts = [pp.sum(axis=0) for pp in parts]
+    rp = row_plan(mechanism, counts, schema)                                    # the public plan
+    shares = [None if s is None else split_counts(s, pp, rng) for s, pp in zip(rp.slots, parts)]
+    n_pub = n - n_drop
+    n_out = out_partitions or max(2, len(sizes))
+    doms = {c: list(schema.domains[c]) for c in cols}
+    out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
+    kernel = rp.kernel()
+
+    def apply(batches):                                                         # executors
+        p = _partition_id()
+        prng = streams.get(2, p)
+        drop_pos, seen = _drop_positions(p, drops, streams), 0
+        allots = [None if sh is None else Allotment(sh[p]) for sh in shares]
+        for b in batches:
+            keep = _keep_mask(drop_pos, seen, b.num_rows)
+            seen += b.num_rows
+            codes = {c: label_codes(b.column(c), doms[c], c) for c in cols}
+            if keep is not None:
+                codes = {c: v[keep] for c, v in codes.items()}
+            xs = [codes[s] for s in sens]
+            types = [None if a is None else a.take(x, prng) for a, x in zip(allots, xs)]
+            codes.update(kernel.apply(xs, types, prng))
+            k = len(xs[0])
+            words = _pack([codes[c] for c in out_cols], sizes, groups)
+            arrays = [pa.array(w) for w in words]
+            arrays += [pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
+            yield pa.RecordBatch.from_arrays(arrays, [*wnames, "_part", "_key"])
+
+    def unpack(batches):  # after the shuffle: packed codes → published labels
+        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in cols}
+        for b in batches:
+            got = _unpack([b.column(w).to_numpy() for w in wnames], sizes, groups)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(v.astype(np.int32)) if c == "subtable" else pc.take(dom_arrays[c], pa.array(v))
+                 for c, v in zip(out_cols, got)], out_cols)
+
+    # the shuffle moves packed integer codes (a few longs per row), not label strings
+    sizes = [len(rp.slots[0]) if c == "subtable" and rp.slots[0] is not None else len(doms[c]) for c in out_cols]
+    groups = _pack_groups(sizes)
+    wnames = [f"_w{i}" for i in range(len(groups))]
+    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
+    applied = frame.mapInArrow(apply, T.StructType(fields))
+    target = Path(out)
+    tmp = temp_path(target)
+    ofields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
+    shuffled = (applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
+                .mapInArrow(unpack, T.StructType(ofields)))
+    shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
+    spark = sdf.sparkSession
+    pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
+    if isinstance(rp, DivertedRows):  # the claim states the published counts: one aggregation of the parts
+        written = spark.read.parquet(str(tmp / "data"))
+        for i, s in enumerate(sens):
+            pos = {lab: j for j, lab in enumerate(doms[s])}
+            for lab, k in written.groupBy(s).count().collect():
+                pub[i][pos[lab]] = k
+        claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
+    else:
+        claim = rp.claim
+    manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
+                                "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
+    if persist:
+        frame.unpersist()
+    return _finish(RandomizedRelease(manifest, {}), mechanism, seed, tmp, target, {"data": n_pub}, None, overwrite,
+                   {s: pub[i] for i, s in enumerate(sens)} if isinstance(rp, DivertedRows) else None)
+
+
+def _stable(frame, persist: bool):
+    """The frame with partitions that are the same on every evaluation: the counts pass and the
+    apply pass must see the same rows in the same partitions and batches. A file scan is
+    stable; a frame after a round-robin ``repartition`` or a non-deterministic expression is
+    not, so by default the selected columns are persisted (executors' local disk, not the
+    driver) and materialized once."""
+    if not persist:
+        return frame
+    from pyspark import StorageLevel
+
+    frame = frame.persist(StorageLevel.DISK_ONLY)
+    frame.count()
+    return frame
+
+
+def _pack_groups(sizes: Sequence[int]) -> list[list[int]]:
+    """Columns grouped so that the product of a group's domain sizes fits in 62 bits."""
+    groups: list[list[int]] = [[]]
+    prod = 1
+    for i, m in enumerate(sizes):
+        m = max(int(m), 1)
+        if groups[-1] and prod * m >= 2**62:
+            groups.append([])
+            prod = 1
+        groups[-1].append(i)
+        prod *= m
+    return groups
+
+
+def _pack(codes: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
+    out = []
+    for g in groups:
+        w = np.zeros(len(codes[0]), dtype=np.int64)
+        for i in g:
+            w = w * max(int(sizes[i]), 1) + np.asarray(codes[i], dtype=np.int64)
+        out.append(w)
+    return out
+
+
+def _unpack(words: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
+    out: list[np.ndarray] = [np.zeros(0)] * len(sizes)
+    for w, g in zip(words, groups):
+        w = np.asarray(w, dtype=np.int64).copy()
+        for i in reversed(g):
+            m = max(int(sizes[i]), 1)
+            out[i] = w % m
+            w //= m
+    return out
+
+
+def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool, pub_counts=None,
+            allow_full_disclosure: bool = False) -> dict:
+    if pub_counts is not None:
+        rel.published_counts = lambda a: pub_counts[a]  # type: ignore[method-assign]
+    if rel.family == "bucketized":  # the randomized family's disclosure needs the rows (not stated here)
+        state_disclosure(rel, allow_full_disclosure)
+    stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
+    m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite)
+    if rel.custodian:
+        write_custodian(custodian_path(target), json.dumps(rel.custodian, indent=2) + "\n", replace=overwrite)
+    return m
+
+
+# ---------------------------------------------------------------------- bucketized family
 def sa_counts(sdf, sensitive: str, labels: Sequence[str]) -> SACounts:
     """The sufficient statistics of bucketization from a Spark DataFrame (one ``groupBy``)."""
     _require_spark()
@@ -106,83 +399,223 @@ def sa_counts(sdf, sensitive: str, labels: Sequence[str]) -> SACounts:
     return SACounts(sensitive, tuple(labels), np.array([by_label.get(str(lab), 0) for lab in labels], dtype=np.int64))
 
 
-def apply_bucketized(plan: BucketizationPlan, sdf, quasi: Sequence[str],
-                     domains: Mapping[str, Sequence[str]] | None = None, rng: np.random.Generator | int | None = None):
-    """Apply a :class:`BucketizationPlan` to a Spark DataFrame (string columns): the same plan
-    object the local engine applies, the same files and manifest (``engine: "spark"``)."""
+def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, seed: int | None = None,
+                     rng: np.random.Generator | None = None, *, out_partitions: int | None = None,
+                     overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False) -> dict:
+    """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
+    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver."""
     _require_spark()
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
+    from pyspark.sql import types as T
 
     if not isinstance(plan, BucketizationPlan):
         raise PpdpError(f"the Spark engine applies a BucketizationPlan; got {type(plan).__name__}")
     if plan.negative_associations or ((plan.details or {}).get("negative_association_learning") or {}).get("enabled"):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
-    sensitive = plan.sa
-    sdf, doms = _prepare(sdf, quasi, sensitive, {**(domains or {}), sensitive: plan.labels})
-    rng = rng if isinstance(rng, np.random.Generator) else publication_rng(rng)
+    sa = plan.sa
+    quasi = list(schema.quasi)
+    if tuple(schema.domains[sa]) != tuple(plan.labels):
+        raise SchemaError(f"the plan's SA labels differ from the domain of {sa!r}")
+    rng = rng if rng is not None else publication_rng(seed)
+    streams = PartitionStreams(seed, rng)
     counts = np.asarray(plan.counts, dtype=np.int64)
     n_buckets, m = counts.shape
     perm = rng.permutation(n_buckets).astype(np.int64)
     relabelled = np.empty_like(counts)
     relabelled[perm] = counts
-    cum = np.cumsum(counts, axis=0)  # (n_buckets × m): row j = records of value i in buckets ≤ j
-    sa_index = {lab: i for i, lab in enumerate(plan.labels)}
+    cum = np.cumsum(counts, axis=0)  # row j = records of value i in buckets ≤ j
+    doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
+    n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
 
-    # apply (executors): (SA code, rank within SA value) → bucket id
-    ranked = sdf.withColumn("_rank", F.row_number().over(Window.partitionBy(sensitive).orderBy(F.rand(full_width_seed(rng)))) - 1)
+    def keyed(batches):  # a random 64-bit order key per row, from the partition's stream
+        prng = streams.get(3, _partition_id())
+        for b in batches:
+            codes = [pa.array(label_codes(b.column(c), doms[c], c).astype(np.int32)) for c in [*quasi, sa]]
+            yield pa.RecordBatch.from_arrays([*codes, pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))],
+                                             [*quasi, sa, "_key"])
+
+    kfields = [T.StructField(c, T.IntegerType(), False) for c in [*quasi, sa]] + [T.StructField("_key", T.LongType(), False)]
+    ranked = (sdf.select(*quasi, sa).mapInArrow(keyed, T.StructType(kfields))
+              .withColumn("_rank", F.row_number().over(Window.partitionBy(sa).orderBy("_key")) - 1))
 
     def to_bucket(batches):
+        prng = streams.get(4, _partition_id())
         for b in batches:
-            sa_lab = b.column(sensitive).to_numpy(zero_copy_only=False).astype(str)
+            x = b.column(sa).to_numpy(zero_copy_only=False).astype(np.int64)
             rank = b.column("_rank").to_numpy(zero_copy_only=False).astype(np.int64)
-            bid = np.empty(len(rank), dtype=np.int64)
-            uniq, inv = np.unique(sa_lab, return_inverse=True)
-            for u, lab in enumerate(uniq):  # one vectorised lookup per SA value in the batch
-                rows = inv == u
-                col = cum[:, sa_index[lab]]
-                pos = np.searchsorted(col, rank[rows], side="right")
-                if len(pos) and pos.max() >= n_buckets:
-                    raise PpdpError(f"the data hold more records of {lab!r} than the plan places (plan and data disagree)")
-                bid[rows] = perm[pos]
-            yield pa.RecordBatch.from_arrays([*(b.column(c) for c in quasi), pa.array(bid, pa.int64())], [*quasi, "bid"])
+            pos = np.empty(len(x), dtype=np.int64)
+            for v in np.unique(x).tolist():
+                rows = x == v
+                pos[rows] = np.searchsorted(cum[:, v], rank[rows], side="right")
+            if len(pos) and pos.max() >= n_buckets:
+                raise PpdpError("the data hold more records of a value than the plan places (plan and data disagree)")
+            k = len(x)
+            words = _pack([b.column(c).to_numpy(zero_copy_only=False) for c in quasi], qsizes, qgroups)
+            arrays = [pa.array(w) for w in words]
+            arrays += [pa.array(perm[pos]), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
+            yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
 
-    schema = StructType([*(sdf.schema[c] for c in quasi), StructField("bid", LongType(), False)])
-    qit_sdf = ranked.mapInArrow(to_bucket, schema).orderBy("bid", F.rand(full_width_seed(rng)))
-    qit_raw = qit_sdf.toArrow()
-    if qit_raw.num_rows != plan.n_records:
-        raise PpdpError(f"the DataFrame has {qit_raw.num_rows} rows, the plan places {plan.n_records}")
+    def unpack(batches):  # after the shuffle: packed QI codes → published labels
+        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in quasi}
+        for b in batches:
+            got = _unpack([b.column(w).to_numpy() for w in qnames], qsizes, qgroups)
+            yield pa.RecordBatch.from_arrays([*(pc.take(dom_arrays[c], pa.array(v)) for c, v in zip(quasi, got)),
+                                              b.column("bid")], [*quasi, "bid"])
 
-    # release: QIT from the executors' output, ST from the plan (no data needed)
-    qit = {c: codes_to_labels(labels_to_codes(qit_raw.column(c), doms[c], c), doms[c]) for c in quasi}
-    qit["bid"] = qit_raw.column("bid").combine_chunks()
+    qsizes = [len(doms[c]) for c in quasi]
+    qgroups = _pack_groups(qsizes)
+    qnames = [f"_w{i}" for i in range(len(qgroups))]
+    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
+    final = [T.StructField(c, T.StringType(), False) for c in quasi] + [T.StructField("bid", T.LongType(), False)]
+    qit = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
+           .sortWithinPartitions("bid", "_key").drop("_part", "_key").mapInArrow(unpack, T.StructType(final)))
+    target = Path(out)
+    tmp = temp_path(target)
+    qit.write.option("compression", "zstd").parquet(str(tmp / "qit"))
     fake = draw_plan_fakes(plan, relabelled, rng, None)
-    st, custodian = st_table(relabelled, fake, rng, sensitive, plan.labels)
-    published = {c: doms[c] for c in [*quasi, sensitive]}
-    schema_t = _schema_table(published)
-    numeric = {c: schema_t.numeric_values(c) for c in published}
-    return release_from_plan(plan, relabelled, pa.table(qit), st, list(quasi), published, numeric, {"engine": "spark"},
-                             custodian)
+    st, custodian = st_table(relabelled, fake, rng, sa, plan.labels)
+    numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in [*quasi, sa]}
+    rel = _plan_release(plan, relabelled, st, quasi, doms, numeric, custodian)
+    if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
+        m = finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
+        return m
+    return _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, {"st": st}, overwrite,
+                   allow_full_disclosure=allow_full_disclosure)
 
 
-def publish_bucketized(sdf, mechanism, quasi: Sequence[str], sensitive: str, seed: int | None = None,
-                       domains: Mapping[str, Sequence[str]] | None = None, allow_full_disclosure: bool = False):
-    """Publish a Spark DataFrame under ``FPrivacy`` or ``Anatomy``: SA counts → the mechanism's
-    public ``plan`` → :func:`apply_bucketized`. Returns a ``BucketizedRelease`` with the same
-    manifest, certificate and files as ``ppdp.publish`` on a local table (a release disclosing
-    every record's SA is refused unless ``allow_full_disclosure``)."""
-    _require_spark()
+class PlanQITRelease(BucketizedRelease):
+    """A bucketized release whose QIT is on disk (parts written by the executors): its bucket
+    sizes are the plan's (every record placed once), so the manifest's certificate and
+    disclosure are computed from the plan and the ST alone, as ``release_from_plan`` does."""
+
+    plan_sizes: np.ndarray = np.zeros(0, dtype=np.int64)
+
+    def buckets(self) -> dict[str, Any]:
+        st = self.tables["st"]
+        ids = np.arange(len(self.plan_sizes), dtype=np.int64)
+        sb = st.column("bid").to_numpy().astype(np.int64)
+        return {"qb": np.zeros(0, dtype=np.int64), "sb": sb, "sc": self.codes("st", self.sa),
+                "count": st.column("count").to_numpy().astype(np.int64), "fake_rows": None, "n_buckets": len(ids),
+                "sizes": self.plan_sizes, "m": len(self.domains[self.sa]), "ids": ids, "key": None}
+
+
+def _plan_release(plan: BucketizationPlan, relabelled: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian):
+    sa = plan.sa
+    published = (*quasi, sa)
+    schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
+    if any(numeric.get(c) is not None for c in published):
+        schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
+    sizes = np.asarray(relabelled).sum(axis=1)
+    manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
+                "engine": "spark", "certificate": plan.certificate(sizes)}
+    rel = PlanQITRelease(manifest, {"st": st}, custodian)
+    rel.plan_sizes = sizes
+    rel.manifest["disclosure"] = disclosure_of(rel)
+    return rel
+
+
+def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
+                       allow_full_disclosure: bool = False, overwrite: bool = False) -> dict:
+    """F'-privacy or Anatomy on Spark: SA counts (one ``groupBy``) → the mechanism's public
+    ``plan`` → :func:`apply_bucketized`. Returns the manifest."""
     if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
-        raise PpdpError(f"the Spark engine publishes bucketization mechanisms; got {type(mechanism).__name__}")
+        raise PpdpError(f"publish_bucketized needs a bucketization mechanism; got {type(mechanism).__name__}")
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
-    sdf, doms = _prepare(sdf, quasi, sensitive, domains)
     rng = publication_rng(seed)
-    plan = mechanism.plan(sa_counts(sdf, sensitive, doms[sensitive]))
-    release = apply_bucketized(plan, sdf, quasi, doms, rng)
-    state_disclosure(release, allow_full_disclosure)
-    return stamp_manifest(release, mechanism.name, mechanism.get_params(), seed, VERSION)
+    plan = mechanism.plan(sa_counts(sdf, schema.sensitive[0], schema.domains[schema.sensitive[0]]))
+    return apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
+                            allow_full_disclosure=allow_full_disclosure)
 
 
-__all__ = ["local_session", "spark_domains", "sa_counts", "apply_bucketized", "publish_bucketized"]
+# ----------------------------------------------------------------------- histogram family
+def cube_counts(sdf, mechanism, schema: DatasetSchema):
+    """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins:
+    one ``groupBy(dims).count()`` (the driver receives at most one count per label
+    combination), then the local engine's cube functions on those combinations."""
+    dims = list(mechanism.dims)
+    missing = [d for d in dims if d not in sdf.columns]
+    if missing:
+        raise SchemaError(f"unknown dimension(s) {missing}; the DataFrame has {sdf.columns}")
+    declared, undeclared = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    if undeclared:
+        raise SchemaError(f"the domain of {undeclared} is not declared: a differentially private histogram must not "
+                          "read its cells off the rows (pass domains= or bins=)")
+    rows = sdf.groupBy(*dims).count().collect()
+    if not rows:
+        raise PpdpError("the input table is empty")
+    combos = {d: [r[i] for r in rows] for i, d in enumerate(dims)}
+    weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
+    codes, doms = {}, {}
+    for d in dims:
+        dom = list(schema.domains[d]) if d in schema.domains else table_order([str(v) for v in combos[d]], False)[0]
+        lab = pa.array([str(v) for v in combos[d]], pa.string()) if d not in schema.domains else None
+        codes[d] = label_codes(lab if lab is not None else pa.array([str(v) for v in combos[d]]), dom, d).astype(np.int32)
+        doms[d] = dom
+    combos_table = Table(codes, doms, numeric={d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d]))
+                                               for d in dims})
+    spec, cc = cube_codes(combos_table, dims, mechanism.bins, declared)
+    if not spec.dense:
+        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
+    x = np.bincount(linear_index(cc, spec.shape), weights=weights, minlength=spec.n_cells)
+    return spec, np.rint(x).astype(np.int64).reshape(spec.shape)
+
+
+def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False) -> dict:
+    """CellHistogram or DPCube on Spark: the cube from Spark counts, then the local engine's ε
+    plan and noise (a seeded run equals ``ppdp.publish`` on the same data). Returns the manifest."""
+    _require_spark()
+    if not isinstance(mechanism, (CellHistogram, DPCube)):
+        raise PpdpError(f"the Spark histogram engine publishes cells and dpcube; got {getattr(mechanism, 'name', mechanism)!r}")
+    spec, x = cube_counts(sdf, mechanism, schema)
+    rng = publication_rng(seed)
+    plan = budget_plan(mechanism.name, mechanism.get_params(), spec.shape)
+    budget = Budget(plan.epsilon)
+    if isinstance(mechanism, CellHistogram):
+        (every_cell,) = plan.cells
+        y = budget.measure(rng, x, every_cell)
+        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y)
+    else:
+        (phase1,), (phase2,) = plan.cells, plan.partitions
+        y1 = budget.measure(rng, x, phase1)
+        rule = mechanism.split_rule()
+        lo, hi = vopt_kdtree(y1, **rule)
+        y2 = budget.measure(rng, box_counts(summed_area(x), lo, hi), phase2)
+        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y1, partitions=(lo, hi, y2),
+                                     extra={"split_rule": rule})
+    rel.manifest["engine"] = "spark"
+    stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
+    rel.save(out, overwrite=overwrite)
+    return rel.manifest
+
+
+# ------------------------------------------------------------------------------- facade
+def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
+            quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
+            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = True) -> dict:
+    """Publish a Spark DataFrame under any supported mechanism into the release directory
+    ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
+
+    ``persist=False`` skips persisting the input of the randomized family's two passes; only
+    for a frame whose partitions are stable on recomputation (a plain file scan)."""
+    _require_spark()
+    fam = getattr(mechanism, "family", None)
+    if schema is None:
+        schema = frame_schema(sdf, quasi, sensitive, domains) if fam != "histogram" else _histogram_schema(sdf, mechanism)
+    if fam == "bucketized":
+        return publish_bucketized(sdf, mechanism, out, schema, seed, overwrite=overwrite,
+                                  allow_full_disclosure=allow_full_disclosure)
+    if fam == "randomized":
+        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist)
+    if fam == "histogram":
+        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite)
+    raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
+
+
+def _histogram_schema(sdf, mechanism) -> DatasetSchema:
+    return DatasetSchema((), (), {}, {})
+
+
+__all__ = ["PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
+           "publish_bucketized", "publish_histogram", "publish_randomized", "read_dataset", "sa_counts"]

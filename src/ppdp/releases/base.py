@@ -555,8 +555,12 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
     except OSError as e:
         raise ReleaseError(f"{str(d)!r}: cannot list the release directory: {os_reason(e)}") from None
     regular: set[str] = set()
+    # a large table written by an engine as a directory of parts (ppdp.releases.partitioned)
+    parted = {s for s, e in toc.items() if s in declared and isinstance(e, dict) and e.get("partitioned") is True}
     for entry in entries:
-        if entry.is_symlink():
+        if entry.name in parted and not entry.is_symlink() and entry.is_dir(follow_symlinks=False):
+            regular.add(f"{entry.name}.parquet")
+        elif entry.is_symlink():
             problems.append(f"{entry.name} is a symbolic link (not followed, not read)")
         elif not entry.is_file(follow_symlinks=False):
             problems.append(f"{entry.name} is not a regular file (not read)")
@@ -572,6 +576,12 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
             continue  # missing: the family's verify reports it
         if stem not in toc:
             problems.append(f"{stem}.parquet is not in the manifest's table of contents (not read)")
+            continue
+        if stem in parted:
+            from .partitioned import read_partitioned
+
+            tables[stem] = read_partitioned(d / stem, toc[stem]["rows"], req, opt, manifest["schema"]["domains"],
+                                            max_rows, problems)
             continue
         tables[stem] = _read_parquet(d / f"{stem}.parquet", toc[stem]["rows"], req, opt, max_rows, problems)
     rel = cls(manifest, tables)
