@@ -67,13 +67,24 @@ class SyntheticModel:
         out[self.sa][:] = sa
 
 
+#: the synthetic data's own stream: SeedSequence(seed) with this spawn key, so a table drawn with
+#: ``seed=s`` never shares its random numbers with a publication seeded with ``s`` (which would
+#: make the published noise depend on the data — the source-fit check of verify then fails)
+DATA_STREAM = (0x53594E,)
+
+
+def data_rng(seed: int) -> np.random.Generator:
+    """The generator of synthetic rows for ``seed`` (independent of ``publication_rng(seed)``)."""
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=DATA_STREAM))
+
+
 def synthetic_chunks(table: Table, n: int, seed: int = 0, chunk_rows: int = 5_000_000,
                      sensitive: str | None = None) -> Iterator[Table]:
     """Yield tables of at most ``chunk_rows`` rows, ``n`` rows in all."""
     if n <= 0:
         raise PpdpError(f"n must be positive, got {n}")
     model = SyntheticModel(table, sensitive)
-    rng = np.random.default_rng(seed)
+    rng = data_rng(seed)
     done = 0
     while done < n:
         k = min(chunk_rows, n - done)
@@ -85,7 +96,7 @@ def synthetic(table: Table, n: int, seed: int = 0, sensitive: str | None = None)
     """A synthetic table of ``n`` rows with the marginals of ``table`` (see module docstring)."""
     if n <= 0:
         raise PpdpError(f"n must be positive, got {n}")
-    return SyntheticModel(table, sensitive).sample(int(n), np.random.default_rng(seed))
+    return SyntheticModel(table, sensitive).sample(int(n), data_rng(seed))
 
 
 def write_synthetic(table: Table, n: int, path: str | Path, seed: int = 0, chunk_rows: int = 5_000_000) -> Path:
