@@ -58,7 +58,7 @@ import pyarrow.compute as pc
 
 from ..claims import disclosure_of, state_disclosure
 from ..claims.diverted import DivertedClaim
-from ..claims.dp import DPClaim, budget_plan
+from ..claims.dp import DPClaim, budget_plan, expected_error
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import box_counts, cube_codes, declared_domains, linear_index, summed_area
 from ..kernels.noise import Budget
@@ -566,7 +566,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     """CellHistogram or DPCube on Spark: the cube from Spark counts, then the local engine's ε
     plan and noise (a seeded run equals ``ppdp.publish`` on the same data). Returns the manifest."""
     _require_spark()
-    if not isinstance(mechanism, (CellHistogram, DPCube)):
+    if type(mechanism) not in (CellHistogram, DPCube):  # subclasses (e.g. dpcube-paper) are not wired up
         raise PpdpError(f"the Spark histogram engine publishes cells and dpcube; got {getattr(mechanism, 'name', mechanism)!r}")
     spec, x = cube_counts(sdf, mechanism, schema)
     rng = publication_rng(seed)
@@ -575,7 +575,8 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     if isinstance(mechanism, CellHistogram):
         (every_cell,) = plan.cells
         y = budget.measure(rng, x, every_cell)
-        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y)
+        err = expected_error(mechanism.name, mechanism.get_params(), spec.shape)
+        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y, extra={"expected_error": err})
     else:
         (phase1,), (phase2,) = plan.cells, plan.partitions
         y1 = budget.measure(rng, x, phase1)
