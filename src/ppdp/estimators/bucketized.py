@@ -114,14 +114,16 @@ def _tri(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(m)
 
 
-def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
+def anatomy_index(release, variance: bool = False, columns=None, pairs: np.ndarray | None = None) -> CountIndex:
     """Per-QI-combination weights of a bucketized release (rows of a bucket expanded over the
     bucket's entries without a loop), over ``columns`` (default: every QI column). Without
     ``variance``: Σ_rows ĉ_g(x)/|g| (m keys, the estimate). With it, 3m + 2·m(m+1)/2 keys: the
     estimate's weights; the linear parts of the variance, Σ_rows p_g(x)·[|g| > 1]
     (assignment) and Σ_rows c_g·u_g(x) (fakes); and the quadratic parts
     Σ_rows p_g(x)p_g(x')·[|g| > 1] and Σ_rows c_g·u_g(x)u_g(x') for x ≤ x'
-    (:class:`AnatomyEstimator`)."""
+    (:class:`AnatomyEstimator`); ``pairs`` (indices into :func:`_tri`'s pairs, default all)
+    keeps only those pairs' quadratic keys — a workload whose SA predicates never hold two
+    values x, x' together needs no key for (x, x')."""
     cache = _INDEX.setdefault(release, {})
     e = cache.get("entries")
     if e is None:
@@ -158,15 +160,47 @@ def anatomy_index(release, variance: bool = False, columns=None) -> CountIndex:
         ig, ic = np.divmod(items, n_c)
     # items → buckets (n_c × nb), times per-bucket weights (nb × keys, sparse; built once per release)
     A = sparse.csr_matrix((mult.astype(np.float64), (ic, ig)), shape=(n_c, nb))
-    per_bucket = _bucket_weights(release, e, b["sizes"], variance)
+    per_bucket = _bucket_weights(release, e, b["sizes"], variance, pairs)
     W = np.asarray((A @ per_bucket).todense())
     return CountIndex(combo, {c: len(domains[c]) for c in quasi}, W)
 
 
-def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool) -> "sparse.csr_matrix":
+#: ordered entry pairs enumerated at once when building the quadratic keys (bounds memory)
+_PAIR_CHUNK = 4_000_000
+
+
+def _entry_pairs(g: np.ndarray, x: np.ndarray, nb: int, wanted: np.ndarray):
+    """Pairs (e1, e2) of entries of the same bucket with x[e1] ≤ x[e2] and ``wanted``
+    (m × m) at (x[e1], x[e2]); entries sorted by bucket. Enumerated over chunks of buckets so
+    memory stays bounded by :data:`_PAIR_CHUNK` ordered pairs, not Σ_g entries_g²."""
+    n_ent = np.bincount(g, minlength=nb).astype(np.int64)
+    start = np.cumsum(n_ent) - n_ent
+    sq = n_ent ** 2
+    cum = np.cumsum(sq)
+    out1, out2 = [], []
+    lo = 0
+    while lo < nb:
+        base = cum[lo - 1] if lo else 0
+        hi = int(np.searchsorted(cum, base + _PAIR_CHUNK, side="right"))
+        hi = min(max(hi, lo + 1), nb)
+        gb, k2 = _ragged(sq[lo:hi])  # every ordered pair of these buckets' entries
+        gb += lo
+        a, bb = np.divmod(k2, n_ent[gb])
+        e1, e2 = start[gb] + a, start[gb] + bb
+        keep = wanted[x[e1], x[e2]]
+        out1.append(e1[keep])
+        out2.append(e2[keep])
+        lo = hi
+    if not out1:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out1), np.concatenate(out2)
+
+
+def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool,
+                    pairs: np.ndarray | None = None) -> "sparse.csr_matrix":
     """Per-bucket weights (nb × keys, sparse), the keys of :func:`anatomy_index`; cached."""
     cache = _INDEX.setdefault(release, {})
-    key = ("bucket_weights", variance)
+    key = ("bucket_weights", variance, None if pairs is None or not variance else pairs.tobytes())
     if key in cache:
         return cache[key]
     nb, m = e["n_buckets"], e["m"]
@@ -179,17 +213,16 @@ def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool) -> "spa
         if has_fake:
             blocks.append(sparse.csr_matrix((e["c"] * e["u"], (g, x)), shape=(nb, m)))
         ti, tj = _tri(m)
+        if pairs is None:
+            pairs = np.arange(len(ti))
         pair_id = np.full((m, m), -1, dtype=np.int64)
-        pair_id[ti, tj] = np.arange(len(ti))
-        n_pairs = len(ti)
-        n_ent = np.bincount(g, minlength=nb).astype(np.int64)
-        start = np.cumsum(n_ent) - n_ent
-        gb, k2 = _ragged(n_ent ** 2)  # every ordered pair of a bucket's entries
-        a, bb = np.divmod(k2, n_ent[gb])
-        e1, e2 = start[gb] + a, start[gb] + bb
-        keep = x[e1] <= x[e2]
-        gb, e1, e2 = gb[keep], e1[keep], e2[keep]
-        col = pair_id[x[e1], x[e2]]
+        pair_id[ti[pairs], tj[pairs]] = np.arange(len(pairs))
+        n_pairs = len(pairs)
+        if np.array_equal(ti[pairs], tj[pairs]):  # only x = x': each needed entry with itself
+            e1 = e2 = np.flatnonzero(pair_id[x, x] >= 0)
+        else:
+            e1, e2 = _entry_pairs(g, x, nb, pair_id >= 0)
+        gb, col = g[e1], pair_id[x[e1], x[e2]]
         blocks.append(sparse.csr_matrix((p[e1] * p[e2] * multi[e1], (gb, col)), shape=(nb, n_pairs)))
         if has_fake:
             blocks.append(sparse.csr_matrix((e["c"][e1] * e["u"][e1] * e["u"][e2], (gb, col)), shape=(nb, n_pairs)))
@@ -228,20 +261,24 @@ class AnatomyEstimator(Estimator):
     name = "anatomy"
     family = "bucketized"
 
-    def _index(self, release, variance: bool = False, columns: tuple[str, ...] | None = None) -> CountIndex:
+    def _index(self, release, variance: bool = False, columns: tuple[str, ...] | None = None,
+               pairs: np.ndarray | None = None) -> CountIndex:
         cache = _INDEX.setdefault(release, {})
-        key = (variance, columns)
+        key = (variance, columns, None if pairs is None else pairs.tobytes())
         if key not in cache:
-            cache[key] = anatomy_index(release, variance, columns)
+            cache[key] = anatomy_index(release, variance, columns, pairs)
         return cache[key]
 
-    def _variance_sums(self, release, rest) -> np.ndarray:
-        """R (queries × keys) of the variance index: one index over every QI column when it is
-        small enough, else one per set of constrained columns (built once, cached)."""
+    def _variance_sums(self, release, rest, pairs: np.ndarray | None = None) -> np.ndarray:
+        """R (queries × keys) of the variance index with the quadratic keys of ``pairs``: one
+        index over every QI column when it is small enough, else one per set of constrained
+        columns (built once, cached); ``pairs`` None: every pair."""
         m = len(release.domains[release.sa])
-        n_keys = (3 * m + m * (m + 1)) if release.fake_values else (2 * m + m * (m + 1) // 2)
+        n_lin = 3 * m if release.fake_values else 2 * m
+        n_pairs = m * (m + 1) // 2 if pairs is None else len(pairs)
+        n_keys = n_lin + n_pairs * (2 if release.fake_values else 1)
         if len(release.buckets()["qb"]) <= _MAX_ROWS_ONE_INDEX:
-            base = self._index(release, variance=True)
+            base = self._index(release, True, None, pairs)
             if base.n * n_keys <= _MAX_INDEX_CELLS:
                 return base.sums(rest)
         out = np.zeros((len(rest), n_keys))
@@ -249,8 +286,19 @@ class AnatomyEstimator(Estimator):
         for i, mk in enumerate(rest):
             by_cols.setdefault(tuple(sorted(mk)), []).append(i)
         for cols, idx in by_cols.items():
-            out[idx] = self._index(release, True, cols).sums([rest[i] for i in idx])
+            out[idx] = self._index(release, True, cols, pairs).sums([rest[i] for i in idx])
         return out
+
+    @staticmethod
+    def _needed_pairs(sel: np.ndarray, m: int) -> np.ndarray | None:
+        """The pairs (x ≤ x', :func:`_tri` order) some query's SA predicate holds together; None
+        (every pair, the index shared by all workloads) when most pairs are needed."""
+        ti, tj = _tri(m)
+        s = sel.astype(np.float64)
+        need = (s.T @ s)[ti, tj] > 0
+        if need.sum() * 2 >= len(ti) or not need.any():
+            return None
+        return np.flatnonzero(need)
 
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
@@ -261,8 +309,11 @@ class AnatomyEstimator(Estimator):
         _, masks = release.resolve(workload)
         m = len(release.domains[release.sa])
         rest, sel = split_masks(masks, release.sa, m)
-        R = self._variance_sums(release, rest)
+        needed = self._needed_pairs(sel, m)
         ti, tj = _tri(m)
+        pairs = np.arange(len(ti)) if needed is None else needed
+        R = self._variance_sums(release, rest, needed)
+        ti, tj = ti[pairs], tj[pairs]
         both = (sel[:, ti] & sel[:, tj]) * np.where(ti == tj, 1.0, 2.0)
         n_p = len(ti)
         est = (R[:, :m] * sel).sum(axis=1)
