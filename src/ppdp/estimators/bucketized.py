@@ -285,8 +285,18 @@ class AnatomyEstimator(Estimator):
         by_cols: dict[tuple[str, ...], list[int]] = {}
         for i, mk in enumerate(rest):
             by_cols.setdefault(tuple(sorted(mk)), []).append(i)
-        for cols, idx in by_cols.items():
-            out[idx] = self._index(release, True, cols, pairs).sums([rest[i] for i in idx])
+        # larger column sets first: a set whose superset's index is already built (this call or
+        # an earlier one) is answered from it (grouping its combinations), not from the rows again
+        cache = _INDEX.setdefault(release, {})
+        pkey = None if pairs is None else pairs.tobytes()
+        for cols, idx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
+            index = cache.get((True, cols, pkey))
+            if index is None:
+                supers = [ix for k, ix in list(cache.items())
+                          if isinstance(ix, CountIndex) and isinstance(k, tuple) and len(k) == 3 and k[0] is True
+                          and k[2] == pkey and isinstance(k[1], tuple) and set(cols) <= set(k[1])]
+                index = min(supers, key=lambda ix: ix.n) if supers else self._index(release, True, cols, pairs)
+            out[idx] = index.sums([rest[i] for i in idx])
         return out
 
     @staticmethod
