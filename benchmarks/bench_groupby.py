@@ -86,6 +86,7 @@ def main(rows: int = 10_000_000, families=("bucketized", "answers", "randomized"
                              method=frame.attrs.get("method"))
                 if fam == "bucketized":
                     wl = anatomy_workload(edu, 5000, 0.01, seed=1)
+                    rel = frame = None  # free the first release's indexes before loading afresh (memory)
                     rel2 = load_release(rel_path)
                     c5, e = _timed(lambda: rel2.estimate(wl))
                     w5, e = _timed(lambda: rel2.estimate(wl))

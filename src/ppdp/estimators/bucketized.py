@@ -161,7 +161,11 @@ def anatomy_index(release, variance: bool = False, columns=None, pairs: np.ndarr
     # items → buckets (n_c × nb), times per-bucket weights (nb × keys, sparse; built once per release)
     A = sparse.csr_matrix((mult.astype(np.float64), (ic, ig)), shape=(n_c, nb))
     per_bucket = _bucket_weights(release, e, b["sizes"], variance, pairs)
-    W = np.asarray((A @ per_bucket).todense())
+    # in blocks of keys: the sparse product's result is as large as W itself, so bound the peak
+    W = np.empty((n_c, per_bucket.shape[1]))
+    pb = per_bucket.tocsc()
+    for k0 in range(0, pb.shape[1], 16):
+        W[:, k0:k0 + 16] = (A @ pb[:, k0:k0 + 16]).toarray()
     return CountIndex(combo, {c: len(domains[c]) for c in quasi}, W)
 
 
