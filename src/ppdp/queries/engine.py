@@ -21,6 +21,8 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+#: derived groupings larger than this (combinations × keys) are not kept
+_MAX_CACHED_CELLS = 16_000_000
 _CHUNK_CELLS = 16_000_000  # queries × combinations per mask matrix
 
 
@@ -114,7 +116,8 @@ class CountIndex:
             combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
                      else dict(zip(cols, np.unravel_index(uniq, dims))))
             g = (combo, self._weights(inv, len(uniq), parent_W))
-        self._groups[cols] = g
+        if g[1].size <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
+            self._groups[cols] = g
         return g
 
     # ------------------------------------------------------------- answers
