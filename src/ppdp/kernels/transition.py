@@ -456,18 +456,24 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
 
         def rows_pair():  # the pair of each source row (only when groups lost rows)
             return pair_rank[pair_key(gs, xs)]
-    else:
-        pairs, pair_of_row, pair_n = np.unique(key_s, return_inverse=True, return_counts=True)
+    else:  # a sort of the narrow keys (no argsort, no inverse): the pairs and their row counts
+        def runs(k):
+            k.sort()
+            cut = np.flatnonzero(k[1:] != k[:-1]) + 1
+            starts = np.concatenate(([0], cut))
+            return k[starts], np.diff(np.concatenate((starts, [len(k)])))
+
+        pairs, pair_n = runs(key_s)
         del key_s
-        pair_of_row = np.asarray(pair_of_row).ravel()
+        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
+        kp, kp_n = runs(pair_key(gp, yp))  # the published pairs, sorted: a cache-friendly lookup
+        idx = np.minimum(np.searchsorted(pairs, kp), len(pairs) - 1)
+        hit = pairs[idx] == kp
+        W = float(np.dot(a[idx[hit]], kp_n[hit]))
+        del kp, kp_n, idx, hit
 
         def rows_pair():
-            return pair_of_row
-        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
-        key_p = pair_key(gp, yp)
-        idx = np.minimum(np.searchsorted(pairs, key_p), len(pairs) - 1)
-        W = float(a[idx][pairs[idx] == key_p].sum())
-        del key_p, idx
+            return np.searchsorted(pairs, pair_key(gs, xs))
     pg, px = pairs // m, pairs % m
     n_g = np.bincount(gs, minlength=G)
     if kind == "uniform":
