@@ -403,9 +403,11 @@ class BucketizedRelease(Release):
         ids, qb = dense_ids(qbid)
         sbid = st.column("bid").to_numpy().astype(np.int64, copy=False)
         sb = np.searchsorted(ids, sbid)
-        sb_clip = np.minimum(sb, max(len(ids) - 1, 0))
-        if len(sbid) and (len(ids) == 0 or not np.array_equal(ids[sb_clip], sbid)):
+        sb_clip = np.minimum(sb, max(len(ids) - 1, 0), out=sb)  # in place: no second row-sized copy
+        if len(sbid) and (len(ids) == 0 or not all(np.array_equal(ids[sb_clip[a:a + DISCLOSURE_BLOCK]], sbid[a:a + DISCLOSURE_BLOCK])
+                                                   for a in range(0, len(sbid), DISCLOSURE_BLOCK))):
             raise ReleaseError("st.parquet names bucket ids that no QIT row has")
+        del sbid
         sc = self.codes("st", self.sa)
         cnt = st.column("count").to_numpy().astype(np.int64)
         m = len(self.domains[self.sa])
