@@ -599,7 +599,10 @@ class BucketizedRelease(Release):
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
-        pair = np.sort(b["sb"] * m + b["sc"])
+        pair = b["sb"].astype(np.int32 if len(sizes) * m < 2**31 else np.int64)  # narrow key, sorted in place
+        pair *= m
+        pair += b["sc"]
+        pair.sort()
         rep.check(not bool((pair[1:] == pair[:-1]).any()), "each SA value appears at most once per bucket in ST",
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
