@@ -425,20 +425,59 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     rows; t = √(n·ln(2/α)/2) makes the false-alarm rate ≤ α (default 1e-6). A release whose SA
     column is the true SA has W = Σ a_g[x] (= n when the NSA combinations are unique), far
     above ``upper`` once n is a few dozen rows and the NSA columns tell rows apart."""
-    gs, xs, gp, yp = (np.asarray(a, dtype=np.int64) for a in (gs, xs, gp, yp))
+    gs, xs, gp, yp = (np.asarray(a) for a in (gs, xs, gp, yp))  # no int64 copies of narrow codes
     G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
     n_pub = len(yp)
     if n_pub == 0 or len(xs) == 0:
         return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub}
-    pairs, pair_of_row, pair_n = np.unique(gs * m + xs, return_inverse=True, return_counts=True)
-    pair_of_row = np.asarray(pair_of_row).ravel()
+    cells = G * int(m)
+    kd = np.int32 if cells < 2**31 else np.int64
+
+    def pair_key(g, v):  # g·m + v in the narrowest dtype that holds the (group × value) cube
+        k = g.astype(kd)
+        k *= kd(m)
+        k += v
+        return k
+
+    key_s = pair_key(gs, xs)
+    if cells <= max(1 << 24, 2 * len(xs)):  # the cube is small: count, no sort
+        cnt = np.bincount(key_s, minlength=cells)
+        present = cnt > 0
+        pairs = np.flatnonzero(present)
+        pair_n = cnt[pairs]
+        pair_rank = np.cumsum(present) - 1
+        del cnt, key_s
+        key_p = pair_key(gp, yp)
+        hit = (key_p >= 0) & (key_p < cells)
+        hit[hit] = present[key_p[hit]]
+        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
+        W = float(a[pair_rank[key_p[hit]]].sum())
+        del present, key_p, hit
+
+        def rows_pair():  # the pair of each source row (only when groups lost rows)
+            return pair_rank[pair_key(gs, xs)]
+    else:  # a sort of the narrow keys (no argsort, no inverse): the pairs and their row counts
+        def runs(k):
+            k.sort()
+            cut = np.flatnonzero(k[1:] != k[:-1]) + 1
+            starts = np.concatenate(([0], cut))
+            return k[starts], np.diff(np.concatenate((starts, [len(k)])))
+
+        pairs, pair_n = runs(key_s)
+        del key_s
+        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
+        kp, kp_n = runs(pair_key(gp, yp))  # the published pairs, sorted: a cache-friendly lookup
+        idx = np.minimum(np.searchsorted(pairs, kp), len(pairs) - 1)
+        hit = pairs[idx] == kp
+        W = float(np.dot(a[idx[hit]], kp_n[hit]))
+        del kp, kp_n, idx, hit
+
+        def rows_pair():
+            return np.searchsorted(pairs, pair_key(gs, xs))
     pg, px = pairs // m, pairs % m
     n_g = np.bincount(gs, minlength=G)
-    a = pair_n / n_g[pg]
-    key_p = gp * m + yp
-    idx = np.minimum(np.searchsorted(pairs, key_p), len(pairs) - 1)
-    W = float(a[idx][pairs[idx] == key_p].sum())
     if kind == "uniform":
+        assert retention is not None and q is not None
         lo = up = retention * a + q * (1.0 - a)
     elif kind == "subtables":
         A = sparse.csr_matrix((a, (pg, px)), shape=(G, m))
@@ -478,10 +517,11 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     else:
         raise PpdpError(f"unknown randomization kind {kind!r}")
     np_g = np.bincount(gp, minlength=G)
-    ur, lr = up[pair_of_row], lo[pair_of_row]
-    if np.array_equal(np_g, n_g):
-        upper, lower = float(ur.sum()), float(lr.sum())
-    else:  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme ones
+    if np.array_equal(np_g, n_g):  # Σ over source rows = Σ over pairs weighted by their row counts
+        upper, lower = float(np.dot(up, pair_n)), float(np.dot(lo, pair_n))
+    else:
+        pr = rows_pair()
+        ur, lr = up[pr], lo[pr]  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme ones
         def extreme(vals, sign):
             o = np.lexsort((sign * vals, gs))
             s = gs[o]

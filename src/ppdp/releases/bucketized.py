@@ -276,10 +276,31 @@ def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ids, np.asarray(inv, dtype=np.int64).ravel()
 
 
-def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: np.ndarray, labels) -> dict[str, Any] | None:
+DISCLOSURE_BLOCK = 1 << 22  # ST rows per block of :func:`sparse_disclosure` (whole buckets per block)
+
+
+def bucket_blocks(sb: np.ndarray, block: int = DISCLOSURE_BLOCK):
+    """``(start, stop)`` row ranges of about ``block`` rows over the bucket-sorted ST rows
+    ``sb``, each ending at a bucket boundary (a bucket larger than ``block`` is one range)."""
+    n, a = len(sb), 0
+    while a < n:
+        b = a + block
+        if b >= n:
+            b = n
+        else:
+            e = int(np.searchsorted(sb, sb[b], side="left"))
+            b = e if e > a else int(np.searchsorted(sb, sb[b], side="right"))
+        yield a, b
+        a = b
+
+
+def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: np.ndarray, labels,
+                      fake: np.ndarray | None = None) -> dict[str, Any] | None:
     """:func:`bucket_disclosure` of the exact real shares, from the ST rows (dense bucket ``sb``,
-    SA code ``sc``, real count) when they are grouped by bucket — the same result without the
-    n_buckets × m posterior; None when the rows are not grouped (then use the dense form)."""
+    SA code ``sc``, real count — or the listed count and the published ``fake`` flag, a fake row
+    counting 0) when they are grouped by bucket — the same result without the n_buckets × m
+    posterior, block by block of whole buckets (memory O(block), not O(rows)); None when the
+    rows are not grouped (then use the dense form)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     labels = list(labels)
     m, nb = len(labels), len(sizes)
@@ -287,26 +308,33 @@ def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: n
     if nb * m == 0:
         return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
                 "max_posterior_value": None, "buckets_certain": 0}
-    if len(sb) and not bool((np.diff(sb) >= 0).all()):
-        return None
-    post = real / np.maximum(sizes, 1)[sb]
+    for a in range(1, len(sb), DISCLOSURE_BLOCK):  # grouped by bucket: sb non-decreasing
+        if not bool((np.diff(sb[a - 1:a + DISCLOSURE_BLOCK]) >= 0).all()):
+            return None
+    denom = np.maximum(sizes, 1)
     top = np.zeros(nb)
     best = np.zeros(nb, dtype=np.int64)
-    if len(sb):
-        starts = np.flatnonzero(np.concatenate(([True], sb[1:] != sb[:-1])))
-        owner = sb[starts]
+    mx, flat = 0.0, 0
+    for a, b in bucket_blocks(sb):
+        bsb, bsc = sb[a:b], sc[a:b]
+        breal = real[a:b] if fake is None else np.where(fake[a:b], 0, real[a:b])
+        post = breal / denom[bsb]
+        del breal
+        starts = np.flatnonzero(np.concatenate(([True], bsb[1:] != bsb[:-1])))
+        owner = bsb[starts]
         top[owner] = np.maximum.reduceat(post, starts)
-        at_max = post == top[sb]
-        best[owner] = np.minimum.reduceat(np.where(at_max, sc, m), starts)  # first value at the maximum
-        best[top == 0] = 0
+        at_max = post == top[bsb]
+        best[owner] = np.minimum.reduceat(np.where(at_max, bsc, m), starts)  # first value at the maximum
+        del at_max
+        pm = float(post.max())
+        if pm > 0 and pm >= mx:
+            hit = post == pm
+            k = int((bsb[hit].astype(np.int64) * m + bsc[hit]).min())
+            flat = k if pm > mx else min(flat, k)
+            mx = pm
+    best[top == 0] = 0
     certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
     per = np.bincount(best[certain], weights=sizes[certain], minlength=m).astype(np.int64)
-    if len(sb) and post.max() > 0:
-        mx = post.max()
-        key = sb.astype(np.int64) * m + sc
-        flat = int(key[post == mx].min())
-    else:
-        mx, flat = 0.0, 0
     total = int(per.sum())
     return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
             "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
@@ -375,9 +403,11 @@ class BucketizedRelease(Release):
         ids, qb = dense_ids(qbid)
         sbid = st.column("bid").to_numpy().astype(np.int64, copy=False)
         sb = np.searchsorted(ids, sbid)
-        sb_clip = np.minimum(sb, max(len(ids) - 1, 0))
-        if len(sbid) and (len(ids) == 0 or not np.array_equal(ids[sb_clip], sbid)):
+        sb_clip = np.minimum(sb, max(len(ids) - 1, 0), out=sb)  # in place: no second row-sized copy
+        if len(sbid) and (len(ids) == 0 or not all(np.array_equal(ids[sb_clip[a:a + DISCLOSURE_BLOCK]], sbid[a:a + DISCLOSURE_BLOCK])
+                                                   for a in range(0, len(sbid), DISCLOSURE_BLOCK))):
             raise ReleaseError("st.parquet names bucket ids that no QIT row has")
+        del sbid
         sc = self.codes("st", self.sa)
         cnt = st.column("count").to_numpy().astype(np.int64)
         m = len(self.domains[self.sa])
@@ -514,8 +544,7 @@ class BucketizedRelease(Release):
         rows when the receiver's posterior is the exact share (σ = 0 or a published fake flag)."""
         b = self.buckets()
         if self.fake_values == 0 or b["fake_rows"] is not None:
-            real = b["count"] if b["fake_rows"] is None else np.where(b["fake_rows"], 0, b["count"])
-            d = sparse_disclosure(b["sb"], b["sc"], real, b["sizes"], self.domains[self.sa])
+            d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
             if d is not None:
                 return d
         return bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
@@ -570,7 +599,10 @@ class BucketizedRelease(Release):
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
-        pair = np.sort(b["sb"] * m + b["sc"])
+        pair = b["sb"].astype(np.int32 if len(sizes) * m < 2**31 else np.int64)  # narrow key, sorted in place
+        pair *= m
+        pair += b["sc"]
+        pair.sort()
         rep.check(not bool((pair[1:] == pair[:-1]).any()), "each SA value appears at most once per bucket in ST",
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
@@ -681,5 +713,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "same_rows", "sparse_disclosure", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]
