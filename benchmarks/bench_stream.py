@@ -21,7 +21,7 @@ from pathlib import Path
 
 from _common import provenance, write_result
 
-DATA = Path(os.environ.get("PPDP_BENCH_DATA", "/work/data-spark"))
+DATA = Path(os.environ.get("PPDP_BENCH_DATA", Path(__file__).resolve().parent / "data"))  # large generated tables (git-ignored)
 MECHS = {"uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)", "sdr": "ppdp.SDR(rho1=0.05, rho2=0.3)",
          "diverted": "ppdp.Diverted(3)", "global": "ppdp.GlobalRandomization(4)"}
 

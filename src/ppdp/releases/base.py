@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
 from .readme import MAX_README_BYTES, README_NAME, render_readme
-from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, open_regular, os_reason, publish_directory, read_bounded, read_json,
-                      remove_stale_temps, temp_path, write_custodian)
+from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_regular, os_reason, publish_directory,
+                      read_bounded, read_json, remove_stale_temps, temp_path, write_custodian)
 
 FORMAT = "ppdp-release/1"
 _FAMILIES: dict[str, type["Release"]] = {}
@@ -297,7 +297,7 @@ class Release:
             for name, t in self.tables.items():
                 pq.write_table(t, tmp / f"{name}.parquet", compression="zstd")
                 fsync_path(tmp / f"{name}.parquet")
-            text = json.dumps(self.manifest, indent=2, default=_json_default, allow_nan=False) + "\n"
+            text = json.dumps(self.manifest, indent=2, default=json_default, allow_nan=False) + "\n"
             with open(tmp / "manifest.json", "w", encoding="utf-8") as f:
                 f.write(text)
                 f.flush()
@@ -318,7 +318,7 @@ class Release:
             raise
         fsync_path(parent)
         if self.custodian:
-            text = json.dumps(self.custodian, indent=2, default=_json_default, allow_nan=False) + "\n"
+            text = json.dumps(self.custodian, indent=2, default=json_default, allow_nan=False) + "\n"
             write_custodian(cpath, text, replace=overwrite)
         return target
 
@@ -363,15 +363,6 @@ def stamp_manifest(release: "Release", mechanism_name: str, params: Mapping[str,
     m.setdefault("dropped", 0)
     return release
 
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def load_custodian(path: str | os.PathLike) -> dict[str, Any]:

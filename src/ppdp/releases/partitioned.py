@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ReleaseError
 from .readme import README_NAME, render_readme
-from .storage import fsync_path, os_reason, publish_directory
+from .storage import fsync_path, json_default, os_reason, publish_directory
 
 #: name pattern of a part file
 PART_PREFIX = "part-"
@@ -153,22 +153,13 @@ def finish_partitioned(tmp: Path, target: Path, manifest: Mapping[str, Any], row
                     shutil.rmtree(e.path)
                 else:
                     os.unlink(e.path)
-    text = json.dumps(m, indent=2, allow_nan=False, default=_plain) + "\n"
+    text = json.dumps(m, indent=2, allow_nan=False, default=json_default) + "\n"
     (tmp / "manifest.json").write_text(text, encoding="utf-8")
     (tmp / README_NAME).write_text(render_readme(json.loads(text)), encoding="utf-8")
     fsync_path(tmp)
     publish_directory(tmp, Path(target), replace=overwrite)
     return m
 
-
-def _plain(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 __all__ = ["encode_labels", "finish_partitioned", "iter_partitioned", "part_files", "read_partitioned"]

@@ -48,6 +48,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import ReleaseError
 
 #: largest manifest / custodian file read (bytes)
@@ -286,6 +288,17 @@ def open_regular(path: Path, what: str) -> int:
         os.close(fd)
         raise ReleaseError(f"{str(path)!r}: the {what} is not a regular file")
     return fd
+
+
+def json_default(o):
+    """``json.dumps(default=...)`` for NumPy scalars and arrays (manifests, custodian files)."""
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def json_depth(text: str) -> int:
