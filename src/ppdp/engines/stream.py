@@ -57,7 +57,7 @@ from ..kernels.rng import publication_rng
 from ..kernels.transition import perturb_local
 from ..mechanisms.randomization.diverted import Diverted, DivertedPlan
 from ..mechanisms.randomization.sdr import SDR, SDRPlan
-from ..mechanisms.randomization.uniform import GlobalRandomization, UniformPerturbation, UniformPlan
+from ..mechanisms.randomization.uniform import GlobalRandomization, UniformPerturbation, UniformPlan, check_randomizable
 from ..provenance import VERSION
 from ..releases.base import stamp_manifest
 from ..releases.partitioned import finish_partitioned, iter_partitioned
@@ -324,16 +324,10 @@ def row_plan(mechanism, counts: Sequence[np.ndarray], schema: DatasetSchema) -> 
     sens = list(schema.sensitive)
     if isinstance(mechanism, (UniformPerturbation, GlobalRandomization)):
         sa = sens[0]
-        c = np.asarray(counts[0])
-        if len(c) < 2 or np.count_nonzero(c) < 2:
-            raise InfeasibleError(f"the sensitive attribute {sa!r} takes a single value; randomizing it protects nothing")
-        return UniformRows(mechanism.plan(c, list(schema.domains[sa]), sa), sa)
+        return UniformRows(mechanism.plan(check_randomizable(sa, counts[0]), list(schema.domains[sa]), sa), sa)
     if isinstance(mechanism, SDR):
         sa = sens[0]
-        c = np.asarray(counts[0])
-        if len(c) < 2 or np.count_nonzero(c) < 2:
-            raise InfeasibleError(f"the sensitive attribute {sa!r} takes a single value; randomizing it protects nothing")
-        return SDRRows(mechanism.plan(c, list(schema.domains[sa]), sa), sa)
+        return SDRRows(mechanism.plan(check_randomizable(sa, counts[0]), list(schema.domains[sa]), sa), sa)
     if isinstance(mechanism, Diverted):
         return DivertedRows(mechanism.plan([np.asarray(c) for c in counts]), sens)
     raise PpdpError(f"the streaming engine applies the randomized family (uniform, global, sdr, diverted); "

@@ -672,22 +672,10 @@ def id3_fit(X, y, sizes, n_classes, weights=None):
         rest = [b for b in attrs if b != a]
         return ("split", a, {v: build(rows[X[rows, a] == v], rest, major) for v in range(sizes[a])})
 
+    from ..mechanisms.histogram.applications import predict_multiway
+
     tree = build(np.arange(len(y)), list(range(X.shape[1])), 0)
-
-    def predict(Xq):
-        Xq = np.asarray(Xq, np.int64)
-        out = np.zeros(len(Xq), dtype=np.int64)
-        stack = [(tree, np.arange(len(Xq)))]
-        while stack:
-            node, idx = stack.pop()
-            if node[0] == "leaf":
-                out[idx] = node[1]
-                continue
-            for v, sub in node[2].items():
-                stack.append((sub, idx[Xq[idx, node[1]] == v]))
-        return out
-
-    return predict
+    return lambda Xq: predict_multiway(tree, Xq)
 
 
 def fig17(out, quick, seed) -> pd.DataFrame:

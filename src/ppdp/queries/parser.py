@@ -24,7 +24,7 @@ MAX_QUERY_CHARS = 100_000
 MAX_NESTING = 64
 
 #: SQL spelling of the Select arguments a count query may not carry
-_CLAUSES = {
+REFUSED_CLAUSES = {
     "group": "GROUP BY", "having": "HAVING", "order": "ORDER BY", "limit": "LIMIT", "offset": "OFFSET",
     "joins": "JOIN", "distinct": "DISTINCT", "with_": "WITH", "qualify": "QUALIFY", "windows": "WINDOW",
     "laterals": "LATERAL", "into": "INTO", "locks": "FOR UPDATE", "sample": "TABLESAMPLE", "sort": "SORT BY",
@@ -92,7 +92,7 @@ def _statement(text: str, where: str) -> exp.Select:
     for key, value in tree.args.items():
         if key in ("expressions", "from_", "from", "where") or value in (None, False, [], ""):
             continue
-        clause = _CLAUSES.get(key, key.upper())
+        clause = REFUSED_CLAUSES.get(key, key.upper())
         raise QueryError(f"{clause} is not supported in a count query: {_show(where)} (only SELECT COUNT(*) [FROM t] "
                          "WHERE condition, or the bare condition)")
     sel = tree.expressions

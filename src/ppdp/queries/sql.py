@@ -29,20 +29,13 @@ from sqlglot import exp
 
 from ..errors import QueryError
 from .model import Predicate, Query, Resolver
-from .parser import MAX_NESTING, MAX_QUERY_CHARS, parse_where
+from .parser import MAX_NESTING, MAX_QUERY_CHARS, REFUSED_CLAUSES, parse_where
 
 #: most class combinations a condition may span (before merging), and most expanded queries
 MAX_COMBINATIONS = 1 << 16
 MAX_EXPANDED = 5_000_000
 
-_REFUSED = {
-    "having": "HAVING", "order": "ORDER BY", "limit": "LIMIT", "offset": "OFFSET", "joins": "JOIN",
-    "distinct": "DISTINCT", "with_": "WITH", "qualify": "QUALIFY", "windows": "WINDOW", "laterals": "LATERAL",
-    "into": "INTO", "locks": "FOR UPDATE", "sample": "TABLESAMPLE", "sort": "SORT BY", "cluster": "CLUSTER BY",
-    "distribute": "DISTRIBUTE BY", "connect": "CONNECT BY", "prewhere": "PREWHERE", "pivots": "PIVOT",
-    "settings": "SETTINGS", "format": "FORMAT", "kind": "SELECT kind", "for_": "FOR", "options": "OPTION",
-    "match": "MATCH_RECOGNIZE", "exclude": "EXCLUDE", "hint": "a hint", "operation_modifiers": "a SELECT modifier",
-}
+_REFUSED = {k: v for k, v in REFUSED_CLAUSES.items() if k != "group"}  # GROUP BY is answered here
 
 
 def _show(text: str) -> str:

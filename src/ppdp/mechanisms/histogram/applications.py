@@ -83,20 +83,24 @@ def private_id3(X: np.ndarray, y: np.ndarray, sizes: list[int], n_classes: int, 
 
     tree = build(np.arange(len(y)), list(range(X.shape[1])), 0)
 
-    def predict(Xq):
-        out = np.zeros(len(Xq), dtype=np.int64)
-        stack = [(tree, np.arange(len(Xq)))]
-        while stack:
-            node, idx = stack.pop()
-            if node[0] == "leaf":
-                out[idx] = node[1]
-                continue
-            _, a, ch = node
-            for v, sub in ch.items():
-                stack.append((sub, idx[Xq[idx, a] == v]))
-        return out
+    return lambda Xq: predict_multiway(tree, Xq)
 
-    return predict
+
+def predict_multiway(tree, Xq) -> np.ndarray:
+    """Classes of the rows ``Xq`` (integer codes) under a multiway tree of nodes
+    ``("leaf", class)`` and ``("split", attribute, {value: child})``; vectorised per node."""
+    Xq = np.asarray(Xq, np.int64)
+    out = np.zeros(len(Xq), dtype=np.int64)
+    stack = [(tree, np.arange(len(Xq)))]
+    while stack:
+        node, idx = stack.pop()
+        if node[0] == "leaf":
+            out[idx] = node[1]
+            continue
+        _, a, ch = node
+        for v, sub in ch.items():
+            stack.append((sub, idx[Xq[idx, a] == v]))
+    return out
 
 
 # ---------------------------------------------------------------------- blocking

@@ -38,12 +38,17 @@ from ..base import Mechanism
 APPLY_BLOCK = 1 << 24
 
 
+def check_randomizable(sa: str, counts) -> np.ndarray:
+    """The SA counts, refused when the attribute takes a single value (nothing to randomize)."""
+    counts = np.asarray(counts)
+    if len(counts) < 2 or np.count_nonzero(counts) < 2:
+        raise InfeasibleError(f"the sensitive attribute {sa!r} takes a single value in this table; randomizing it protects nothing")
+    return counts
+
+
 def check_sensitive(table) -> tuple[str, np.ndarray]:
     sa = table.sa
-    counts = table.counts(sa)
-    if len(table.domain(sa)) < 2 or np.count_nonzero(counts) < 2:
-        raise InfeasibleError(f"the sensitive attribute {sa!r} takes a single value in this table; randomizing it protects nothing")
-    return sa, counts
+    return sa, check_randomizable(sa, table.counts(sa))
 
 
 def data_table(table, columns: dict[str, np.ndarray], order: np.ndarray) -> pa.Table:
