@@ -49,20 +49,32 @@ class HierarchicalKDTree(HistogramMechanism):
     def __init__(self, epsilon: float, dims, depth=None, median_fraction=0.5, domains=None, bins=None):
         self._set_params(locals())
 
+    @property
+    def reads_noisy_total(self) -> bool:  # type: ignore[override]
+        return kdtree_total_step(self.get_params()) is not None
+
+    def _noisy_total(self, budget, rng, x):
+        total = kdtree_total_step(self.get_params())                    # the default depth reads a noisy N
+        return None if total is None else int(budget.measure(rng, [int(x.sum())], total)[0])
+
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)                               # select: the cube
         budget = Budget(self.epsilon)
-        total = kdtree_total_step(self.get_params())                    # the default depth reads a noisy N
-        n_hat = None if total is None else int(budget.measure(rng, [int(x.sum())], total)[0])
-        plan = self._plan(spec.shape, n_hat)                            # depth, ε per level, ε of the leaves
-        lo, hi = whole_cube(spec.shape)
+        n_hat = self._noisy_total(budget, rng, x)
+        plan, _, parts, _ = self._measure(budget, rng, x, n_hat)
+        return self._release(table, spec, plan, budget, partitions=parts)
+
+    def _measure(self, budget, rng, x, n_hat):
+        total = kdtree_total_step(self.get_params())
+        plan = self._plan(x.shape, n_hat)                               # depth, ε per level, ε of the leaves
+        lo, hi = whole_cube(x.shape)
         for level, medians in enumerate(plan.structure[1 if total else 0:]):
             axis, slices = median_slices(x, lo, hi, level)              # select: slice counts of every box
             noisy = budget.measure_parts(rng, slices, medians, parallel_over=len(lo))  # measure (boxes disjoint)
             lo, hi = split_at_medians(lo, hi, axis, noisy)              # partition at the noisy medians
         (leaves,) = plan.partitions
         y = budget.measure(rng, box_counts(summed_area(x), lo, hi), leaves)  # measure every leaf
-        return self._release(table, spec, plan, budget, partitions=(lo, hi, y))
+        return plan, None, (lo, hi, y), {}
 
 
 class ConsistentHierarchy(HistogramMechanism):
@@ -89,16 +101,21 @@ class ConsistentHierarchy(HistogramMechanism):
     def __init__(self, epsilon: float, dims, fanout="quad", domains=None, bins=None):
         self._set_params(locals())
 
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)                               # select: the cube
-        plan = self._plan(spec.shape)                                   # H levels, ε/H each
-        budget = Budget(plan.epsilon)
-        levels = tree_levels(spec.shape, self.fanout)                   # select: the tree's nodes, level by level
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape)                                      # H levels, ε/H each
+        levels = tree_levels(x.shape, self.fanout)                      # select: the tree's nodes, level by level
         sat = summed_area(x)
         noisy = [budget.measure(rng, box_counts(sat, lo, hi), step)     # measure every level
                  for (lo, hi, _), step in zip(levels, plan.cells, strict=True)]
         est = tree_least_squares(noisy, [p for _, _, p in levels],      # infer: consistent node estimates
                                  discrete_laplace_variance(plan.epsilon_per_level))
-        return self._release(table, spec, plan, budget, cells=leaf_cells(spec.shape, levels, est),
+        return plan, leaf_cells(x.shape, levels, est), None, {}
+
+    def _publish(self, table, rng):
+        spec, x = self._dense_cube(table)                               # select: the cube
+        plan = self._plan(spec.shape)
+        budget = Budget(plan.epsilon)
+        _, cells, _, _ = self._measure(budget, rng, x, None)
+        return self._release(table, spec, plan, budget, cells=cells,
                              extra={"fanout": self.fanout,
                                     "cells_postprocessed": POSTPROCESSING[self.name]})

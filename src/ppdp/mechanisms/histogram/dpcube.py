@@ -187,6 +187,38 @@ class HistogramMechanism(Mechanism):
         return HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=cells, partitions=partitions,
                                       extra=extra)
 
+    # ------------------------------------------------------------------ replay (bootstrap)
+    #: the mechanism measures a noisy total first (its rule reads N̂); a replay draws it again but
+    #: keeps the certificate's N̂, so the plan is exactly the certificate's
+    reads_noisy_total = False
+
+    def _measure(self, budget: Budget, rng, x, n_hat):
+        """The measurements and post-processing after the noisy total: (plan, cells, partitions,
+        extra) from the dense integer cube ``x`` — shared by ``_publish`` and :meth:`replay`."""
+        raise NotImplementedError
+
+    def _noisy_total(self, budget: Budget, rng, x) -> int:
+        raise NotImplementedError
+
+    def replay(self, x, noisy_total, ledger, rng):
+        """The mechanism run again on the integer cube ``x`` (a parametric bootstrap's truth) with
+        the release's own budget split: the plan re-derived from the parameters and the
+        certificate's ``noisy_total`` (a noisy total is drawn as at publish time, spending its
+        share, but the rule reads the certificate's N̂), every later measurement drawn afresh by
+        :meth:`~ppdp.kernels.noise.Budget.measure` and post-processed as at publish time
+        (data-adaptive structure included: kd-tree cuts, sub-grid sizes). Returns (cells,
+        partitions) as the release files would hold them; PpdpError when the replayed ledger is
+        not ``ledger`` (the certificate's: ε and purpose of every step)."""
+        budget = Budget(self.epsilon)
+        if self.reads_noisy_total:
+            self._noisy_total(budget, rng, x)
+        _, cells, partitions, _ = self._measure(budget, rng, x, noisy_total)
+        got = [(round(s.epsilon, 12), s.what) for s in budget.ledger]
+        want = [(round(float(s.epsilon), 12), s.what) for s in ledger]
+        if got != want:
+            raise PpdpError(f"internal error: the replay of {self.name} spends {got}, the certificate {want}")
+        return cells, partitions
+
 
 class CellHistogram(HistogramMechanism):
     """Algorithm 1: a noisy count for every cell of the cube (the identity strategy).
@@ -208,13 +240,18 @@ class CellHistogram(HistogramMechanism):
     def __init__(self, epsilon: float, dims, domains=None, bins=None):
         self._set_params(locals())
 
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape)
+        (every_cell,) = plan.cells
+        return plan, budget.measure(rng, x, every_cell), None, {}
+
     def _publish(self, table, rng):
         spec, codes = self._cube(table)
         plan = self._plan(spec.shape)
         budget = Budget(plan.epsilon)
         (every_cell,) = plan.cells
         if spec.dense:
-            y = budget.measure(rng, dense_counts(codes, spec.shape), every_cell)
+            _, y, _, _ = self._measure(budget, rng, dense_counts(codes, spec.shape), None)
             err = expected_error(self.name, self.get_params(), spec.shape)
             return self._release(table, spec, plan, budget, cells=y, extra={"expected_error": err})
         idx, cnt = sparse_counts(codes, spec.shape)
@@ -280,17 +317,22 @@ class DPCube(HistogramMechanism):
         """Parameters of the kd-tree's leaf test (:func:`ppdp.claims.dp.dpcube_split_rule`)."""
         return dpcube_split_rule(self.get_params())
 
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)                              # select: the cube
-        plan = self._plan(spec.shape)
-        budget = Budget(plan.epsilon)
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape)
         (phase1,), (phase2,) = plan.cells, plan.partitions
         y1 = budget.measure(rng, x, phase1)                            # measure every cell with α1
         rule = self.split_rule()
         lo, hi = vopt_kdtree(y1, **rule)                               # partition the noisy cells
         y2 = budget.measure(rng, box_counts(summed_area(x), lo, hi), phase2)  # measure every partition with α2
-        return self._release(table, spec, plan, budget, cells=y1, partitions=(lo, hi, y2),
-                             extra={"split_rule": rule})              # infer: the release's estimators
+        return plan, y1, (lo, hi, y2), {"split_rule": rule}
+
+    def _publish(self, table, rng):
+        spec, x = self._dense_cube(table)                              # select: the cube
+        plan = self._plan(spec.shape)
+        budget = Budget(plan.epsilon)
+        _, y1, parts, extra = self._measure(budget, rng, x, None)     # measure, partition, measure
+        return self._release(table, spec, plan, budget, cells=y1, partitions=parts,
+                             extra=extra)                             # infer: the release's estimators
 
 
 class DPCubePaper(DPCube):

@@ -208,11 +208,16 @@ class KroneckerLeastSquares(_PostProcessed):
     def __init__(self, epsilon: float, dims, domains=None, bins=None):
         self._set_params(locals())
 
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape)
+        return plan, kron_measure(budget, rng, x, plan.cells), None, {}
+
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)
         plan = self._plan(spec.shape)
         budget = Budget(plan.epsilon)
-        return self._finish(table, spec, plan, budget, kron_measure(budget, rng, x, plan.cells))
+        _, cells, _, _ = self._measure(budget, rng, x, None)
+        return self._finish(table, spec, plan, budget, cells)
 
 
 class AdaptiveGrid(_PostProcessed):
@@ -234,13 +239,19 @@ class AdaptiveGrid(_PostProcessed):
     def __init__(self, epsilon: float, dims, alpha=0.5, c=AGRID_C, profile=0.0, domains=None, bins=None):
         self._set_params(locals())
 
+    reads_noisy_total = True
+
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape, n_hat)
+        cells = agrid_measure(budget, rng, x, n_hat, plan.epsilon_cells, plan.cells, self.alpha, self.c,
+                              self.profile)
+        return plan, cells, None, {}
+
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)
         budget = Budget(self.epsilon)
         n_hat = self._noisy_total(budget, rng, x)
-        plan = self._plan(spec.shape, n_hat)
-        cells = agrid_measure(budget, rng, x, n_hat, plan.epsilon_cells, plan.cells, self.alpha, self.c,
-                              self.profile)
+        plan, cells, _, _ = self._measure(budget, rng, x, n_hat)
         return self._finish(table, spec, plan, budget, cells)
 
 
@@ -257,11 +268,16 @@ class MarginalsModel(_PostProcessed):
     def __init__(self, epsilon: float, dims, way=2, domains=None, bins=None):
         self._set_params(locals())
 
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape)
+        return plan, marginals_measure(budget, rng, x, plan.cells, self.way), None, {}
+
     def _publish(self, table, rng):
         spec, x = self._dense_cube(table)
         plan = self._plan(spec.shape)
         budget = Budget(plan.epsilon)
-        return self._finish(table, spec, plan, budget, marginals_measure(budget, rng, x, plan.cells, self.way))
+        _, cells, _, _ = self._measure(budget, rng, x, None)
+        return self._finish(table, spec, plan, budget, cells)
 
 
 class DefaultHistogram(_PostProcessed):
@@ -276,17 +292,23 @@ class DefaultHistogram(_PostProcessed):
     def __init__(self, epsilon: float, dims, domains=None, bins=None):
         self._set_params(locals())
 
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)
-        budget = Budget(self.epsilon)
-        n_hat = self._noisy_total(budget, rng, x)
-        plan = self._plan(spec.shape, n_hat)
+    reads_noisy_total = True
+
+    def _measure(self, budget, rng, x, n_hat):
+        plan = self._plan(x.shape, n_hat)
         rest = plan.epsilon_cells
-        choice = dp_choice(rest, spec.shape, n_hat)
+        choice = dp_choice(rest, x.shape, n_hat)
         if choice["algorithm"] == "kron":
             cells = kron_measure(budget, rng, x, plan.cells)
         elif choice["algorithm"] == "agrid":
             cells = agrid_measure(budget, rng, x, n_hat, rest, plan.cells, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
         else:
             cells = marginals_measure(budget, rng, x, plan.cells, choice["way"])
-        return self._finish(table, spec, plan, budget, cells, extra={"choice": choice})
+        return plan, cells, None, {"choice": choice}
+
+    def _publish(self, table, rng):
+        spec, x = self._dense_cube(table)
+        budget = Budget(self.epsilon)
+        n_hat = self._noisy_total(budget, rng, x)
+        plan, cells, _, extra = self._measure(budget, rng, x, n_hat)
+        return self._finish(table, spec, plan, budget, cells, extra=extra)
