@@ -17,18 +17,62 @@ range queries as box sums over one summed-area table of the estimated cells.
 Each is an immutable object: ``release.answer(workload, estimator="ls")`` or
 ``estimator=LeastSquaresEstimator()``. ``cells(release)`` gives the estimated cube and
 ``answer_boxes`` sums it over boxes; both are cached per release.
+
+Uncertainty (``release.estimate``)
+----------------------------------
+Closed forms (exact noise variance, normal interval):
+
+* ``cells`` on raw noisy cells (``cells``, DPCube's phase I): Var = v(ε_cells) × cells in the query;
+* ``cells`` on ``kron`` (or ``dp`` when it chose ``kron``): Var(qᵀx̂) of the Kronecker least squares;
+* ``ls``, ``ls-unweighted``: per partition (see :func:`_ls_estimate`).
+
+Everything else — ``cells`` on post-processed cells (``agrid``, ``marginals``, ``dp`` when it chose
+one of them, ``consistency``), ``uniform`` (kd-tree, DPCube partitions) and ``ls-eb`` — gets a
+**parametric bootstrap over the mechanism's own randomness** (:meth:`HistogramEstimator.bootstrap_errors`):
+
+1. the truth is the estimator's own cell estimate, rounded to integer counts by cumulative
+   rounding in C order (each run of cells along the last dimension keeps its sum within ±1);
+2. the mechanism is re-run on it (:meth:`ppdp.mechanisms.histogram.HistogramMechanism.replay`):
+   the plan re-derived from the parameters and the certificate's noisy total (so the budget
+   split is exactly the certificate's, and the replayed ledger is checked against it), every
+   count drawn afresh through :meth:`ppdp.kernels.noise.Budget.measure`, and the same
+   post-processing re-run — data-adaptive structure included (kd-tree cuts, sub-grid sizes,
+   graphical-model inference);
+3. the estimator is applied to each replicate; the errors of the query answers, replicate −
+   truth, give se = their root mean square (the bootstrap's root-mean-squared error: the
+   spread plus whatever bias the post-processing shows at the truth, e.g. the shrinkage of a
+   graphical model or of the non-negative profile), and the interval is estimate ± t_R quantile
+   × se (normal form; Student-t with R degrees of freedom for an R-replicate mean square about a
+   known centre). Chosen over the replicate sd and over the basic (reverse-percentile) interval by
+   the coverage benchmark (``benchmarks/bench_coverage_histogram.py``): on ``dp``'s adaptive-grid
+   and marginals branches the sd and the basic interval under-cover.
+
+R = :data:`BOOTSTRAP_REPLICATES` (50; :data:`BOOTSTRAP_REPLICATES_SLOW` for the graphical-model
+inference), fewer when R replicate summed-area tables would exceed :data:`BOOTSTRAP_MEMORY`. The
+replicates are seeded from the release's content (:func:`release_seed`), so the same release
+and estimator always give the same interval, and they are cached per release and estimator: a
+workload pays once, and every query is answered from the replicate summed-area tables in one
+vectorised pass. What the interval covers: the mechanism's noise (and the structure it
+chooses from noisy counts). What it does not: the bias of spreading a count uniformly (or by a
+model) over the cells it covers, where the data are not uniform — a query that cuts a
+partition, an adaptive-grid box or a marginal model's independence carries that bias, which the
+bootstrap sees only as far as the released estimate itself shows it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import weakref
 from typing import Any
 
 import numpy as np
+from scipy import sparse, stats
 
 from ..claims import claim_of
-from ..errors import QueryError
+from ..errors import PpdpError, QueryError
+from ..registry import mechanism as registered_mechanism
 from ..kernels.grid import box_sums, paint, summed_area
 from ..kernels.noise import discrete_laplace_variance
 from ..queries import CountIndex, as_workload
@@ -36,7 +80,17 @@ from .base import Estimates, Estimator
 
 __all__ = ["HistogramEstimator", "CellsEstimator", "UniformEstimator", "LeastSquaresEstimator",
            "UnweightedLeastSquaresEstimator",
-           "EmpiricalBayesEstimator"]
+           "EmpiricalBayesEstimator", "BOOTSTRAP_REPLICATES", "BOOTSTRAP_REPLICATES_SLOW", "BOOTSTRAP_MEMORY",
+           "release_seed"]
+
+#: replicates of the parametric bootstrap
+BOOTSTRAP_REPLICATES = 50
+#: replicates when every replicate runs the graphical-model inference (``marginals``, ``dp`` choosing it)
+BOOTSTRAP_REPLICATES_SLOW = 50
+#: at most this many bytes of replicate summed-area tables per release and estimator (R is lowered to fit)
+BOOTSTRAP_MEMORY = 256 * 2**20
+#: fewest replicates the bootstrap runs (beyond the memory cap it declines)
+BOOTSTRAP_MIN_REPLICATES = 20
 
 #: release → {estimator: (estimated cells, their summed-area table)}
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -89,6 +143,36 @@ class HistogramEstimator(Estimator):
         lo, hi, owner = release.query_boxes(wl)
         return self.answer_boxes(release, lo, hi, owner, len(wl))
 
+    # ------------------------------------------------------------------ bootstrap
+    def bootstrap_errors(self, release, workload) -> np.ndarray:
+        """Parametric-bootstrap errors of the query answers, (R replicates × queries): replicate
+        answer − the truth's answer, with the truth the estimate itself (module docstring).
+        PpdpError when the release cannot be replayed (sparse storage, too large a cube)."""
+        wl = as_workload(workload)
+        lo, hi, owner = release.query_boxes(wl)
+        sats = _replicates(self, release)
+        return _replicate_box_sums(sats, lo, hi, owner, len(wl))
+
+    def _bootstrap_estimate(self, release, wl, level: float) -> Estimates:
+        lo, hi, owner = release.query_boxes(wl)
+        est = self.answer_boxes(release, lo, hi, owner, len(wl))
+        try:
+            sats = _replicates(self, release)
+        except PpdpError as e:
+            nan = np.full(est.shape, np.nan)
+            return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {e}", level)
+        err = _replicate_box_sums(sats, lo, hi, owner, len(wl))
+        R = err.shape[0]
+        se = np.sqrt(np.mean(err**2, axis=0)) if len(est) else np.zeros(0)
+        t = float(stats.t.ppf(0.5 + level / 2, R))
+        mech = release.manifest.get("mechanism")
+        method = (f"parametric bootstrap over the mechanism's randomness: {R} replicates of {mech} re-run on this "
+                  f"estimate (integer-rounded) with the certificate's budget split and noisy total, re-estimated by "
+                  f"{self.name}; seeded from the release; se = root-mean-squared replicate error about the estimate, "
+                  f"interval estimate ± t({R})·se. Covers the noise, not the bias of spreading counts over the cells "
+                  f"a query cuts")
+        return Estimates(est, se, est - t * se, est + t * se, method, level)
+
 
 class CellsEstimator(HistogramEstimator):
     """The noisy cells as released (0 where a sparse histogram released nothing)."""
@@ -114,10 +198,14 @@ class CellsEstimator(HistogramEstimator):
 
 
 class UniformEstimator(HistogramEstimator):
-    """Each partition's noisy count spread evenly over its cells."""
+    """Each partition's noisy count spread evenly over its cells. Uncertainty: the parametric
+    bootstrap (module docstring)."""
 
     name = "uniform"
     needs_partitions = True
+
+    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        return self._bootstrap_estimate(release, as_workload(workload), level)
 
     def estimate_cells(self, release) -> np.ndarray:
         lo, hi, yp = release.partition_boxes()
@@ -166,11 +254,15 @@ class UnweightedLeastSquaresEstimator(HistogramEstimator):
 
 
 class EmpiricalBayesEstimator(HistogramEstimator):
-    """Least squares with the partitions' uniformity as an empirical-Bayes prior."""
+    """Least squares with the partitions' uniformity as an empirical-Bayes prior. Uncertainty:
+    the parametric bootstrap (module docstring)."""
 
     name = "ls-eb"
     needs_cells = True
     needs_partitions = True
+
+    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        return self._bootstrap_estimate(release, as_workload(workload), level)
 
     def estimate_cells(self, release) -> np.ndarray:
         y, pid, yp, n_p, sums, delta, v1 = _least_squares_parts(release)
@@ -182,6 +274,111 @@ class EmpiricalBayesEstimator(HistogramEstimator):
         shrink = tau / (tau + v1)
         total = sums + n_p * delta
         return (total / n_p)[pid] + (y - mean_y[pid]) * shrink[pid]
+
+
+# ------------------------------------------------------------------------- bootstrap
+def release_seed(release) -> int:
+    """The bootstrap's seed: a hash of the release's published counts and certificate (the same
+    release always gives the same replicates; no secret is read)."""
+    h = hashlib.sha256()
+    for name in ("cells", "partitions"):
+        t = release.tables[name]
+        for c in t.column_names:
+            h.update(c.encode())
+            h.update(np.ascontiguousarray(t.column(c).to_numpy(zero_copy_only=False)).tobytes())
+    h.update(json.dumps(release.certificate, sort_keys=True, default=str).encode())
+    return int.from_bytes(h.digest()[:8], "little")
+
+
+def integer_truth(cells: np.ndarray) -> np.ndarray:
+    """Integer counts near ``cells`` by cumulative rounding in C order: every prefix of the
+    flattened cube keeps its sum within ±½, so every run of cells along the last dimension keeps
+    its sum within ±1 (negative estimates stay negative: the noise is additive)."""
+    flat = np.rint(np.cumsum(np.asarray(cells, dtype=np.float64).ravel()))
+    return np.diff(flat, prepend=0.0).astype(np.int64).reshape(np.shape(cells))
+
+
+class _Replica:
+    """A replicate release as the estimators read it: the public model of ``release`` with the
+    replayed cells and partitions."""
+
+    storage = "dense"
+
+    def __init__(self, release, cells, partitions):
+        self.manifest = release.manifest
+        self.shape = release.shape
+        self._cells = None if cells is None else np.asarray(cells, dtype=np.float64)
+        if partitions is None:
+            d = len(self.shape)
+            partitions = (np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0))
+        lo, hi, y = partitions
+        self._parts = (np.asarray(lo, np.int64), np.asarray(hi, np.int64), np.asarray(y, np.float64))
+
+    def noisy_cells(self) -> np.ndarray:
+        if self._cells is None:
+            raise PpdpError("this release has no cell histogram")
+        return self._cells
+
+    def partition_boxes(self):
+        return self._parts
+
+
+def _replicate_count(release) -> int:
+    mech = release.manifest.get("mechanism")
+    slow = mech == "marginals" or (mech == "dp" and (release.certificate.get("choice") or {}).get("algorithm")
+                                   == "marginals")
+    want = BOOTSTRAP_REPLICATES_SLOW if slow else BOOTSTRAP_REPLICATES
+    per = 4 * int(np.prod([n + 1 for n in release.shape], dtype=np.int64))  # float32 summed-area table
+    fit = BOOTSTRAP_MEMORY // max(per, 1)
+    if fit < BOOTSTRAP_MIN_REPLICATES:
+        raise PpdpError(f"the cube's {int(np.prod(release.shape)):,} cells are too many to hold "
+                        f"{BOOTSTRAP_MIN_REPLICATES} bootstrap replicates in {BOOTSTRAP_MEMORY // 2**20} MiB")
+    return int(min(want, fit))
+
+
+def _replicates(est: HistogramEstimator, release) -> np.ndarray:
+    """The replicate errors' summed-area tables, (R, n1+1, …, nd+1) float32, cached per release
+    and estimator."""
+    per = _CACHE.setdefault(release, {})
+    key = ("bootstrap", est)
+    if key in per:
+        return per[key]
+    if release.storage != "dense":
+        raise PpdpError("a sparse (thresholded) cell histogram cannot be replayed")
+    R = _replicate_count(release)
+    claim = _dp_claim(release)
+    mech = registered_mechanism(release.manifest["mechanism"])(**release.manifest["params"])
+    truth = integer_truth(est.cells(release))
+    rng = np.random.default_rng(release_seed(release))
+    sats = np.empty((R,) + tuple(n + 1 for n in truth.shape), np.float32)
+    for r in range(R):
+        cells, parts = mech.replay(truth, claim.noisy_total, claim.ledger, rng)
+        sats[r] = summed_area(est.estimate_cells(_Replica(release, cells, parts)) - truth)
+    per[key] = sats
+    return sats
+
+
+def _replicate_box_sums(sats: np.ndarray, lo, hi, owner, n_queries: int) -> np.ndarray:
+    """(R × queries) sums of every replicate's cube over the queries' boxes (inclusion–exclusion
+    on the stacked summed-area tables, all replicates and boxes at once)."""
+    R, d = sats.shape[0], sats.ndim - 1
+    lo = np.asarray(lo, np.int64)
+    hi = np.asarray(hi, np.int64) + 1
+    out = np.zeros((R, len(lo)), np.float64)
+    for corner in range(1 << d):
+        idx: list[Any] = [slice(None)]
+        sign = 1
+        for ax in range(d):
+            if corner >> ax & 1:
+                idx.append(lo[:, ax])
+                sign = -sign
+            else:
+                idx.append(hi[:, ax])
+        out += sign * sats[tuple(idx)].astype(np.float64)
+    if len(owner) == n_queries and np.array_equal(owner, np.arange(n_queries)):
+        return out
+    agg = sparse.csr_matrix((np.ones(len(owner)), (np.arange(len(owner)), owner)), shape=(len(owner), n_queries))
+    return np.asarray((agg.T @ out.T).T)
 
 
 # ------------------------------------------------------------------------- uncertainty
@@ -268,18 +465,28 @@ def _cells_estimate(self, release, workload, level: float = 0.95) -> Estimates:
     ``dp`` when it chose it): the structured formula of :func:`_kron_variance`. Other releases
     (data-dependent partitions or models): not quantified."""
     wl = as_workload(workload)
-    est = np.asarray(self.answer(release, wl), dtype=np.float64)
     mech = release.manifest.get("mechanism")
-    if release.storage == "dense" and (mech == "cells" or _kron_release(release)):
+    raw = mech in ("cells", "dpcube", "dpcube-paper")  # the released cells are the raw noisy counts
+    if release.storage == "dense" and (raw or _kron_release(release)):
+        est = np.asarray(self.answer(release, wl), dtype=np.float64)
         lo, hi, owner = release.query_boxes(wl)
-        if mech == "cells":
-            v = discrete_laplace_variance(_dp_claim(release).epsilon)
+        if raw:
+            v = discrete_laplace_variance(_dp_claim(release).epsilon_cells)
             return _estimates(est, v * _volumes_per_query(lo, hi, owner, len(wl)),
-                              "closed form: independent discrete Laplace noise per cell, Var = cells·v(ε)", level)
+                              "closed form: independent discrete Laplace noise per cell, Var = cells·v(ε_cells)", level)
         return _estimates(est, _kron_variance(release, lo, hi, owner, len(wl)),
                           "closed form: Var(qᵀx̂) of the weighted least squares over the Kronecker measurements, "
                           "through the per-dimension structure (discrete Laplace variances)", level)
-    return Estimator.estimate(self, release, wl, level)
+    if release.storage != "dense":
+        return _not_quantified(self, release, wl, level, "a sparse (thresholded) cell histogram drops the cells "
+                               "below its threshold, a bias no noise interval covers")
+    return self._bootstrap_estimate(release, wl, level)
+
+
+def _not_quantified(est_obj, release, wl, level, why: str) -> Estimates:
+    est = np.asarray(est_obj.answer(release, wl), dtype=np.float64)
+    nan = np.full(est.shape, np.nan)
+    return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {why}", level)
 
 
 def _ls_estimate(self, release, workload, level: float = 0.95) -> Estimates:
