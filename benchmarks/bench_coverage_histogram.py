@@ -168,8 +168,11 @@ def main(argv=None) -> dict:
     a = ap.parse_args(argv)
     names = [c for c in a.configs.split(",") if c]
     t0 = time.perf_counter()
+    results = {}
     with ProcessPoolExecutor(max_workers=a.jobs, mp_context=get_context("spawn")) as ex:
-        results = dict(zip(names, ex.map(run_config, names, [a.releases] * len(names))))
+        for name, r in zip(names, ex.map(run_config, names, [a.releases] * len(names))):
+            results[name] = r
+            write_result(a.out + "_partial", {"configs": results})  # survives an interrupted run
     res = {"benchmark": "interval coverage, histogram family", "dataset": "adult", "n_rows": N_ROWS,
            "table_seed": 1, "nominal": 0.95, "configs": results, "wall_seconds": time.perf_counter() - t0,
            "load_average": os.getloadavg(), "provenance": provenance()}
