@@ -3,6 +3,7 @@ releases per mechanism, with each mechanism's default estimator (and DPCube's ot
 
     python benchmarks/bench_coverage_histogram.py [--releases 200] [--configs a,b,…] [--jobs 2]
       → benchmarks/results/coverage_histogram.json
+    python benchmarks/bench_coverage_histogram.py --speed → benchmarks/results/coverage_histogram_speed.json
 
 Table: a 4,000-row sample of ADULT (seed 1), fixed for every release; only the mechanism's
 noise changes between releases (publish seeds 0..R−1). The truth of a query is the exact count
@@ -157,6 +158,40 @@ def run_config(name: str, n_releases: int) -> dict:
     return out
 
 
+def speed() -> dict:
+    """Cost of the bootstrap on full ADULT: 5,000 random ranges with intervals, first call (the
+    replicates) and warm (cached), wall and CPU seconds."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    import ppdp
+    import ppdp.mechanisms.histogram as H
+    from ppdp.queries import as_workload
+    from ppdp.queries.workloads import range_workload
+
+    table = ppdp.datasets.load("adult")
+    cases = {"dp->agrid age x hours e=0.1": H.DefaultHistogram(0.1, RAW, domains="adult"),
+             "marginals age x sex x race e=1": H.MarginalsModel(1.0, ["age", "sex", "race"], domains="adult"),
+             "dp->marginals age x education x hours e=1": H.DefaultHistogram(1.0, ["age", "education", "hours_per_week"],
+                                                                               domains="adult"),
+             "consistency age x hours e=1": H.ConsistentHierarchy(1.0, RAW, domains="adult"),
+             "kdtree age x hours e=1": H.HierarchicalKDTree(1.0, RAW, domains="adult")}
+    out = {}
+    for name, mech in cases.items():
+        rel = ppdp.publish(table, mech, seed=0)
+        wl = as_workload(range_workload({d: rel.domains[d] for d in rel.dims}, rel.dims, 5000, seed=1))
+        c0, t0 = time.process_time(), time.perf_counter()
+        e = rel.estimate(wl)
+        c1, t1 = time.process_time(), time.perf_counter()
+        rel.estimate(wl)
+        t2 = time.perf_counter()
+        out[name] = {"cells": int(np.prod(rel.shape)), "choice": (rel.certificate.get("choice") or {}).get("algorithm"),
+                     "first_wall_s": t1 - t0, "first_cpu_s": c1 - c0, "warm_wall_s": t2 - t1,
+                     "warm_queries_per_s": 5000 / (t2 - t1), "method": e.method, "load_average": os.getloadavg()}
+        print(name, {k: v for k, v in out[name].items() if k != "method"}, flush=True)
+    return out
+
+
 def main(argv=None) -> dict:
     from _common import provenance, write_result
 
@@ -165,7 +200,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="coverage_histogram")
+    ap.add_argument("--speed", action="store_true", help="only the cost benchmark (→ <out>_speed.json)")
     a = ap.parse_args(argv)
+    if a.speed:
+        res = {"benchmark": "bootstrap cost, histogram family, 5,000 ranges on full adult", "cases": speed(),
+               "provenance": provenance()}
+        print(write_result(a.out + "_speed", res))
+        return res
     names = [c for c in a.configs.split(",") if c]
     t0 = time.perf_counter()
     results = {}
