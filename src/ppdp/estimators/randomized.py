@@ -104,6 +104,17 @@ class UniformSetup:
             Y[:, self.member.ravel()] = index.sums(reps)
         self.Y = Y.reshape(len(reps), J, m)
         self.p, self.q = model.uniform_pq()
+        self.release = release
+        self._parent: np.ndarray | None = None
+
+    @property
+    def parent(self) -> np.ndarray:
+        """(J, m): each group's (sub-table's) SA distribution over all its rows — the
+        maximum-likelihood counts of the group's published SA counts (:func:`uniform_mle`),
+        normalised; the prior mean of :func:`eb_shrink`."""
+        if self._parent is None:
+            self._parent = parent_distribution(self.release, self.model)
+        return self._parent
 
     @property
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +209,62 @@ def uniform_em(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, 
     return X, iters
 
 
+def parent_distribution(release, model) -> np.ndarray:
+    """(J, m): per group (sub-table) of ``model``, the SA distribution of all its published rows,
+    estimated by the exact maximum-likelihood counts (:func:`uniform_mle`) and normalised; 0
+    outside the group's domain. The groups hold thousands of rows, so this is precise."""
+    m = model.n_values
+    J = len(model.groups)
+    y = release.column_codes(model.attribute).astype(np.int64)
+    key = release.group_ids(model) * m + y
+    Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
+    p, q = model.uniform_pq()
+    X = uniform_mle(Y, p, q, model.membership())
+    return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
+
+
+def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Empirical-Bayes counts per row of published counts (many rows at once).
+
+    Model (Fay & Herriot 1979; the Dirichlet-multinomial of small-area estimation): a row holds
+    the published counts y of the n = Σy records meeting a QI predicate in one group, randomized
+    by T = q·J + p·I on the group's domain (m_r values). Their true counts x are a draw of
+    n records from a distribution θ that varies around the group's distribution π⁰ (``prior``,
+    estimated from all the group's rows): θ ~ Dirichlet(α·π⁰), so E[x] = n·π⁰ and
+    Var(x_k) = n·π⁰_k(1−π⁰_k)·ρ with ρ = (n+α)/(1+α) ∈ [1, n] (ρ = n: no pooling).
+
+    - the inversion x̃ = (y − n·q)/p is unbiased for x given the table, with channel variance
+      Var(x̃_k | x) = [x_k·a(1−a) + (n−x_k)·b(1−b)]/p² (a = p + q, b = q), whose average over
+      the prior is σ²_k = n[π⁰_k·a(1−a) + (1−π⁰_k)·b(1−b)]/p², and whose sum over k is exactly
+      n[a(1−a) + (m_r−1)·b(1−b)]/p² whatever x;
+    - ρ of the row, by the method of moments: E Σ_k (x̃_k − nπ⁰_k)² = Σ_k σ²_k + n(1 − Σπ⁰²)·ρ,
+      solved and cut to [1, n] — each row's own heterogeneity, from its own m_r components
+      (the estimate of one predicate does not depend on the other queries of a workload);
+    - the best linear predictor x̂_k = nπ⁰_k + w_k(x̃_k − nπ⁰_k), w_k = τ²_k/(τ²_k + σ²_k),
+      τ²_k = n·π⁰_k(1−π⁰_k)·ρ̂: heavy shrinkage where the channel noise swamps the signal
+      (small p, large n with rare values), none where it does not;
+    - projected onto {x ≥ 0, Σx = n} (:func:`norm_sub`).
+
+    Consistent (as n grows with the group fixed, w → 1 unless the row follows π⁰, where the
+    shrinkage is right); biased towards n·π⁰ for a predicate whose SA distribution departs
+    from its group's."""
+    Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
+    n = Y.sum(axis=1)
+    P0 = np.where(member, prior, 0.0)
+    pp, qq = p[:, None], q[:, None]
+    a, b = pp + qq, qq
+    xt = np.where(member, (Y - n[:, None] * qq) / pp, 0.0)
+    mu = n[:, None] * P0
+    sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2, 0.0)
+    dev = (np.where(member, xt - mu, 0.0) ** 2).sum(axis=1)
+    het = n * (1.0 - (P0**2).sum(axis=1))
+    rho = np.divide(dev - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+    rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
+    tau2 = n[:, None] * P0 * (1 - P0) * rho[:, None]
+    w = np.divide(tau2, tau2 + sig2, out=np.zeros_like(tau2), where=(tau2 + sig2) > 0)
+    return norm_sub(mu + w * (xt - mu), member, n)
+
+
 def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
     """Norm-Sub (Wang, Lopuhaä-Zwakenberg, Li, Škorić & Li 2020): x̂_i = max(x_i + δ, 0) on each
     row's domain with the one δ that makes Σ x̂ = total — the Euclidean projection onto
@@ -219,11 +286,15 @@ def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray
 
 
 def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray,
-              tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
-    """(x̂, iterations) per row of published counts for ``method`` ∈ {"mle", "em", "norm-sub"}."""
+              tol: float = EM_TOL, max_iter: int = MAX_ITER, prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(x̂, iterations) per row of published counts for ``method`` ∈ {"mle", "em", "norm-sub", "eb"}
+    (``prior``: per row, the group's distribution, for "eb")."""
     if method == "em":
         return uniform_em(rows, p, q, member, tol, max_iter)
     zero = np.zeros(len(rows), dtype=np.int64)
+    if method == "eb":
+        assert prior is not None
+        return eb_shrink(rows, p, q, member, prior), zero
     if method == "mle":
         return uniform_mle(rows, p, q, member), zero
     n = rows.sum(axis=1)
@@ -247,7 +318,8 @@ def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL
 
 def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
     rows, grp = S.rows
-    X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter)
+    prior = S.parent[grp] if method == "eb" else None
+    X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter, prior)
     return X.reshape(S.Y.shape), its
 
 
@@ -438,7 +510,7 @@ class _BootstrapEstimator(_UniformChannelEstimator):
         Ystar = _simulate_uniform(Xr[live], S.p[grp[live]], S.q[grp[live]], S.member[grp[live]], B, rng)
         g = np.repeat(grp[live], B)
         Xs, _ = _fit_rows(self.method, Ystar.reshape(-1, rows.shape[1]).astype(np.float64), S.p[g], S.q[g], S.member[g],
-                          **opts)
+                          **opts, prior=S.parent[g] if self.method == "eb" else None)
         full = np.zeros((len(rows), B, rows.shape[1]))
         full[live] = Xs.reshape(len(live), B, -1)
         U, J, m = S.Y.shape
@@ -481,6 +553,33 @@ class NormSub(_BootstrapEstimator):
     ``replicates > 0`` gives the parametric bootstrap standard error."""
 
     name = method = "norm-sub"
+    _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
+    _parameter_help = dict(_BootstrapEstimator._boot_help)
+
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear") -> None:
+        self._set_params(locals())
+
+
+class EmpiricalBayes(_BootstrapEstimator):
+    """Default for uniform perturbation and global randomization A: empirical-Bayes counts per
+    QI predicate and sub-table (:func:`eb_shrink`) — the inversion shrunk towards the sub-table's
+    own SA distribution (estimated from all its rows) by the best linear predictor, with the
+    strength of the shrinkage estimated from the predicate's own published counts (method of
+    moments, Dirichlet-multinomial heterogeneity), then projected onto non-negative counts
+    with the known total n_P,j. Chosen on EDU and ADULT point queries (docs/sdr.md), OCC held
+    out; on SDR releases it loses to :class:`NormSub` (SDR's small domains make the inversion
+    precise, so the shrinkage's bias dominates) and SDR keeps Norm-Sub.
+
+    Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
+    unbiased inversion's standard error at the fitted counts, and the interval is the
+    inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
+    use the prior, so it holds given the table whatever the predicate's SA distribution is
+    (coverage at least the inversion's; assumptions: records randomized independently, the
+    normal approximation of a sum of n_P,j Bernoulli terms). ``replicates > 0``: parametric
+    bootstrap ``se`` (the channel re-run from the fitted counts, the sub-tables' distributions
+    held fixed)."""
+
+    name = method = "eb"
     _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
     _parameter_help = dict(_BootstrapEstimator._boot_help)
 
@@ -929,7 +1028,7 @@ class FourStateClosed(DivertedEstimator):
         self._set_params(locals())
 
 
-__all__ = ["EM", "MLE", "NormSub", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
+__all__ = ["EM", "EmpiricalBayes", "MLE", "NormSub", "eb_shrink", "parent_distribution", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
            "CountVectors", "DivertedEstimator", "FourStateClosed", "FourStateIterative", "FullClosed", "FullIterative",
            "Inversion", "closed_form", "diverted_estimates", "full_closed", "full_iterative", "inversion_estimates",
            "iterative_bayes"]
