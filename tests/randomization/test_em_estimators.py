@@ -162,7 +162,7 @@ def test_eb_contract(mech):
 def test_eb_defaults():
     t = _table(3000, seed=1)
     for mech, name in [(ppdp.UniformPerturbation(0.2, 0.5), "eb"), (ppdp.GlobalRandomization(3), "eb"),
-                       (ppdp.SDR(0.2, 0.5), "norm-sub")]:
+                       (ppdp.SDR(0.2, 0.5), "eb")]:
         assert mech.default_estimator == name
         rel = ppdp.publish(t, mech, seed=0)
         assert np.array_equal(rel.answer(POINT[:12]), rel.answer(POINT[:12], estimator=name))

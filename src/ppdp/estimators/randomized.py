@@ -105,7 +105,9 @@ class UniformSetup:
         self.Y = Y.reshape(len(reps), J, m)
         self.p, self.q = model.uniform_pq()
         self.release = release
+        self.reps, self.index = reps, index
         self._parent: np.ndarray | None = None
+        self._eb_prior: np.ndarray | None = None
 
     @property
     def parent(self) -> np.ndarray:
@@ -115,6 +117,22 @@ class UniformSetup:
         if self._parent is None:
             self._parent = parent_distribution(self.release, self.model)
         return self._parent
+
+    def predicate_counts(self, preds: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        """(len(preds), J, m): the published SA counts per group of the rows meeting each predicate
+        (over columns of this workload's index)."""
+        U, (J, m) = len(preds), self.member.shape
+        Y = np.zeros((U, J * m))
+        if U:
+            Y[:, self.member.ravel()] = self.index.sums(list(preds))
+        return Y.reshape(U, J, m)
+
+    def eb_priors(self) -> np.ndarray:
+        """(U·J, m): the parent distribution :func:`eb_fit` chose for every (predicate, group) row."""
+        if self._eb_prior is None:
+            eb_fit(self)
+        assert self._eb_prior is not None
+        return self._eb_prior
 
     @property
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -223,7 +241,8 @@ def parent_distribution(release, model) -> np.ndarray:
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
 
 
-def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray) -> np.ndarray:
+def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
+              return_ll: bool = False) -> Any:
     """Empirical-Bayes counts per row of published counts (many rows at once).
 
     Model (Fay & Herriot 1979; the Dirichlet-multinomial of small-area estimation): a row holds
@@ -245,6 +264,10 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
       (small p, large n with rare values), none where it does not;
     - projected onto {x ≥ 0, Σx = n} (:func:`norm_sub`).
 
+    ``return_ll``: also return each row's log marginal likelihood of x̃ under the fitted prior in
+    the normal approximation, −½ Σ_k [log(σ²_k + τ²_k) + (x̃_k − nπ⁰_k)²/(σ²_k + τ²_k)] (used to
+    choose between parents, :func:`eb_fit`).
+
     Consistent (as n grows with the group fixed, w → 1 unless the row follows π⁰, where the
     shrinkage is right); biased towards n·π⁰ for a predicate whose SA distribution departs
     from its group's."""
@@ -261,8 +284,85 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     rho = np.divide(dev - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
     rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
     tau2 = n[:, None] * P0 * (1 - P0) * rho[:, None]
-    w = np.divide(tau2, tau2 + sig2, out=np.zeros_like(tau2), where=(tau2 + sig2) > 0)
-    return norm_sub(mu + w * (xt - mu), member, n)
+    V = tau2 + sig2
+    w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+    X = norm_sub(mu + w * (xt - mu), member, n)
+    if not return_ll:
+        return X
+    live = member & (V > 0)
+    Vs = np.where(live, V, 1.0)
+    return X, -0.5 * np.where(live, np.log(Vs) + (xt - mu) ** 2 / Vs, 0.0).sum(axis=1)
+
+
+def eb_fit(S: "UniformSetup") -> np.ndarray:
+    """The empirical-Bayes counts (U, J, m) of every distinct predicate and group of ``S``, each
+    row shrunk (:func:`eb_shrink`) towards the parent that explains its published counts best.
+
+    Candidate parents of a row whose predicate constrains k ≥ 2 QI attributes: the group's
+    distribution π⁰ over all its rows; the SA distribution π_c of the rows meeting each of the
+    predicate's single-attribute conditions c (each itself estimated by :func:`eb_shrink`
+    towards π⁰ — thousands of rows, so precise); and their combination under conditional
+    independence of the attributes given the SA, ∝ Π_c π_c / (π⁰)^(k−1). A predicate on one
+    attribute has π⁰ only. The row takes the candidate with the largest normal marginal
+    likelihood of its inversion (``eb_shrink(..., return_ll=True)``): each candidate's
+    heterogeneity ρ is fitted first, so a parent that does not fit is not chosen (model choice
+    by marginal likelihood, empirical Bayes). Everything depends on the predicate's own
+    counts and its sub-predicates', never on the other queries of the workload. The chosen
+    parents are kept in ``S`` for the bootstrap."""
+    U, J, m = S.Y.shape
+    pi0 = S.parent
+    rows, grp = S.rows
+    p, q, member = S.p[grp], S.q[grp], S.member[grp]
+    # single-attribute conditions of the multi-attribute predicates
+    keys: dict[tuple[str, bytes], int] = {}
+    singles: list[dict] = []
+    cond: list[list[int]] = []
+    for mk in S.reps:
+        ids: list[int] = []
+        if len(mk) >= 2:
+            for c in sorted(mk):
+                k = (c, np.packbits(mk[c]).tobytes())
+                if k not in keys:
+                    keys[k] = len(singles)
+                    singles.append({c: mk[c]})
+                ids.append(keys[k])
+        cond.append(ids)
+    cands = [np.broadcast_to(pi0, (U, J, m))]
+    if singles:
+        Ys = S.predicate_counts(singles)
+        gs = np.tile(np.arange(J), len(singles))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)))
+        Xs = Xs.reshape(len(singles), J, m)
+        pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
+        kmax = max(len(c) for c in cond)
+        logp = np.log(np.maximum(pi0, 1e-300))
+        prod = np.array(cands[0])
+        for u, ids in enumerate(cond):
+            if ids:
+                lg = np.log(np.maximum(pis[ids], 1e-300)).sum(axis=0) - (len(ids) - 1) * logp
+                lg = np.where(S.member, lg, -np.inf)
+                e = np.where(S.member, np.exp(lg - lg.max(axis=1, keepdims=True)), 0.0)
+                prod[u] = e / np.maximum(e.sum(axis=1, keepdims=True), 1e-300)
+        cands.append(prod)
+        for i in range(kmax):
+            ci = np.array(cands[0])
+            for u, ids in enumerate(cond):
+                if i < len(ids):
+                    ci[u] = pis[ids[i]]
+            cands.append(ci)
+    best = bll = prior = None
+    for cand in cands:
+        cr = np.ascontiguousarray(cand).reshape(U * J, m)
+        X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True)
+        if best is None:
+            best, bll, prior = X, ll, cr.copy()
+        else:
+            better = ll > bll
+            best = np.where(better[:, None], X, best)
+            prior = np.where(better[:, None], cr, prior)
+            bll = np.where(better, ll, bll)
+    S._eb_prior = prior
+    return best.reshape(U, J, m)
 
 
 def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -318,8 +418,9 @@ def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL
 
 def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
     rows, grp = S.rows
-    prior = S.parent[grp] if method == "eb" else None
-    X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter, prior)
+    if method == "eb":
+        return eb_fit(S), np.zeros(len(rows), dtype=np.int64)
+    X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter)
     return X.reshape(S.Y.shape), its
 
 
@@ -510,7 +611,7 @@ class _BootstrapEstimator(_UniformChannelEstimator):
         Ystar = _simulate_uniform(Xr[live], S.p[grp[live]], S.q[grp[live]], S.member[grp[live]], B, rng)
         g = np.repeat(grp[live], B)
         Xs, _ = _fit_rows(self.method, Ystar.reshape(-1, rows.shape[1]).astype(np.float64), S.p[g], S.q[g], S.member[g],
-                          **opts, prior=S.parent[g] if self.method == "eb" else None)
+                          **opts, prior=np.repeat(S.eb_priors()[live], B, axis=0) if self.method == "eb" else None)
         full = np.zeros((len(rows), B, rows.shape[1]))
         full[live] = Xs.reshape(len(live), B, -1)
         U, J, m = S.Y.shape
@@ -561,23 +662,26 @@ class NormSub(_BootstrapEstimator):
 
 
 class EmpiricalBayes(_BootstrapEstimator):
-    """Default for uniform perturbation and global randomization A: empirical-Bayes counts per
-    QI predicate and sub-table (:func:`eb_shrink`) — the inversion shrunk towards the sub-table's
-    own SA distribution (estimated from all its rows) by the best linear predictor, with the
-    strength of the shrinkage estimated from the predicate's own published counts (method of
-    moments, Dirichlet-multinomial heterogeneity), then projected onto non-negative counts
-    with the known total n_P,j. Chosen on EDU and ADULT point queries (docs/sdr.md), OCC held
-    out; on SDR releases it loses to :class:`NormSub` (SDR's small domains make the inversion
-    precise, so the shrinkage's bias dominates) and SDR keeps Norm-Sub.
+    """Default for uniform perturbation, SDR and global randomization A: empirical-Bayes counts
+    per QI predicate and sub-table (:func:`eb_fit`, :func:`eb_shrink`) — the unbiased inversion
+    shrunk towards a parent SA distribution by the best linear predictor, with the strength of
+    the shrinkage estimated from the predicate's own published counts (method of moments,
+    Dirichlet-multinomial heterogeneity), then projected onto non-negative counts with the
+    known total n_P,j. The parent is the sub-table's distribution over all its rows or, for a
+    predicate on several attributes, the distribution of one of its single-attribute
+    conditions or their conditional-independence combination, whichever has the largest
+    marginal likelihood. Chosen on EDU and ADULT point queries, OCC held out (mean relative
+    error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
+    inversion 5.91; docs/sdr.md).
 
     Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
     unbiased inversion's standard error at the fitted counts, and the interval is the
     inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
     use the prior, so it holds given the table whatever the predicate's SA distribution is
-    (coverage at least the inversion's; assumptions: records randomized independently, the
-    normal approximation of a sum of n_P,j Bernoulli terms). ``replicates > 0``: parametric
-    bootstrap ``se`` (the channel re-run from the fitted counts, the sub-tables' distributions
-    held fixed)."""
+    (coverage at least the inversion's; assumptions: records randomized independently given
+    the table, the normal approximation of a sum of n_P,j Bernoulli terms). ``replicates > 0``:
+    parametric bootstrap ``se`` (the channel re-run from the fitted counts, every row's chosen
+    parent held fixed)."""
 
     name = method = "eb"
     _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
@@ -1028,7 +1132,7 @@ class FourStateClosed(DivertedEstimator):
         self._set_params(locals())
 
 
-__all__ = ["EM", "EmpiricalBayes", "MLE", "NormSub", "eb_shrink", "parent_distribution", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
+__all__ = ["EM", "EmpiricalBayes", "MLE", "NormSub", "eb_fit", "eb_shrink", "parent_distribution", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
            "CountVectors", "DivertedEstimator", "FourStateClosed", "FourStateIterative", "FullClosed", "FullIterative",
            "Inversion", "closed_form", "diverted_estimates", "full_closed", "full_iterative", "inversion_estimates",
            "iterative_bayes"]
