@@ -350,17 +350,15 @@ def eb_fit(S: "UniformSetup") -> np.ndarray:
                 if i < len(ids):
                     ci[u] = pis[ids[i]]
             cands.append(ci)
-    best = bll = prior = None
-    for cand in cands:
+    prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
+    best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True)
+    for cand in cands[1:]:
         cr = np.ascontiguousarray(cand).reshape(U * J, m)
         X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True)
-        if best is None:
-            best, bll, prior = X, ll, cr.copy()
-        else:
-            better = ll > bll
-            best = np.where(better[:, None], X, best)
-            prior = np.where(better[:, None], cr, prior)
-            bll = np.where(better, ll, bll)
+        better = ll > bll
+        best = np.where(better[:, None], X, best)
+        prior = np.where(better[:, None], cr, prior)
+        bll = np.where(better, ll, bll)
     S._eb_prior = prior
     return best.reshape(U, J, m)
 
