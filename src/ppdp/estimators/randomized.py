@@ -335,21 +335,20 @@ def eb_fit(S: "UniformSetup") -> np.ndarray:
         Xs = Xs.reshape(len(singles), J, m)
         pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
         kmax = max(len(c) for c in cond)
-        logp = np.log(np.maximum(pi0, 1e-300))
-        prod = np.array(cands[0])
+        idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
         for u, ids in enumerate(cond):
-            if ids:
-                lg = np.log(np.maximum(pis[ids], 1e-300)).sum(axis=0) - (len(ids) - 1) * logp
-                lg = np.where(S.member, lg, -np.inf)
-                e = np.where(S.member, np.exp(lg - lg.max(axis=1, keepdims=True)), 0.0)
-                prod[u] = e / np.maximum(e.sum(axis=1, keepdims=True), 1e-300)
-        cands.append(prod)
+            idx[u, : len(ids)] = ids
+        has = idx >= 0
+        nk = has.sum(axis=1)
+        logs = np.log(np.maximum(pis, 1e-300))  # (S, J, m)
+        lg = np.where(has[:, :, None, None], logs[np.maximum(idx, 0)], 0.0).sum(axis=1)
+        lg = lg - np.maximum(nk - 1, 0)[:, None, None] * np.log(np.maximum(pi0, 1e-300))[None]
+        lg = np.where(S.member[None], lg, -np.inf)
+        e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
+        prod = e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300)
+        cands.append(np.where((nk >= 2)[:, None, None], prod, pi0[None]))
         for i in range(kmax):
-            ci = np.array(cands[0])
-            for u, ids in enumerate(cond):
-                if i < len(ids):
-                    ci[u] = pis[ids[i]]
-            cands.append(ci)
+            cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
     prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
     best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True)
     for cand in cands[1:]:
