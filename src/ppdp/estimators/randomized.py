@@ -493,7 +493,10 @@ class _UniformChannelEstimator(Estimator):
         the fitted counts, the inversion's normal interval cut to [0, n_P] and widened to hold
         the estimate."""
         method = (f"closed form: se of the linear inversion at the {self.method} counts; interval = the "
-                  "inversion's normal interval cut to [0, n_P] and widened to hold the estimate")
+                  "inversion's normal interval cut to [0, n_P] and widened to hold the estimate"
+                  + ("; assumes records randomized independently given the table and a normal sum of "
+                     "Bernoulli terms; the interval does not use the empirical-Bayes prior, so it holds "
+                     "whatever the predicate's SA distribution" if self.method == "eb" else ""))
         if S is None:
             return Estimates.normal(np.zeros(0), np.zeros(0), method, level)
         X, _ = _fit(S, self.method, **self._opts())
