@@ -15,6 +15,11 @@ estimated non-negative with the known total n_P,j — by the iterative Bayesian 
 al. 2020) — and each query adds up the values it selects. Consistent, biased near zero.
 ``EM.answer_with_iterations`` reports the iteration counts. docs/sdr.md gives the numbers.
 
+**Empirical Bayes** (``"eb"``, the default of uniform perturbation, SDR and A): per distinct QI
+predicate and sub-table, the inversion shrunk towards a parent SA distribution by the best
+linear predictor under a Dirichlet-multinomial model, its strength estimated from the
+predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`eb_fit`).
+
 **A'** (Fu, Wang, Wang & Wong 2014, §5, §7.2; SPEC §2.4):
 
 - SA-only counts: f'_s, the count of s in D' (the MLE, Theorem 3);
