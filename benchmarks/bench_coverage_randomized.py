@@ -29,9 +29,9 @@ from ppdp.estimators.randomized import NormSub
 from ppdp.queries.workloads import point_workload
 
 MECHANISMS = {
-    "uniform": (ppdp.UniformPerturbation(0.1, 0.3), ["norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
-    "sdr": (ppdp.SDR(0.1, 0.3), ["norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
-    "global": (ppdp.GlobalRandomization(4), ["norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
+    "uniform": (ppdp.UniformPerturbation(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
+    "sdr": (ppdp.SDR(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
+    "global": (ppdp.GlobalRandomization(4), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
     "diverted": (ppdp.Diverted(4), ["full-iterative", "full-closed", "iterative", "closed"]),
 }
 BINS = {"0": (0, 0), "1-10": (1, 10), "11-100": (11, 100), ">100": (101, np.inf)}

@@ -1,5 +1,7 @@
 """Error and speed of the randomized family's estimators on point queries: inversion vs EM
-(iterative Bayesian update) vs the exact maximum-likelihood counts (MLE, EM's limit; the default) vs Norm-Sub, for uniform perturbation and SDR at (ρ1, ρ2) =
+(iterative Bayesian update) vs the exact maximum-likelihood counts (MLE, EM's limit) vs
+Norm-Sub (SDR's default) vs empirical Bayes (``eb``, the default of uniform perturbation and
+A), for uniform perturbation and SDR at (ρ1, ρ2) =
 (0.1, 0.3) and (0.2, 0.5), and global randomization A (ℓ' = 5) on a 100,000-row sample.
 
 Mean relative error by true-count bin (1–10, 11–100, 101–1,000, > 1,000; NaN-free: bins hold
@@ -22,7 +24,7 @@ import numpy as np
 
 import ppdp
 from _common import provenance, write_result
-from ppdp.estimators.randomized import EM, MLE, NormSub, Inversion
+from ppdp.estimators.randomized import EM, MLE, EmpiricalBayes, NormSub, Inversion
 from ppdp.metrics import relative_error
 from ppdp.queries.workloads import point_workload
 
@@ -42,7 +44,7 @@ def run(data: str, seeds: int, tols: list[float], n_queries: int, workload_seed:
     cells = [(f"sdr{r}", full, ppdp.SDR(*r)) for r in ((0.1, 0.3), (0.2, 0.5))]
     cells += [(f"uniform{r}", full, ppdp.UniformPerturbation(*r)) for r in ((0.1, 0.3), (0.2, 0.5))]
     cells += [("global(l'=5, n=100000)", a_tab, ppdp.GlobalRandomization(5))]
-    ests = {"inversion": Inversion(), "mle": MLE(), "norm-sub": NormSub(), **{f"em(tol={t:g})": EM(tol=t) for t in tols}}
+    ests = {"inversion": Inversion(), "mle": MLE(), "norm-sub": NormSub(), "eb": EmpiricalBayes(), **{f"em(tol={t:g})": EM(tol=t) for t in tols}}
     res: dict = {}
     for label, t, mech in cells:
         wl = point_workload(t, n_queries, seed=workload_seed)

@@ -124,3 +124,45 @@ def test_not_for_diverted():
     for est in ("em", "norm-sub"):
         with pytest.raises(ParameterError):
             rel.answer(["s = 'v0'"], estimator=est)
+
+
+# ----------------------------------------------------------------------------- empirical Bayes
+def test_eb_shrink_by_hand():
+    from ppdp.estimators.randomized import eb_shrink
+    # m = 2, p = 1/2, q = 1/4 (a = 3/4, b = 1/4), y = (25, 15), n = 40, π⁰ = (0.5, 0.5):
+    # x̃ = (30, 10), Σσ² = 40·(3/16 + 3/16)/(1/4) = 60, dev = 2·10² = 200, het = 40·(1 − 1/2) = 20
+    # → ρ = (200 − 60)/20 = 7; τ² = 40·¼·7 = 70, σ² = 30 each → w = 0.7, x̂ = 20 ± 0.7·10 = (27, 13)
+    x = eb_shrink(np.array([[25.0, 15.0]]), P2, Q2, MEMBER2, np.array([[0.5, 0.5]]))
+    assert np.allclose(x, [[27.0, 13.0]])
+    # a row that looks like its parent (dev below the channel noise) is shrunk fully: ρ = 1,
+    # τ² = 10, w = 1/4 — and the estimate keeps the known total
+    x = eb_shrink(np.array([[21.0, 19.0]]), P2, Q2, MEMBER2, np.array([[0.5, 0.5]]))
+    assert np.allclose(x, [[20.5, 19.5]]) and np.isclose(x.sum(), 40)
+
+
+@pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
+def test_eb_contract(mech):
+    """Non-negative, the known totals per predicate kept, one predicate's answer independent of
+    the other queries of the workload, and the whole table's counts left at their maximum-
+    likelihood values (the parent of the whole table is itself)."""
+    t = _table(6000, seed=3)
+    rel = ppdp.publish(t, mech, seed=2)
+    est = rel.answer(POINT, estimator="eb")
+    assert est.min() >= 0
+    n_pred = answer_exact(t, [q.rsplit(" AND s", 1)[0] for q in POINT[::6]])
+    assert np.allclose(est.reshape(-1, 6).sum(axis=1), n_pred)
+    assert np.allclose(rel.answer(POINT[6:12], estimator="eb"), est[6:12])
+    big = [f"s = 'v{v}'" for v in range(6)]  # SA-only: every row of the table
+    assert np.allclose(rel.answer(big, estimator="eb"), rel.answer(big, estimator="mle"), atol=0.5)
+    E = rel.estimate(POINT, estimator="eb")
+    assert np.array_equal(E.estimate, est) and (E.lower <= est).all() and (est <= E.upper).all()
+    assert "closed form" in E.method
+
+
+def test_eb_defaults():
+    t = _table(3000, seed=1)
+    for mech, name in [(ppdp.UniformPerturbation(0.2, 0.5), "eb"), (ppdp.GlobalRandomization(3), "eb"),
+                       (ppdp.SDR(0.2, 0.5), "eb")]:
+        assert mech.default_estimator == name
+        rel = ppdp.publish(t, mech, seed=0)
+        assert np.array_equal(rel.answer(POINT[:12]), rel.answer(POINT[:12], estimator=name))

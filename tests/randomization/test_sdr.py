@@ -91,7 +91,7 @@ def test_reconstruction_unbiased():
           "b = 'z'", "a = 's' AND s IN ('v0','v1','v2')"]
     exact = answer_exact(t, wl)
     reps = 150
-    est = np.array([ppdp.publish(t, ppdp.SDR(0.2, 0.6), seed=s).answer(wl) for s in range(reps)])
+    est = np.array([ppdp.publish(t, ppdp.SDR(0.2, 0.6), seed=s).answer(wl, estimator="inversion") for s in range(reps)])
     se = est.std(axis=0, ddof=1) / np.sqrt(reps)
     z = (est.mean(axis=0) - exact) / np.maximum(se, 1e-9)
     assert np.all(np.abs(z) < 4), z

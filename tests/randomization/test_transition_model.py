@@ -138,7 +138,7 @@ def test_estimator_objects(edu):
     with pytest.raises(ParameterError):
         FullIterative(transition_counts=[[1, -2]])
     uni = ppdp.publish(edu, ppdp.UniformPerturbation(0.1, 0.5), seed=0)
-    assert np.array_equal(uni.answer(wl), uni.answer(wl, estimator="norm-sub"))  # the default
+    assert np.array_equal(uni.answer(wl), uni.answer(wl, estimator="eb"))  # the default
 
 
 def test_plans_from_counts(edu):

@@ -23,7 +23,7 @@ import pytest
 import ppdp
 from ppdp.errors import ParameterError
 from ppdp.estimators import Estimates
-from ppdp.estimators.randomized import EM, MLE, NormSub, uniform_em, uniform_mle
+from ppdp.estimators.randomized import EM, MLE, EmpiricalBayes, NormSub, uniform_em, uniform_mle
 from ppdp.queries.workloads import point_workload
 
 R = 60
@@ -90,8 +90,12 @@ def test_default_interval_coverage(small, mech):
 def test_estimators_and_options(small):
     t, wl, _ = small
     rel = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=3)
-    ns = rel.estimate(wl)
+    ns = rel.estimate(wl, estimator="norm-sub")
     assert "closed form" in ns.method and np.array_equal(ns.estimate, rel.answer(wl, estimator="norm-sub"))
+    eb = rel.estimate(wl)  # the default
+    assert "closed form" in eb.method and np.array_equal(eb.estimate, rel.answer(wl, estimator="eb"))
+    ebb = rel.estimate(wl, estimator=EmpiricalBayes(replicates=20, seed=1))
+    assert "bootstrap" in ebb.method and np.array_equal(ebb.estimate, eb.estimate) and np.isfinite(ebb.se).all()
     boot = rel.estimate(wl, estimator=NormSub(replicates=20, seed=1))
     again = rel.estimate(wl, estimator=NormSub(replicates=20, seed=1))
     assert "bootstrap" in boot.method and np.array_equal(boot.se, again.se)  # seeded, reproducible

@@ -15,6 +15,11 @@ estimated non-negative with the known total n_P,j — by the iterative Bayesian 
 al. 2020) — and each query adds up the values it selects. Consistent, biased near zero.
 ``EM.answer_with_iterations`` reports the iteration counts. docs/sdr.md gives the numbers.
 
+**Empirical Bayes** (``"eb"``, the default of uniform perturbation, SDR and A): per distinct QI
+predicate and sub-table, the inversion shrunk towards a parent SA distribution by the best
+linear predictor under a Dirichlet-multinomial model, its strength estimated from the
+predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`eb_fit`).
+
 **A'** (Fu, Wang, Wang & Wong 2014, §5, §7.2; SPEC §2.4):
 
 - SA-only counts: f'_s, the count of s in D' (the MLE, Theorem 3);
@@ -104,6 +109,35 @@ class UniformSetup:
             Y[:, self.member.ravel()] = index.sums(reps)
         self.Y = Y.reshape(len(reps), J, m)
         self.p, self.q = model.uniform_pq()
+        self.release = release
+        self.reps, self.index = reps, index
+        self._parent: np.ndarray | None = None
+        self._eb_prior: np.ndarray | None = None
+
+    @property
+    def parent(self) -> np.ndarray:
+        """(J, m): each group's (sub-table's) SA distribution over all its rows — the
+        maximum-likelihood counts of the group's published SA counts (:func:`uniform_mle`),
+        normalised; the prior mean of :func:`eb_shrink`."""
+        if self._parent is None:
+            self._parent = parent_distribution(self.release, self.model)
+        return self._parent
+
+    def predicate_counts(self, preds: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        """(len(preds), J, m): the published SA counts per group of the rows meeting each predicate
+        (over columns of this workload's index)."""
+        U, (J, m) = len(preds), self.member.shape
+        Y = np.zeros((U, J * m))
+        if U:
+            Y[:, self.member.ravel()] = self.index.sums(list(preds))
+        return Y.reshape(U, J, m)
+
+    def eb_priors(self) -> np.ndarray:
+        """(U·J, m): the parent distribution :func:`eb_fit` chose for every (predicate, group) row."""
+        if self._eb_prior is None:
+            eb_fit(self)
+        assert self._eb_prior is not None
+        return self._eb_prior
 
     @property
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +232,141 @@ def uniform_em(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, 
     return X, iters
 
 
+def parent_distribution(release, model) -> np.ndarray:
+    """(J, m): per group (sub-table) of ``model``, the SA distribution of all its published rows,
+    estimated by the exact maximum-likelihood counts (:func:`uniform_mle`) and normalised; 0
+    outside the group's domain. The groups hold thousands of rows, so this is precise."""
+    m = model.n_values
+    J = len(model.groups)
+    y = release.column_codes(model.attribute).astype(np.int64)
+    key = release.group_ids(model) * m + y
+    Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
+    p, q = model.uniform_pq()
+    X = uniform_mle(Y, p, q, model.membership())
+    return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
+
+
+def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
+              return_ll: bool = False) -> Any:
+    """Empirical-Bayes counts per row of published counts (many rows at once).
+
+    Model (Fay & Herriot 1979; the Dirichlet-multinomial of small-area estimation): a row holds
+    the published counts y of the n = Σy records meeting a QI predicate in one group, randomized
+    by T = q·J + p·I on the group's domain (m_r values). Their true counts x are a draw of
+    n records from a distribution θ that varies around the group's distribution π⁰ (``prior``,
+    estimated from all the group's rows): θ ~ Dirichlet(α·π⁰), so E[x] = n·π⁰ and
+    Var(x_k) = n·π⁰_k(1−π⁰_k)·ρ with ρ = (n+α)/(1+α) ∈ [1, n] (ρ = n: no pooling).
+
+    - the inversion x̃ = (y − n·q)/p is unbiased for x given the table, with channel variance
+      Var(x̃_k | x) = [x_k·a(1−a) + (n−x_k)·b(1−b)]/p² (a = p + q, b = q), whose average over
+      the prior is σ²_k = n[π⁰_k·a(1−a) + (1−π⁰_k)·b(1−b)]/p², and whose sum over k is exactly
+      n[a(1−a) + (m_r−1)·b(1−b)]/p² whatever x;
+    - ρ of the row, by the method of moments: E Σ_k (x̃_k − nπ⁰_k)² = Σ_k σ²_k + n(1 − Σπ⁰²)·ρ,
+      solved and cut to [1, n] — each row's own heterogeneity, from its own m_r components
+      (the estimate of one predicate does not depend on the other queries of a workload);
+    - the best linear predictor x̂_k = nπ⁰_k + w_k(x̃_k − nπ⁰_k), w_k = τ²_k/(τ²_k + σ²_k),
+      τ²_k = n·π⁰_k(1−π⁰_k)·ρ̂: heavy shrinkage where the channel noise swamps the signal
+      (small p, large n with rare values), none where it does not;
+    - projected onto {x ≥ 0, Σx = n} (:func:`norm_sub`).
+
+    ``return_ll``: also return each row's log marginal likelihood of x̃ under the fitted prior in
+    the normal approximation, −½ Σ_k [log(σ²_k + τ²_k) + (x̃_k − nπ⁰_k)²/(σ²_k + τ²_k)] (used to
+    choose between parents, :func:`eb_fit`).
+
+    Consistent (as n grows with the group fixed, w → 1 unless the row follows π⁰, where the
+    shrinkage is right); biased towards n·π⁰ for a predicate whose SA distribution departs
+    from its group's."""
+    Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
+    n = Y.sum(axis=1)
+    P0 = np.where(member, prior, 0.0)
+    pp, qq = p[:, None], q[:, None]
+    a, b = pp + qq, qq
+    xt = np.where(member, (Y - n[:, None] * qq) / pp, 0.0)
+    mu = n[:, None] * P0
+    sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2, 0.0)
+    dev = (np.where(member, xt - mu, 0.0) ** 2).sum(axis=1)
+    het = n * (1.0 - (P0**2).sum(axis=1))
+    rho = np.divide(dev - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+    rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
+    tau2 = n[:, None] * P0 * (1 - P0) * rho[:, None]
+    V = tau2 + sig2
+    w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+    X = norm_sub(mu + w * (xt - mu), member, n)
+    if not return_ll:
+        return X
+    live = member & (V > 0)
+    Vs = np.where(live, V, 1.0)
+    return X, -0.5 * np.where(live, np.log(Vs) + (xt - mu) ** 2 / Vs, 0.0).sum(axis=1)
+
+
+def eb_fit(S: "UniformSetup") -> np.ndarray:
+    """The empirical-Bayes counts (U, J, m) of every distinct predicate and group of ``S``, each
+    row shrunk (:func:`eb_shrink`) towards the parent that explains its published counts best.
+
+    Candidate parents of a row whose predicate constrains k ≥ 2 QI attributes: the group's
+    distribution π⁰ over all its rows; the SA distribution π_c of the rows meeting each of the
+    predicate's single-attribute conditions c (each itself estimated by :func:`eb_shrink`
+    towards π⁰ — thousands of rows, so precise); and their combination under conditional
+    independence of the attributes given the SA, ∝ Π_c π_c / (π⁰)^(k−1). A predicate on one
+    attribute has π⁰ only. The row takes the candidate with the largest normal marginal
+    likelihood of its inversion (``eb_shrink(..., return_ll=True)``): each candidate's
+    heterogeneity ρ is fitted first, so a parent that does not fit is not chosen (model choice
+    by marginal likelihood, empirical Bayes). Everything depends on the predicate's own
+    counts and its sub-predicates', never on the other queries of the workload. The chosen
+    parents are kept in ``S`` for the bootstrap."""
+    U, J, m = S.Y.shape
+    pi0 = S.parent
+    rows, grp = S.rows
+    p, q, member = S.p[grp], S.q[grp], S.member[grp]
+    # single-attribute conditions of the multi-attribute predicates
+    keys: dict[tuple[str, bytes], int] = {}
+    singles: list[dict] = []
+    cond: list[list[int]] = []
+    for mk in S.reps:
+        ids: list[int] = []
+        if len(mk) >= 2:
+            for c in sorted(mk):
+                k = (c, np.packbits(mk[c]).tobytes())
+                if k not in keys:
+                    keys[k] = len(singles)
+                    singles.append({c: mk[c]})
+                ids.append(keys[k])
+        cond.append(ids)
+    cands = [np.broadcast_to(pi0, (U, J, m))]
+    if singles:
+        Ys = S.predicate_counts(singles)
+        gs = np.tile(np.arange(J), len(singles))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)))
+        Xs = Xs.reshape(len(singles), J, m)
+        pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
+        kmax = max(len(c) for c in cond)
+        idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
+        for u, ids in enumerate(cond):
+            idx[u, : len(ids)] = ids
+        has = idx >= 0
+        nk = has.sum(axis=1)
+        logs = np.log(np.maximum(pis, 1e-300))  # (S, J, m)
+        lg = np.where(has[:, :, None, None], logs[np.maximum(idx, 0)], 0.0).sum(axis=1)
+        lg = lg - np.maximum(nk - 1, 0)[:, None, None] * np.log(np.maximum(pi0, 1e-300))[None]
+        lg = np.where(S.member[None], lg, -np.inf)
+        e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
+        prod = e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300)
+        cands.append(np.where((nk >= 2)[:, None, None], prod, pi0[None]))
+        for i in range(kmax):
+            cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
+    prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
+    best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True)
+    for cand in cands[1:]:
+        cr = np.ascontiguousarray(cand).reshape(U * J, m)
+        X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True)
+        better = ll > bll
+        best = np.where(better[:, None], X, best)
+        prior = np.where(better[:, None], cr, prior)
+        bll = np.where(better, ll, bll)
+    S._eb_prior = prior
+    return best.reshape(U, J, m)
+
+
 def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
     """Norm-Sub (Wang, Lopuhaä-Zwakenberg, Li, Škorić & Li 2020): x̂_i = max(x_i + δ, 0) on each
     row's domain with the one δ that makes Σ x̂ = total — the Euclidean projection onto
@@ -219,11 +388,15 @@ def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray
 
 
 def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray,
-              tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
-    """(x̂, iterations) per row of published counts for ``method`` ∈ {"mle", "em", "norm-sub"}."""
+              tol: float = EM_TOL, max_iter: int = MAX_ITER, prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(x̂, iterations) per row of published counts for ``method`` ∈ {"mle", "em", "norm-sub", "eb"}
+    (``prior``: per row, the group's distribution, for "eb")."""
     if method == "em":
         return uniform_em(rows, p, q, member, tol, max_iter)
     zero = np.zeros(len(rows), dtype=np.int64)
+    if method == "eb":
+        assert prior is not None
+        return eb_shrink(rows, p, q, member, prior), zero
     if method == "mle":
         return uniform_mle(rows, p, q, member), zero
     n = rows.sum(axis=1)
@@ -247,6 +420,8 @@ def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL
 
 def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
     rows, grp = S.rows
+    if method == "eb":
+        return eb_fit(S), np.zeros(len(rows), dtype=np.int64)
     X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter)
     return X.reshape(S.Y.shape), its
 
@@ -323,7 +498,10 @@ class _UniformChannelEstimator(Estimator):
         the fitted counts, the inversion's normal interval cut to [0, n_P] and widened to hold
         the estimate."""
         method = (f"closed form: se of the linear inversion at the {self.method} counts; interval = the "
-                  "inversion's normal interval cut to [0, n_P] and widened to hold the estimate")
+                  "inversion's normal interval cut to [0, n_P] and widened to hold the estimate"
+                  + ("; assumes records randomized independently given the table and a normal sum of "
+                     "Bernoulli terms; the interval does not use the empirical-Bayes prior, so it holds "
+                     "whatever the predicate's SA distribution" if self.method == "eb" else ""))
         if S is None:
             return Estimates.normal(np.zeros(0), np.zeros(0), method, level)
         X, _ = _fit(S, self.method, **self._opts())
@@ -438,7 +616,7 @@ class _BootstrapEstimator(_UniformChannelEstimator):
         Ystar = _simulate_uniform(Xr[live], S.p[grp[live]], S.q[grp[live]], S.member[grp[live]], B, rng)
         g = np.repeat(grp[live], B)
         Xs, _ = _fit_rows(self.method, Ystar.reshape(-1, rows.shape[1]).astype(np.float64), S.p[g], S.q[g], S.member[g],
-                          **opts)
+                          **opts, prior=np.repeat(S.eb_priors()[live], B, axis=0) if self.method == "eb" else None)
         full = np.zeros((len(rows), B, rows.shape[1]))
         full[live] = Xs.reshape(len(live), B, -1)
         U, J, m = S.Y.shape
@@ -481,6 +659,36 @@ class NormSub(_BootstrapEstimator):
     ``replicates > 0`` gives the parametric bootstrap standard error."""
 
     name = method = "norm-sub"
+    _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
+    _parameter_help = dict(_BootstrapEstimator._boot_help)
+
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear") -> None:
+        self._set_params(locals())
+
+
+class EmpiricalBayes(_BootstrapEstimator):
+    """Default for uniform perturbation, SDR and global randomization A: empirical-Bayes counts
+    per QI predicate and sub-table (:func:`eb_fit`, :func:`eb_shrink`) — the unbiased inversion
+    shrunk towards a parent SA distribution by the best linear predictor, with the strength of
+    the shrinkage estimated from the predicate's own published counts (method of moments,
+    Dirichlet-multinomial heterogeneity), then projected onto non-negative counts with the
+    known total n_P,j. The parent is the sub-table's distribution over all its rows or, for a
+    predicate on several attributes, the distribution of one of its single-attribute
+    conditions or their conditional-independence combination, whichever has the largest
+    marginal likelihood. Chosen on EDU and ADULT point queries, OCC held out (mean relative
+    error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
+    inversion 5.91; docs/sdr.md).
+
+    Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
+    unbiased inversion's standard error at the fitted counts, and the interval is the
+    inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
+    use the prior, so it holds given the table whatever the predicate's SA distribution is
+    (coverage at least the inversion's; assumptions: records randomized independently given
+    the table, the normal approximation of a sum of n_P,j Bernoulli terms). ``replicates > 0``:
+    parametric bootstrap ``se`` (the channel re-run from the fitted counts, every row's chosen
+    parent held fixed)."""
+
+    name = method = "eb"
     _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
     _parameter_help = dict(_BootstrapEstimator._boot_help)
 
@@ -929,7 +1137,7 @@ class FourStateClosed(DivertedEstimator):
         self._set_params(locals())
 
 
-__all__ = ["EM", "MLE", "NormSub", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
+__all__ = ["EM", "EmpiricalBayes", "MLE", "NormSub", "eb_fit", "eb_shrink", "parent_distribution", "UniformSetup", "consistent_estimates", "distinct_predicates", "norm_sub", "uniform_em", "uniform_mle",
            "CountVectors", "DivertedEstimator", "FourStateClosed", "FourStateIterative", "FullClosed", "FullIterative",
            "Inversion", "closed_form", "diverted_estimates", "full_closed", "full_iterative", "inversion_estimates",
            "iterative_bayes"]

@@ -78,7 +78,7 @@ class SDR(Mechanism):
 
     name = "sdr"
     family = "randomized"
-    default_estimator = "norm-sub"
+    default_estimator = "eb"
     claim_model = "(rho1, rho2)-privacy"
     paper = "Chaytor & Wang 2010"
     rho1: float

@@ -120,7 +120,7 @@ def uniform_plan(counts: np.ndarray, rho1: float | None, rho2: float | None, ret
 
 class _UniformBase(Mechanism):
     family = "randomized"
-    default_estimator = "norm-sub"
+    default_estimator = "eb"
 
     def plan(self, counts: np.ndarray, labels=None, attribute: str = "the sensitive attribute") -> UniformPlan:
         raise NotImplementedError
