@@ -221,8 +221,8 @@ show the value x:
 
     x̂ = Σ_j Σ_(x in S ∩ D_j)  (y_jx − n_j · q_j) / p_j
 
-(ppdp's `inversion` estimator: unbiased, can be negative; ppdp's default for SDR and uniform releases, `norm-sub`,
-clips and rescales these counts to be non-negative). The example counts records with {_md(P)} and {_md(S)}; replace both
+(ppdp's `inversion` estimator: unbiased, can be negative; ppdp's default for SDR and uniform releases, `eb`,
+shrinks these counts towards a parent distribution and projects them to be non-negative). The example counts records with {_md(P)} and {_md(S)}; replace both
 WHERE conditions (S appears twice: on the data and on the domain list).
 
 DuckDB (run in this directory):
