@@ -1,6 +1,7 @@
 """The streaming engine: chunked plan statistics, chunked apply, shuffled partitioned release;
 verify and queries stream too (SPEC §6)."""
 
+import json
 import shutil
 
 import numpy as np
@@ -8,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.claims import disclosure_of
 from ppdp.engines.stream import Allotment, answer_stream, publish_stream, split_counts, verify_stream
 
 N = 20_000
@@ -23,7 +25,7 @@ def source(tmp_path_factory):
 
 @pytest.mark.parametrize("mech", [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3),
                                   ppdp.Diverted(3), ppdp.GlobalRandomization(4)], ids=lambda m: m.name)
-def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech):
+def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech, same_manifest):
     table, path = source
     out = tmp_path / "rel"
     m = publish_stream(path, mech, out, seed=2, chunk_rows=3000, part_rows=6000)
@@ -33,10 +35,9 @@ def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech
     assert rep.ok, rep.problems
     rs = verify_stream(out, path, chunk_rows=3000)
     assert rs["ok"], rs["problems"]
+    assert "disclosure re-derived from the files" in rep.checks and "disclosure re-derived from the files" in rs["checks"]
     local = ppdp.publish(table, mech, seed=2)
-    drawn = {"swap_advantage", "max_posterior"} if mech.name == "diverted" else set()
-    cert, lcert = rel.manifest["certificate"], local.manifest["certificate"]
-    assert {k: v for k, v in cert.items() if k not in drawn} == {k: v for k, v in lcert.items() if k not in drawn}
+    same_manifest(rel.manifest, local.manifest, mech.name)  # claim, certificate, disclosure … field by field
     assert rel.custodian == {} and rel.manifest["fit_for_publication"] is False
 
 
@@ -51,8 +52,14 @@ def test_streamed_run_is_reproducible_and_unrandomized_parts_fail(source, tmp_pa
     shutil.rmtree(tmp_path / "a" / "data")
     (tmp_path / "a" / "data").mkdir()
     pq.write_table(table.to_arrow([*table.quasi, table.sa]), tmp_path / "a" / "data" / "part-00000.parquet")
+    rs = verify_stream(tmp_path / "a", path)  # the stated disclosure no longer matches the parts
+    assert not rs["ok"] and any("disclosure understates" in p for p in rs["problems"]), rs["problems"]
+    # a publisher who also restates the disclosure is caught by the source fit
+    m = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    m["disclosure"] = disclosure_of(ppdp.load_release(tmp_path / "a"))
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(m))
     rs = verify_stream(tmp_path / "a", path)
-    assert not rs["ok"] and any("does not fit" in p for p in rs["problems"])
+    assert not rs["ok"] and any("does not fit" in p for p in rs["problems"]), rs["problems"]
     assert not ppdp.verify(ppdp.load_release(tmp_path / "a"), table).ok
 
 

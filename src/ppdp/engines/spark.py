@@ -58,26 +58,20 @@ import pyarrow.compute as pc
 
 from ..claims import disclosure_of, state_disclosure
 from ..claims.diverted import DivertedClaim
-from ..claims.dp import DPClaim, budget_plan, expected_error
 from ..errors import PpdpError, SchemaError
-from ..kernels.grid import box_counts, cube_codes, declared_domains, linear_index, summed_area
-from ..kernels.noise import Budget
+from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
 from ..mechanisms.bucketization.apply import draw_plan_fakes, st_table
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
-from ..mechanisms.histogram.dpcube import CellHistogram, DPCube
-from ..mechanisms.histogram.kdtree import vopt_kdtree
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
-from ..releases.base import stamp_manifest
+from ..releases.base import recorded_bins, stamp_manifest
 from ..releases.bucketized import BucketizedRelease
-from ..releases.histogram import HistogramRelease
 from ..releases.partitioned import finish_partitioned
-from ..releases.randomized import RandomizedRelease
 from ..releases.storage import custodian_path, temp_path, write_custodian
 from ..table import Table
-from .stream import (Allotment, DatasetSchema, DivertedRows, dataset_schema, diverted_eligible, label_codes, row_plan,
-                     split_counts, table_order)
+from .stream import (Allotment, DatasetSchema, DivertedRows, counted_release, dataset_schema, diverted_eligible,
+                     label_codes, row_plan, split_counts, table_order)
 
 
 def _require_spark():
@@ -305,13 +299,21 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
                 .mapInArrow(unpack, T.StructType(ofields)))
     shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
     spark = sdf.sparkSession
+    # what the release discloses is a function of the published counts (per SDR sub-table):
+    # one aggregation of the written parts (counts reach the driver, never rows)
+    written = spark.read.parquet(str(tmp / "data"))
+    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
     pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
-    if isinstance(rp, DivertedRows):  # the claim states the published counts: one aggregation of the parts
-        written = spark.read.parquet(str(tmp / "data"))
-        for i, s in enumerate(sens):
-            pos = {lab: j for j, lab in enumerate(doms[s])}
-            for lab, k in written.groupBy(s).count().collect():
-                pub[i][pos[lab]] = k
+    group_counts: dict[str, np.ndarray] = {}
+    for i, s in enumerate(sens):
+        pos = {lab: j for j, lab in enumerate(doms[s])}
+        per = np.zeros((J, len(doms[s])), dtype=np.int64)
+        by = ["subtable", s] if rp.subtable else [s]
+        for r in written.groupBy(*by).count().collect():
+            per[int(r[0]) if rp.subtable else 0, pos[r[-2]]] += int(r[-1])
+        group_counts[s] = per
+        pub[i] = per.sum(axis=0)
+    if isinstance(rp, DivertedRows):  # the claim states the published counts
         claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
     else:
         claim = rp.claim
@@ -319,8 +321,8 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
                                 "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
     if persist:
         frame.unpersist()
-    return _finish(RandomizedRelease(manifest, {}), mechanism, seed, tmp, target, {"data": n_pub}, None, overwrite,
-                   {s: pub[i] for i, s in enumerate(sens)} if isinstance(rp, DivertedRows) else None)
+    return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
+                   tmp, target, {"data": n_pub}, None, overwrite)
 
 
 def _stable(frame, persist: bool):
@@ -373,12 +375,13 @@ def _unpack(words: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[n
     return out
 
 
-def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool, pub_counts=None,
+def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool,
             allow_full_disclosure: bool = False) -> dict:
-    if pub_counts is not None:
-        rel.published_counts = lambda a: pub_counts[a]  # type: ignore[method-assign]
-    if rel.family == "bucketized":  # the randomized family's disclosure needs the rows (not stated here)
-        state_disclosure(rel, allow_full_disclosure)
+    """Disclosure (re-derivable by verify), the shared manifest fields, bins, then the files."""
+    state_disclosure(rel, allow_full_disclosure)
+    bins = recorded_bins(rel.domains)
+    if bins:  # as ppdp.publish records them
+        rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite)
     if rel.custodian:
@@ -530,10 +533,19 @@ def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
 
 
 # ----------------------------------------------------------------------- histogram family
-def cube_counts(sdf, mechanism, schema: DatasetSchema):
-    """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins:
-    one ``groupBy(dims).count()`` (the driver receives at most one count per label
-    combination), then the local engine's cube functions on those combinations."""
+class CountedTable(Table):
+    """A Table holding one row per distinct label combination of the histogram's dimensions,
+    with ``row_weights`` the number of input rows of each: the only thing a histogram
+    mechanism reads (its dense cube, :func:`ppdp.kernels.grid.dense_counts` with weights).
+    At most one row per cube cell, whatever N."""
+
+    row_weights: np.ndarray | None = None
+
+
+def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
+    """The :class:`CountedTable` of a DataFrame over the mechanism's dimensions: one
+    ``groupBy(dims).count()`` on the executors (the driver receives at most one count per
+    label combination; labels outside a declared domain are refused by the mechanism)."""
     dims = list(mechanism.dims)
     missing = [d for d in dims if d not in sdf.columns]
     if missing:
@@ -545,47 +557,48 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
     rows = sdf.groupBy(*dims).count().collect()
     if not rows:
         raise PpdpError("the input table is empty")
-    combos = {d: [r[i] for r in rows] for i, d in enumerate(dims)}
-    weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
     codes, doms = {}, {}
-    for d in dims:
-        dom = list(schema.domains[d]) if d in schema.domains else table_order([str(v) for v in combos[d]], False)[0]
-        lab = pa.array([str(v) for v in combos[d]], pa.string()) if d not in schema.domains else None
-        codes[d] = label_codes(lab if lab is not None else pa.array([str(v) for v in combos[d]]), dom, d).astype(np.int32)
+    for i, d in enumerate(dims):
+        labels = pa.array([None if r[i] is None else str(r[i]) for r in rows], pa.string())
+        if labels.null_count:
+            raise SchemaError(f"column {d!r} has missing values; recode them first")
+        dom = list(schema.domains[d]) if d in schema.domains else table_order(labels.to_pylist(), False)[0]
+        codes[d] = label_codes(labels, dom, d).astype(np.int32)
         doms[d] = dom
-    combos_table = Table(codes, doms, numeric={d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d]))
-                                               for d in dims})
-    spec, cc = cube_codes(combos_table, dims, mechanism.bins, declared)
-    if not spec.dense:
-        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
-    x = np.bincount(linear_index(cc, spec.shape), weights=weights, minlength=spec.n_cells)
-    return spec, np.rint(x).astype(np.int64).reshape(spec.shape)
+    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
+    t = CountedTable(codes, doms, numeric=numeric)
+    t.row_weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
+    return t
+
+
+def cube_counts(sdf, mechanism, schema: DatasetSchema):
+    """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins."""
+    table = combination_table(sdf, mechanism, schema)
+    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    spec, cc = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
+    return spec, dense_counts(cc, spec.shape, table.row_weights)
 
 
 def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False) -> dict:
-    """CellHistogram or DPCube on Spark: the cube from Spark counts, then the local engine's ε
-    plan and noise (a seeded run equals ``ppdp.publish`` on the same data). Returns the manifest."""
+    """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
+    dpcube-paper) on Spark: the executors aggregate the label combinations' counts
+    (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
+    noise and inference, with the generator ``ppdp.publish`` uses — so a seeded Spark release
+    equals the local engine's, and driver memory is the cube's, not N's. Returns the manifest."""
     _require_spark()
-    if type(mechanism) not in (CellHistogram, DPCube):  # subclasses (e.g. dpcube-paper) are not wired up
-        raise PpdpError(f"the Spark histogram engine publishes cells and dpcube; got {getattr(mechanism, 'name', mechanism)!r}")
-    spec, x = cube_counts(sdf, mechanism, schema)
-    rng = publication_rng(seed)
-    plan = budget_plan(mechanism.name, mechanism.get_params(), spec.shape)
-    budget = Budget(plan.epsilon)
-    if isinstance(mechanism, CellHistogram):
-        (every_cell,) = plan.cells
-        y = budget.measure(rng, x, every_cell)
-        err = expected_error(mechanism.name, mechanism.get_params(), spec.shape)
-        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y, extra={"expected_error": err})
-    else:
-        (phase1,), (phase2,) = plan.cells, plan.partitions
-        y1 = budget.measure(rng, x, phase1)
-        rule = mechanism.split_rule()
-        lo, hi = vopt_kdtree(y1, **rule)
-        y2 = budget.measure(rng, box_counts(summed_area(x), lo, hi), phase2)
-        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y1, partitions=(lo, hi, y2),
-                                     extra={"split_rule": rule})
+    if getattr(mechanism, "family", None) != "histogram":
+        raise PpdpError(f"publish_histogram needs a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
+    table = combination_table(sdf, mechanism, schema)
+    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
+    if not spec.dense:
+        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
+    rel = mechanism._publish(table, publication_rng(seed))  # the mechanism's own steps, as ppdp.publish runs them
     rel.manifest["engine"] = "spark"
+    state_disclosure(rel)
+    bins = recorded_bins(rel.domains)
+    if bins:
+        rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     rel.save(out, overwrite=overwrite)
     return rel.manifest

@@ -214,7 +214,7 @@ class CellHistogram(HistogramMechanism):
         budget = Budget(plan.epsilon)
         (every_cell,) = plan.cells
         if spec.dense:
-            y = budget.measure(rng, dense_counts(codes, spec.shape), every_cell)
+            y = budget.measure(rng, dense_counts(codes, spec.shape, getattr(table, "row_weights", None)), every_cell)
             err = expected_error(self.name, self.get_params(), spec.shape)
             return self._release(table, spec, plan, budget, cells=y, extra={"expected_error": err})
         idx, cnt = sparse_counts(codes, spec.shape)
