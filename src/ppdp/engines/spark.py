@@ -61,7 +61,7 @@ from ..claims.diverted import DivertedClaim
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..mechanisms.bucketization.apply import draw_plan_fakes, st_table
+from ..mechanisms.bucketization.apply import draw_plan_fakes_typed, st_table_typed
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
@@ -237,7 +237,9 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     rng = publication_rng(seed)
     streams = PartitionStreams(seed, rng)
     frame = _stable(sdf.select(*cols), persist)
+    clock = _Clock()
     sizes, parts = _sa_partition_counts(frame, schema, None, streams)            # statistics: counts only
+    clock.lap("statistics")
     n = int(sizes.sum())
     if n == 0:
         raise PpdpError("the input table is empty")
@@ -297,7 +299,9 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     ofields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
     shuffled = (applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
                 .mapInArrow(unpack, T.StructType(ofields)))
+    clock.lap("plan")
     shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
+    clock.lap("apply, shuffle and write")
     spark = sdf.sparkSession
     # what the release discloses is a function of the published counts (per SDR sub-table):
     # one aggregation of the written parts (counts reach the driver, never rows)
@@ -319,10 +323,29 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         claim = rp.claim
     manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
                                 "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
+    clock.lap("published counts")
     if persist:
         frame.unpersist()
     return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
                    tmp, target, {"data": n_pub}, None, overwrite)
+
+
+#: wall seconds of the phases of the last publication in this process (for benchmarks)
+LAST_PHASES: dict[str, float] = {}
+
+
+class _Clock:
+    def __init__(self):
+        import time
+
+        self.time = time.perf_counter
+        self.t = self.time()
+        LAST_PHASES.clear()
+
+    def lap(self, phase: str) -> None:
+        t = self.time()
+        LAST_PHASES[phase] = LAST_PHASES.get(phase, 0.0) + t - self.t
+        self.t = t
 
 
 def _stable(frame, persist: bool):
@@ -422,12 +445,25 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
         raise SchemaError(f"the plan's SA labels differ from the domain of {sa!r}")
     rng = rng if rng is not None else publication_rng(seed)
     streams = PartitionStreams(seed, rng)
-    counts = np.asarray(plan.counts, dtype=np.int64)
-    n_buckets, m = counts.shape
-    perm = rng.permutation(n_buckets).astype(np.int64)
-    relabelled = np.empty_like(counts)
-    relabelled[perm] = counts
-    cum = np.cumsum(counts, axis=0)  # row j = records of value i in buckets ≤ j
+    # the typed plan (bucket types × multiplicity; never the n_buckets × m matrix): the rows of
+    # value i, in rank order, fill the (value, type) segments in planner order, as the local
+    # engine's assign_typed does; a segment covers mult_k·types[k, i] consecutive positions
+    types = np.asarray(plan.types, dtype=np.int64)
+    mult = np.asarray(plan.multiplicity, dtype=np.int64)
+    K, m = types.shape
+    n_buckets = int(mult.sum())
+    first_bucket = np.cumsum(mult) - mult
+    seg_len = (types * mult[:, None]).T.ravel()          # value-major
+    seg_start = np.cumsum(seg_len) - seg_len
+    live = np.flatnonzero(seg_len)
+    s_start, s_type, s_value = seg_start[live], live % K, live // K
+    s_per, s_first = types[s_type, s_value], first_bucket[s_type]
+    value_start = seg_start[np.arange(m) * K]            # position of value i's rank 0
+    value_count = (types * mult[:, None]).sum(axis=0)
+    perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
+    type_of = np.empty(n_buckets, dtype=np.int64)
+    type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
+    perm_b = sdf.sparkSession.sparkContext.broadcast(perm)  # O(n_buckets): shipped once per executor
     doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
     n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
 
@@ -447,16 +483,15 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
         for b in batches:
             x = b.column(sa).to_numpy(zero_copy_only=False).astype(np.int64)
             rank = b.column("_rank").to_numpy(zero_copy_only=False).astype(np.int64)
-            pos = np.empty(len(x), dtype=np.int64)
-            for v in np.unique(x).tolist():
-                rows = x == v
-                pos[rows] = np.searchsorted(cum[:, v], rank[rows], side="right")
-            if len(pos) and pos.max() >= n_buckets:
+            if len(x) and (rank >= value_count[x]).any():
                 raise PpdpError("the data hold more records of a value than the plan places (plan and data disagree)")
+            p = value_start[x] + rank
+            seg = np.searchsorted(s_start, p, side="right") - 1
+            bid = perm_b.value[s_first[seg] + (p - s_start[seg]) // s_per[seg]]
             k = len(x)
             words = _pack([b.column(c).to_numpy(zero_copy_only=False) for c in quasi], qsizes, qgroups)
             arrays = [pa.array(w) for w in words]
-            arrays += [pa.array(perm[pos]), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
+            arrays += [pa.array(bid), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
             yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
 
     def unpack(batches):  # after the shuffle: packed QI codes → published labels
@@ -476,10 +511,11 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
     target = Path(out)
     tmp = temp_path(target)
     qit.write.option("compression", "zstd").parquet(str(tmp / "qit"))
-    fake = draw_plan_fakes(plan, relabelled, rng, None)
-    st, custodian = st_table(relabelled, fake, rng, sa, plan.labels)
+    perm_b.unpersist()
+    fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
+    st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
     numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in [*quasi, sa]}
-    rel = _plan_release(plan, relabelled, st, quasi, doms, numeric, custodian)
+    rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian)
     if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
         m = finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
         return m
@@ -503,13 +539,13 @@ class PlanQITRelease(BucketizedRelease):
                 "sizes": self.plan_sizes, "m": len(self.domains[self.sa]), "ids": ids, "key": None}
 
 
-def _plan_release(plan: BucketizationPlan, relabelled: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian):
+def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian):
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
-    sizes = np.asarray(relabelled).sum(axis=1)
+    sizes = np.asarray(sizes, dtype=np.int64)  # of the published buckets, in published order
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 "engine": "spark", "certificate": plan.certificate(sizes)}
     rel = PlanQITRelease(manifest, {"st": st}, custodian)
@@ -527,9 +563,13 @@ def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
     rng = publication_rng(seed)
+    clock = _Clock()
     plan = mechanism.plan(sa_counts(sdf, schema.sensitive[0], schema.domains[schema.sensitive[0]]))
-    return apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
-                            allow_full_disclosure=allow_full_disclosure)
+    clock.lap("statistics and plan")
+    m = apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
+                         allow_full_disclosure=allow_full_disclosure)
+    clock.lap("apply, shuffle and write")
+    return m
 
 
 # ----------------------------------------------------------------------- histogram family
@@ -588,7 +628,9 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     _require_spark()
     if getattr(mechanism, "family", None) != "histogram":
         raise PpdpError(f"publish_histogram needs a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
+    clock = _Clock()
     table = combination_table(sdf, mechanism, schema)
+    clock.lap("statistics")
     declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
     spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
     if not spec.dense:
@@ -601,6 +643,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
         rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     rel.save(out, overwrite=overwrite)
+    clock.lap("plan, noise and write")
     return rel.manifest
 
 

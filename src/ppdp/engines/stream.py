@@ -509,10 +509,12 @@ class CountedRelease(RandomizedRelease):
     (:func:`ppdp.claims.rho.transition_disclosure`)."""
 
     streamed_counts: dict[str, np.ndarray] = {}
-    streamed_group_counts: dict[str, np.ndarray] = {}
+    streamed_group_counts: dict[str, np.ndarray] | None = None
 
     def published_counts(self, attribute: str) -> np.ndarray:
-        return self.streamed_counts[attribute]
+        if attribute in self.streamed_counts:
+            return self.streamed_counts[attribute]
+        return super().published_counts(attribute)
 
 
 def counted_release(manifest: dict, counts: Mapping[str, np.ndarray], group_counts: Mapping[str, np.ndarray],
@@ -670,5 +672,55 @@ def answer_stream(release_dir, sa_values: Sequence[str], chunk_rows: int = 2_000
     return np.array([est[pos[v]] for v in sa_values], dtype=float)
 
 
-__all__ = ["Allotment", "CountedRelease", "DatasetSchema", "counted_release", "RowPlan", "answer_stream", "dataset_schema", "label_codes", "publish_stream",
+#: estimators linear in the published rows: a sum of per-batch answers is the whole release's answer
+LINEAR_ESTIMATORS = {"diverted": ("full-closed",), "other": ("inversion",)}
+
+
+def answer_where_stream(release_dir, workload, estimator: str | None = None, chunk_rows: int = 2_000_000) -> np.ndarray:
+    """Answer WHERE count queries (strings as ``ppdp query`` takes them, or Query objects; on
+    quasi-identifiers and the sensitive attribute) on a partitioned randomized release,
+    streamed batch by batch in bounded memory.
+
+    The estimator must be linear in the published rows — ``inversion`` (uniform, global,
+    SDR; the default) or ``full-closed`` (A'; the default there, its transition built from
+    the whole release's published counts, streamed first) — so the sum of the batches'
+    answers is exactly the in-memory ``load_release(dir).answer(workload, estimator)``.
+    Non-linear estimators (``norm-sub``, ``mle``, ``em``, iterative A') need the whole
+    release: load it with ``ppdp.load_release``."""
+    from ..queries.workload import as_workload
+    from ..releases.partitioned import encode_labels
+    from ..releases.storage import read_json
+
+    d = Path(release_dir)
+    manifest = read_json(d / "manifest.json", "manifest")
+    if manifest.get("family") != "randomized":
+        raise PpdpError(f"streamed WHERE queries read randomized releases; this one is {manifest.get('family')!r} "
+                        "(load it with ppdp.load_release)")
+    diverted = manifest.get("certificate", {}).get("model") == DivertedClaim.model
+    allowed = LINEAR_ESTIMATORS["diverted" if diverted else "other"]
+    estimator = estimator or allowed[0]
+    if estimator not in allowed:
+        raise PpdpError(f"streamed queries need an estimator linear in the rows ({', '.join(allowed)} for this release); "
+                        f"got {estimator!r} — load the release with ppdp.load_release for the others")
+    sch = manifest["schema"]
+    doms = sch["domains"]
+    sens = list(sch["sensitive"])
+    counts: dict[str, np.ndarray] = {}
+    if diverted:  # the receiver's transition is built from the release's published counts: one pass first
+        counts = {s: np.zeros(len(doms[s]), dtype=np.int64) for s in sens}
+        for b in iter_partitioned(d / "data", columns=sens, batch_rows=chunk_rows):
+            for s in sens:
+                counts[s] += np.bincount(label_codes(b.column(s), doms[s], s), minlength=len(doms[s]))
+    queries = list(as_workload(workload))
+    total = np.zeros(len(queries), dtype=np.float64)
+    for b in iter_partitioned(d / "data", batch_rows=chunk_rows):
+        t = pa.table({c: (encode_labels(b.column(c), doms[c], c) if c in doms else b.column(c)) for c in b.schema.names})
+        rel = CountedRelease(manifest, {"data": t})
+        rel.streamed_counts = counts
+        total += rel.answer(queries, estimator=estimator)
+    return total
+
+
+__all__ = ["Allotment", "CountedRelease", "DatasetSchema", "LINEAR_ESTIMATORS", "counted_release", "RowPlan", "answer_stream",
+           "answer_where_stream", "dataset_schema", "label_codes", "publish_stream",
            "row_plan", "split_counts", "table_order", "verify_stream"]
