@@ -226,9 +226,21 @@ def _keep_mask(drop_pos, seen: int, k: int) -> np.ndarray | None:
 
 # -------------------------------------------------------------------- randomized family
 def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True) -> dict:
+                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True,
+                       part_rows: int = 4_000_000) -> dict:
     """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
-    partitioned release ``out`` (parts written by the executors). Returns the manifest."""
+    partitioned release ``out``. Returns the manifest.
+
+    Three steps, no row reaching the driver: (1) the SA counts of every input partition, one
+    aggregation in the JVM (``groupBy(spark_partition_id(), SA).count()``); (2) the executors
+    apply the plan batch by batch (``mapInArrow``) and emit each row as packed integer codes
+    with a random output partition and a random sort key; (3) after the shuffle (a few longs
+    per row, no label strings), each output partition is ordered by its keys in NumPy (a
+    uniformly random order), turned into dictionary-encoded columns and written by the
+    executor as ``part-NNNNN.parquet`` with pyarrow; it returns its published counts per
+    (transition group, value), from which the driver states the disclosure. The release
+    directory must therefore be on a filesystem the driver and the executors share (local
+    mode: any directory)."""
     _require_spark()
     from pyspark.sql import types as T
 
@@ -238,7 +250,7 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     streams = PartitionStreams(seed, rng)
     frame = _stable(sdf.select(*cols), persist)
     clock = _Clock()
-    sizes, parts = _sa_partition_counts(frame, schema, None, streams)            # statistics: counts only
+    sizes, parts = _sa_partition_counts_jvm(frame, schema)                     # statistics: counts only
     clock.lap("statistics")
     n = int(sizes.sum())
     if n == 0:
@@ -255,10 +267,15 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     rp = row_plan(mechanism, counts, schema)                                    # the public plan
     shares = [None if s is None else split_counts(s, pp, rng) for s, pp in zip(rp.slots, parts)]
     n_pub = n - n_drop
-    n_out = out_partitions or max(2, len(sizes))
+    n_out = out_partitions or max(2, -(-n_pub // part_rows))
     doms = {c: list(schema.domains[c]) for c in cols}
     out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
     kernel = rp.kernel()
+    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
+    # the shuffle moves packed integer codes (a few longs per row), not label strings
+    wsizes = [J if c == "subtable" else len(doms[c]) for c in out_cols]
+    groups = _pack_groups(wsizes)
+    wnames = [f"_w{i}" for i in range(len(groups))]
 
     def apply(batches):                                                         # executors
         p = _partition_id()
@@ -275,48 +292,65 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
             types = [None if a is None else a.take(x, prng) for a, x in zip(allots, xs)]
             codes.update(kernel.apply(xs, types, prng))
             k = len(xs[0])
-            words = _pack([codes[c] for c in out_cols], sizes, groups)
+            words = _pack([codes[c] for c in out_cols], wsizes, groups)
             arrays = [pa.array(w) for w in words]
             arrays += [pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
             yield pa.RecordBatch.from_arrays(arrays, [*wnames, "_part", "_key"])
 
-    def unpack(batches):  # after the shuffle: packed codes → published labels
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in cols}
-        for b in batches:
-            got = _unpack([b.column(w).to_numpy() for w in wnames], sizes, groups)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(v.astype(np.int32)) if c == "subtable" else pc.take(dom_arrays[c], pa.array(v))
-                 for c, v in zip(out_cols, got)], out_cols)
-
-    # the shuffle moves packed integer codes (a few longs per row), not label strings
-    sizes = [len(rp.slots[0]) if c == "subtable" and rp.slots[0] is not None else len(doms[c]) for c in out_cols]
-    groups = _pack_groups(sizes)
-    wnames = [f"_w{i}" for i in range(len(groups))]
-    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
-    applied = frame.mapInArrow(apply, T.StructType(fields))
     target = Path(out)
     tmp = temp_path(target)
-    ofields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
-    shuffled = (applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
-                .mapInArrow(unpack, T.StructType(ofields)))
+    data_dir = tmp / "data"
+    data_dir.mkdir(parents=True)
+    sens_idx = {s: out_cols.index(s) for s in sens}
+    sub_idx = out_cols.index("subtable") if rp.subtable else None
+
+    def write_part(batches):  # after the shuffle: one output partition → one part file
+        import pyarrow.parquet as pq
+
+        pid = _partition_id()
+        chunks: list[list[np.ndarray]] = [[] for _ in range(len(wnames) + 1)]
+        for b in batches:
+            for i, w in enumerate([*wnames, "_key"]):
+                chunks[i].append(b.column(w).to_numpy(zero_copy_only=False))
+        stats = []
+        if chunks[0] and sum(len(c) for c in chunks[0]):
+            cols_ = [np.concatenate(c) for c in chunks]
+            del chunks
+            order = np.argsort(cols_[-1], kind="stable")                         # random keys: a uniformly random order
+            got = _unpack([c[order] for c in cols_[:-1]], wsizes, groups)
+            del cols_, order
+            arrays = [pa.array(v.astype(np.int32)) if c == "subtable" else
+                      pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
+                      for c, v in zip(out_cols, got)]
+            part = data_dir / f"part-{pid:05d}.parquet"
+            partial = data_dir / f".part-{pid:05d}-{os.getpid()}.tmp"
+            pq.write_table(pa.Table.from_arrays(arrays, names=out_cols), partial, compression="zstd")
+            os.replace(partial, part)                                            # a retried task replaces its part
+            sub = got[sub_idx] if sub_idx is not None else None
+            for i, s in enumerate(sens):
+                m_s = len(doms[s])
+                key = got[sens_idx[s]] if sub is None else sub * m_s + got[sens_idx[s]]
+                c = np.bincount(key, minlength=J * m_s)
+                nz = np.flatnonzero(c)
+                stats.append(np.stack([np.full(len(nz), i), nz // m_s, nz % m_s, c[nz]], axis=1))
+        arr = np.concatenate(stats) if stats else np.zeros((0, 4), dtype=np.int64)
+        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j].astype(np.int64)) for j in range(4)], ["sa", "g", "v", "n"])
+
+    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
+    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("sa", "g", "v", "n")])
     clock.lap("plan")
-    shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
+    stats = (frame.mapInArrow(apply, T.StructType(fields)).repartition(n_out, "_part")
+             .mapInArrow(write_part, sfields).collect())
     clock.lap("apply, shuffle and write")
-    spark = sdf.sparkSession
-    # what the release discloses is a function of the published counts (per SDR sub-table):
-    # one aggregation of the written parts (counts reach the driver, never rows)
-    written = spark.read.parquet(str(tmp / "data"))
-    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
+    # what the release discloses is a function of the published counts (per SDR sub-table)
     pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
-    group_counts: dict[str, np.ndarray] = {}
+    group_counts = {s: np.zeros((J, len(doms[s])), dtype=np.int64) for s in sens}
+    for i, g, v, k in stats:
+        group_counts[sens[i]][g, v] += k
     for i, s in enumerate(sens):
-        pos = {lab: j for j, lab in enumerate(doms[s])}
-        per = np.zeros((J, len(doms[s])), dtype=np.int64)
-        by = ["subtable", s] if rp.subtable else [s]
-        for r in written.groupBy(*by).count().collect():
-            per[int(r[0]) if rp.subtable else 0, pos[r[-2]]] += int(r[-1])
-        group_counts[s] = per
-        pub[i] = per.sum(axis=0)
+        pub[i] = group_counts[s].sum(axis=0)
+    if int(sum(p.sum() for p in pub)) != n_pub * len(sens):
+        raise PpdpError(f"the executors wrote {int(pub[0].sum()):,} rows, the plan publishes {n_pub:,}")
     if isinstance(rp, DivertedRows):  # the claim states the published counts
         claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
     else:
@@ -328,6 +362,35 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         frame.unpersist()
     return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
                    tmp, target, {"data": n_pub}, None, overwrite)
+
+
+def _sa_partition_counts_jvm(frame, schema: DatasetSchema):
+    """(rows per input partition, per SA the P × |SA| counts) by one aggregation in the JVM
+    (no Python worker): ``groupBy(spark_partition_id(), *SA).count()``."""
+    from pyspark.sql import functions as F
+
+    sens = list(schema.sensitive)
+    P = frame.rdd.getNumPartitions()
+    pos = {s: {lab: j for j, lab in enumerate(schema.domains[s])} for s in sens}
+    parts = [np.zeros((P, len(schema.domains[s])), dtype=np.int64) for s in sens]
+    sizes = np.zeros(P, dtype=np.int64)
+    for r in frame.groupBy(F.spark_partition_id().alias("_p"), *sens).count().collect():
+        p, k = int(r[0]), int(r[-1])
+        sizes[p] += k
+        for i, s in enumerate(sens):
+            lab = r[1 + i]
+            j = None if lab is None else pos[s].get(_spark_label(lab))
+            if j is None:
+                raise SchemaError(f"column {s!r} holds values outside its domain, e.g. {lab!r}")
+            parts[i][p, j] += k
+    return sizes, parts
+
+
+def _spark_label(v) -> str:
+    """A Spark value as ``label_codes`` reads it (numbers as Table writes them)."""
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)
+    return str(v)
 
 
 #: wall seconds of the phases of the last publication in this process (for benchmarks)
