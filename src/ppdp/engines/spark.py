@@ -54,7 +54,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..claims import disclosure_of, state_disclosure
 from ..claims.diverted import DivertedClaim
@@ -305,8 +304,6 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     sub_idx = out_cols.index("subtable") if rp.subtable else None
 
     def write_part(batches):  # after the shuffle: one output partition → one part file
-        import pyarrow.parquet as pq
-
         pid = _partition_id()
         chunks: list[list[np.ndarray]] = [[] for _ in range(len(wnames) + 1)]
         for b in batches:
@@ -322,10 +319,7 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
             arrays = [pa.array(v.astype(np.int32)) if c == "subtable" else
                       pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
                       for c, v in zip(out_cols, got)]
-            part = data_dir / f"part-{pid:05d}.parquet"
-            partial = data_dir / f".part-{pid:05d}-{os.getpid()}.tmp"
-            pq.write_table(pa.Table.from_arrays(arrays, names=out_cols), partial, compression="zstd")
-            os.replace(partial, part)                                            # a retried task replaces its part
+            _write_part(data_dir, pid, pa.Table.from_arrays(arrays, names=out_cols))
             sub = got[sub_idx] if sub_idx is not None else None
             for i, s in enumerate(sens):
                 m_s = len(doms[s])
@@ -362,6 +356,17 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         frame.unpersist()
     return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
                    tmp, target, {"data": n_pub}, None, overwrite)
+
+
+def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
+    """Write one part file from an executor: a temporary name, then an atomic rename (a
+    retried task replaces its part; a failed attempt leaves no ``part-*`` file)."""
+    import pyarrow.parquet as pq
+
+    part = directory / f"part-{pid:05d}.parquet"
+    partial = directory / f".part-{pid:05d}-{os.getpid()}.tmp"
+    pq.write_table(table, partial, compression="zstd")
+    os.replace(partial, part)
 
 
 def _sa_partition_counts_jvm(frame, schema: DatasetSchema):
@@ -530,14 +535,20 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
     doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
     n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
 
-    def keyed(batches):  # a random 64-bit order key per row, from the partition's stream
+    qsizes = [len(doms[c]) for c in quasi]
+    qgroups = _pack_groups(qsizes)
+    qnames = [f"_w{i}" for i in range(len(qgroups))]
+
+    def keyed(batches):  # packed QI codes, the SA code and a random 64-bit order key per row
         prng = streams.get(3, _partition_id())
         for b in batches:
-            codes = [pa.array(label_codes(b.column(c), doms[c], c).astype(np.int32)) for c in [*quasi, sa]]
-            yield pa.RecordBatch.from_arrays([*codes, pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))],
-                                             [*quasi, sa, "_key"])
+            words = _pack([label_codes(b.column(c), doms[c], c) for c in quasi], qsizes, qgroups)
+            yield pa.RecordBatch.from_arrays(
+                [*(pa.array(w) for w in words), pa.array(label_codes(b.column(sa), doms[sa], sa).astype(np.int32)),
+                 pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))], [*qnames, sa, "_key"])
 
-    kfields = [T.StructField(c, T.IntegerType(), False) for c in [*quasi, sa]] + [T.StructField("_key", T.LongType(), False)]
+    kfields = ([T.StructField(w, T.LongType(), False) for w in qnames] + [T.StructField(sa, T.IntegerType(), False)]
+               + [T.StructField("_key", T.LongType(), False)])
     ranked = (sdf.select(*quasi, sa).mapInArrow(keyed, T.StructType(kfields))
               .withColumn("_rank", F.row_number().over(Window.partitionBy(sa).orderBy("_key")) - 1))
 
@@ -552,28 +563,40 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
             seg = np.searchsorted(s_start, p, side="right") - 1
             bid = perm_b.value[s_first[seg] + (p - s_start[seg]) // s_per[seg]]
             k = len(x)
-            words = _pack([b.column(c).to_numpy(zero_copy_only=False) for c in quasi], qsizes, qgroups)
-            arrays = [pa.array(w) for w in words]
+            arrays = [b.column(w) for w in qnames]
             arrays += [pa.array(bid), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
             yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
 
-    def unpack(batches):  # after the shuffle: packed QI codes → published labels
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in quasi}
-        for b in batches:
-            got = _unpack([b.column(w).to_numpy() for w in qnames], qsizes, qgroups)
-            yield pa.RecordBatch.from_arrays([*(pc.take(dom_arrays[c], pa.array(v)) for c, v in zip(quasi, got)),
-                                              b.column("bid")], [*quasi, "bid"])
-
-    qsizes = [len(doms[c]) for c in quasi]
-    qgroups = _pack_groups(qsizes)
-    qnames = [f"_w{i}" for i in range(len(qgroups))]
-    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
-    final = [T.StructField(c, T.StringType(), False) for c in quasi] + [T.StructField("bid", T.LongType(), False)]
-    qit = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
-           .sortWithinPartitions("bid", "_key").drop("_part", "_key").mapInArrow(unpack, T.StructType(final)))
     target = Path(out)
     tmp = temp_path(target)
-    qit.write.option("compression", "zstd").parquet(str(tmp / "qit"))
+    qit_dir = tmp / "qit"
+    qit_dir.mkdir(parents=True)
+
+    def write_part(batches):  # after the shuffle: rows grouped by bucket id, random order inside → one part
+        pid = _partition_id()
+        names = [*qnames, "bid", "_key"]
+        chunks: dict[str, list[np.ndarray]] = {w: [] for w in names}
+        for b in batches:
+            for w in names:
+                chunks[w].append(b.column(w).to_numpy(zero_copy_only=False))
+        k = sum(len(c) for c in chunks["bid"])
+        if k:
+            cols_ = {w: np.concatenate(c) for w, c in chunks.items()}
+            del chunks
+            order = np.lexsort((cols_["_key"], cols_["bid"]))
+            got = _unpack([cols_[w][order] for w in qnames], qsizes, qgroups)
+            arrays = [pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
+                      for c, v in zip(quasi, got)] + [pa.array(cols_["bid"][order], pa.int64())]
+            del cols_, order, got
+            _write_part(qit_dir, pid, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
+        yield pa.RecordBatch.from_arrays([pa.array([pid], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
+
+    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
+    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
+    written = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
+               .mapInArrow(write_part, sfields).collect())
+    if sum(int(r[1]) for r in written) != plan.n_records:
+        raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
     perm_b.unpersist()
     fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
     st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
