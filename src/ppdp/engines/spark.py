@@ -601,7 +601,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
     fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
     st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
     numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in [*quasi, sa]}
-    rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian)
+    # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
+    rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian, disclose=mechanism is None)
     if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
         m = finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
         return m
@@ -625,7 +626,8 @@ class PlanQITRelease(BucketizedRelease):
                 "sizes": self.plan_sizes, "m": len(self.domains[self.sa]), "ids": ids, "key": None}
 
 
-def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian):
+def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian,
+                  disclose: bool = True):
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
@@ -636,7 +638,8 @@ def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quas
                 "engine": "spark", "certificate": plan.certificate(sizes)}
     rel = PlanQITRelease(manifest, {"st": st}, custodian)
     rel.plan_sizes = sizes
-    rel.manifest["disclosure"] = disclosure_of(rel)
+    if disclose:
+        rel.manifest["disclosure"] = disclosure_of(rel)
     return rel
 
 
