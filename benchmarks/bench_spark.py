@@ -33,14 +33,19 @@ from pathlib import Path
 from _common import provenance, write_result
 
 DATA = Path(os.environ.get("PPDP_BENCH_DATA", Path(__file__).resolve().parent / "data"))  # large generated tables (git-ignored)
+DIMS = "dims=['age', 'sex', 'education'], domains='occ'"
 MECHS = {
-    "uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)",
-    "sdr": "ppdp.SDR(rho1=0.05, rho2=0.3)",
-    "diverted": "ppdp.Diverted(3)",
     "fprivacy": "ppdp.FPrivacy(theta=8, fake_values=1)",
     "anatomy": "ppdp.Anatomy(3)",
-    "cells": "ppdp.CellHistogram(epsilon=1.0, dims=['age', 'sex', 'education'], domains='occ')",
-    "dpcube": "ppdp.DPCube(epsilon=1.0, dims=['age', 'sex', 'education'], domains='occ')",
+    "uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)",
+    "sdr": "ppdp.SDR(rho1=0.05, rho2=0.3)",
+    "global": "ppdp.GlobalRandomization(4)",
+    "diverted": "ppdp.Diverted(3)",
+    "cells": f"ppdp.CellHistogram(epsilon=1.0, {DIMS})",
+    "dpcube": f"ppdp.DPCube(epsilon=1.0, {DIMS})",
+    "kdtree": f"ppdp.HierarchicalKDTree(epsilon=1.0, {DIMS})",
+    "consistency": f"ppdp.ConsistentHierarchy(epsilon=1.0, {DIMS})",
+    "dp": f"ppdp.DefaultHistogram(epsilon=1.0, {DIMS})",
 }
 
 LOCAL = r"""
@@ -53,12 +58,40 @@ local = ppdp.publish(table, mech, seed=seed)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 rel = ppdp.load_release(rel_dir)
 t0 = time.perf_counter(); rep = ppdp.verify(rel, table); t_verify = time.perf_counter() - t0
-a, b = rel.manifest["certificate"], local.manifest["certificate"]
-diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+def flat(m, pre=""):
+    out = {}
+    for k, v in m.items():
+        out.update(flat(v, pre + k + ".") if isinstance(v, dict) and v else {pre + k: v})
+    return out
+a, b = flat(rel.manifest), flat(local.manifest)
+diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k.split(".")[0] not in ("engine", "files"))
 print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_read, "verify_s": t_verify,
-                  "verify_ok": rep.ok, "verify_problems": rep.problems[:3], "certificate_fields_differing": diff,
-                  "local_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
+                  "verify_ok": rep.ok, "verify_problems": rep.problems[:3],
+                  "certificate_equal": rel.manifest["certificate"] == local.manifest["certificate"],
+                  "manifest_fields_differing": diff,
+                  "disclosure_spark": rel.manifest.get("disclosure"), "disclosure_local": local.manifest.get("disclosure"),
+                  "local_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}, default=str))
 """
+
+
+def jvm_peak_gib(root: int) -> float:
+    """Peak resident memory (VmHWM) of the driver JVM (the child java process of ``root``)."""
+    best = 0.0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid != root:
+                continue
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        best = max(best, int(line.split()[1]) / 2**20)
+        except (OSError, ValueError, IndexError):
+            continue
+    return best
 
 
 def tree_cpu_seconds(root: int) -> float:
@@ -105,6 +138,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--no-local", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the releases")
+    ap.add_argument("--tag", default="", help="suffix of the result file: results/spark_<n><tag>.json")
     args = ap.parse_args()
 
     import ppdp
@@ -123,15 +157,18 @@ def main() -> None:
         cust = Path(f"{out}.custodian.json")
         if cust.exists():
             cust.unlink()
+        load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
         c0 = time.process_time()
         j0 = tree_cpu_seconds(os.getpid())
         S.publish(sdf, mech, out, schema, seed=args.seed, persist=False)  # a file scan: stable partitions
-        row = {"mechanism": name, "n": args.n, "spark_wall_s": time.perf_counter() - t0,
+        row = {"mechanism": name, "n": args.n, "load_average_before": load0, "spark_wall_s": time.perf_counter() - t0,
                "driver_python_cpu_s": time.process_time() - c0,
                "spark_cpu_s": tree_cpu_seconds(os.getpid()) - j0 - 0.0,
                "driver_python_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-               "driver_jvm_heap_cap": args.driver_memory}
+               "driver_jvm_heap_cap": args.driver_memory,
+               "driver_jvm_peak_rss_gib_so_far": jvm_peak_gib(os.getpid()),
+               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES)}
         if not args.no_local:
             res = subprocess.run([sys.executable, "-c", LOCAL, str(src), str(out), MECHS[name], str(args.seed)],
                                  capture_output=True, text=True)
@@ -153,13 +190,13 @@ def main() -> None:
                         "verify_mode": "files only"})
         print(json.dumps(row), flush=True)
         rows.append(row)
-        write_result(f"spark_{args.n}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+        write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
             if cust.exists():
                 cust.unlink()
     spark.stop()
-    path = write_result(f"spark_{args.n}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+    path = write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
     print(path)
 
 

@@ -1,6 +1,7 @@
 """The Spark engine applies the same plan for every family, writes a partitioned release from
 the executors, and its releases pass the same verify against the source Table (SPEC §6)."""
 
+import json
 import shutil
 
 import numpy as np
@@ -8,6 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.claims import disclosure_of
+from ppdp.releases.readme import render_readme
 
 pytest.importorskip("pyspark")
 
@@ -35,29 +38,29 @@ def source(tmp_path_factory, spark):
 
 
 MECHS = [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3), ppdp.Diverted(3),
-         ppdp.FPrivacy(theta=8, fake_values=1), ppdp.Anatomy(3),
+         ppdp.GlobalRandomization(4), ppdp.FPrivacy(theta=8, fake_values=1), ppdp.Anatomy(3),
          ppdp.CellHistogram(epsilon=1.0, dims=["age", "sex"], domains="occ"),
-         ppdp.DPCube(epsilon=1.0, dims=["age", "sex"], domains="occ")]
-#: certificate fields that depend on the published draws (not on the plan)
-DRAWN = {"diverted": {"swap_advantage", "max_posterior"}}
-
-
+         ppdp.DPCube(epsilon=1.0, dims=["age", "sex"], domains="occ"),
+         ppdp.HierarchicalKDTree(epsilon=1.0, dims=["age", "sex"], domains="occ"),
+         ppdp.ConsistentHierarchy(epsilon=1.0, dims=["age", "sex"], domains="occ"),
+         ppdp.DefaultHistogram(epsilon=1.0, dims=["age", "sex"], domains="occ")]
 @pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
-def test_every_family_verifies_against_the_source_with_the_local_claim(spark, source, tmp_path, mech):
+def test_every_family_verifies_against_the_source_with_the_local_claim(spark, source, tmp_path, mech, same_manifest):
     table, sdf, schema, _ = source
     out = tmp_path / "rel"
     S.publish(sdf, mech, out, schema, seed=3)
     rel = ppdp.load_release(out)
     rep = ppdp.verify(rel, table)
     assert rep.ok, rep.problems
+    if mech.family != "histogram":  # an ε-DP release discloses no record by construction (stated, nothing to re-derive)
+        assert "disclosure re-derived from the files" in rep.checks
     assert rel.manifest["engine"] == "spark" and "seed" not in rel.manifest
     assert rel.manifest["fit_for_publication"] is False
     local = ppdp.publish(table, mech, seed=3)
-    skip = DRAWN.get(mech.name, set())
-    cert, lcert = rel.manifest["certificate"], local.manifest["certificate"]
-    assert {k: v for k, v in cert.items() if k not in skip} == {k: v for k, v in lcert.items() if k not in skip}
-    if mech.family == "histogram":  # the noise is the local engine's, on the same cube: identical cells
-        np.testing.assert_array_equal(rel.tables["cells"].column(0).to_numpy(), local.tables["cells"].column(0).to_numpy())
+    same_manifest(rel.manifest, local.manifest, mech.name)
+    if mech.family == "histogram":  # the noise is the local engine's, on the same cube: identical release
+        for stem, t in local.tables.items():
+            assert rel.tables[stem].equals(t), stem
     else:  # the large table is a directory of parts written by the executors
         stem = "qit" if mech.family == "bucketized" else "data"
         assert rel.manifest["files"][stem]["partitioned"] is True
@@ -90,8 +93,16 @@ def test_an_unrandomized_partitioned_release_fails_verify_with_the_source(spark,
     cols = [*table.quasi, table.sa]
     pq.write_table(table.to_arrow(cols), out / "data" / "part-00000.parquet")
     rep = ppdp.verify(ppdp.load_release(out), table)
+    assert not rep.ok  # the stated disclosure no longer matches the files
+    assert any("disclosure understates" in p for p in rep.problems), rep.problems
+    # a publisher who also restates the disclosure (and README) is caught by the source fit
+    m = json.loads((out / "manifest.json").read_text())
+    m["disclosure"] = disclosure_of(ppdp.load_release(out))
+    (out / "manifest.json").write_text(json.dumps(m))
+    (out / "README.md").write_text(render_readme(m))
+    rep = ppdp.verify(ppdp.load_release(out), table)
     assert not rep.ok
-    assert any("does not fit the declared randomization" in p for p in rep.problems)
+    assert any("does not fit the declared randomization" in p for p in rep.problems), rep.problems
 
 
 def test_domains_are_ordered_as_table_orders_them(spark):

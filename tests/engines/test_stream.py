@@ -1,6 +1,7 @@
 """The streaming engine: chunked plan statistics, chunked apply, shuffled partitioned release;
 verify and queries stream too (SPEC §6)."""
 
+import json
 import shutil
 
 import numpy as np
@@ -8,7 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
-from ppdp.engines.stream import Allotment, answer_stream, publish_stream, split_counts, verify_stream
+from ppdp.claims import disclosure_of
+from ppdp.queries.workload import answer_exact
+from ppdp.engines.stream import Allotment, answer_stream, answer_where_stream, publish_stream, split_counts, verify_stream
 
 N = 20_000
 
@@ -23,7 +26,7 @@ def source(tmp_path_factory):
 
 @pytest.mark.parametrize("mech", [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3),
                                   ppdp.Diverted(3), ppdp.GlobalRandomization(4)], ids=lambda m: m.name)
-def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech):
+def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech, same_manifest):
     table, path = source
     out = tmp_path / "rel"
     m = publish_stream(path, mech, out, seed=2, chunk_rows=3000, part_rows=6000)
@@ -33,10 +36,9 @@ def test_streamed_release_verifies_in_memory_and_streamed(source, tmp_path, mech
     assert rep.ok, rep.problems
     rs = verify_stream(out, path, chunk_rows=3000)
     assert rs["ok"], rs["problems"]
+    assert "disclosure re-derived from the files" in rep.checks and "disclosure re-derived from the files" in rs["checks"]
     local = ppdp.publish(table, mech, seed=2)
-    drawn = {"swap_advantage", "max_posterior"} if mech.name == "diverted" else set()
-    cert, lcert = rel.manifest["certificate"], local.manifest["certificate"]
-    assert {k: v for k, v in cert.items() if k not in drawn} == {k: v for k, v in lcert.items() if k not in drawn}
+    same_manifest(rel.manifest, local.manifest, mech.name)  # claim, certificate, disclosure … field by field
     assert rel.custodian == {} and rel.manifest["fit_for_publication"] is False
 
 
@@ -51,8 +53,14 @@ def test_streamed_run_is_reproducible_and_unrandomized_parts_fail(source, tmp_pa
     shutil.rmtree(tmp_path / "a" / "data")
     (tmp_path / "a" / "data").mkdir()
     pq.write_table(table.to_arrow([*table.quasi, table.sa]), tmp_path / "a" / "data" / "part-00000.parquet")
+    rs = verify_stream(tmp_path / "a", path)  # the stated disclosure no longer matches the parts
+    assert not rs["ok"] and any("disclosure understates" in p for p in rs["problems"]), rs["problems"]
+    # a publisher who also restates the disclosure is caught by the source fit
+    m = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    m["disclosure"] = disclosure_of(ppdp.load_release(tmp_path / "a"))
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(m))
     rs = verify_stream(tmp_path / "a", path)
-    assert not rs["ok"] and any("does not fit" in p for p in rs["problems"])
+    assert not rs["ok"] and any("does not fit" in p for p in rs["problems"]), rs["problems"]
     assert not ppdp.verify(ppdp.load_release(tmp_path / "a"), table).ok
 
 
@@ -95,3 +103,27 @@ def test_streaming_refuses_a_non_row_mechanism(source, tmp_path):
     _, path = source
     with pytest.raises(ppdp.PpdpError, match="randomized family"):
         publish_stream(path, ppdp.Anatomy(3), tmp_path / "x")
+
+
+@pytest.mark.parametrize("mech", [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3),
+                                  ppdp.Diverted(3)], ids=lambda m: m.name)
+def test_streamed_where_queries_equal_the_in_memory_answers(source, tmp_path, mech):
+    """A linear estimator summed over batches is the whole release's answer: streamed WHERE
+    queries (QI and SA conditions) equal load_release(...).answer to rounding."""
+    table, path = source
+    out = tmp_path / "rel"
+    publish_stream(path, mech, out, seed=4, chunk_rows=3000, part_rows=6000)
+    q0, sa = table.quasi[0], table.sa
+    dq, ds = table.domain(q0), table.domain(sa)
+    wl = [f"{sa} = '{ds[0]}'", f"{q0} = '{dq[1]}' AND {sa} = '{ds[2]}'", f"{q0} IN ('{dq[0]}', '{dq[2]}')",
+          f"{q0} = '{dq[3]}' AND {sa} IN ('{ds[1]}', '{ds[4]}', '{ds[7]}')"]
+    got = answer_where_stream(out, wl, chunk_rows=2500)
+    est = "full-closed" if mech.name == "diverted" else "inversion"
+    want = ppdp.load_release(out).answer(wl, estimator=est)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
+    # and they track the source's true counts: within 6 standard errors (false alarm < 1e-8 per query)
+    se = ppdp.load_release(out).estimate(wl, estimator=est).se
+    exact = answer_exact(table, wl)
+    assert np.all(np.isfinite(se)) and np.all(np.abs(got - exact) <= 6 * se + 1e-9), (got, exact, se)
+    with pytest.raises(ppdp.PpdpError, match="linear"):
+        answer_where_stream(out, wl, estimator="norm-sub")

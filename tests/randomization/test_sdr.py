@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 import ppdp
+from ppdp.claims import disclosure_of
 from ppdp.releases.readme import render_readme
 from ppdp.cli import cli
 from ppdp.errors import PpdpError
@@ -124,6 +125,7 @@ def test_verify_catches_tampering(real, tmp_path):
     from ppdp.mechanisms.randomization.uniform import gamma_for, perturbation_params
     st["gamma"] = float(gamma_for(st["rho1"], 0.5))
     st["retention"], st["p"], st["q"] = (float(v) for v in perturbation_params(st["m"], st["gamma"]))
+    loaded.manifest["disclosure"] = disclosure_of(loaded)  # … restates the disclosure of the new model
     loaded.shipped_readme = render_readme(loaded.manifest)  # a consistent tamperer rewrites the README too
     assert ppdp.verify(loaded).ok            # the files alone cannot see this …
     rep = ppdp.verify(loaded, t)             # … the source table can (feasibility LP)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ppdp
+from ppdp.claims import disclosure_of
 from ppdp.claims.diverted import DivertedClaim
 from ppdp.kernels.transition import FIT_ALPHA, groups_of_rows, randomize_in_groups
 from ppdp.mechanisms.randomization.balancing import assign_rows
@@ -32,6 +33,7 @@ def recertified(rel):
         sas = list(m["schema"]["sensitive"])
         m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
                                                 [rel.published_counts(s) for s in sas]).to_certificate()
+    m["disclosure"] = disclosure_of(rel)  # and the stated disclosure, from its own counts
     return rel
 
 

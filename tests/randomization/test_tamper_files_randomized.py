@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import ppdp
+from ppdp.claims import disclosure_of
 from ppdp.releases.readme import render_readme
 from ppdp.claims.diverted import DivertedClaim
 from ppdp.errors import PpdpError
@@ -75,14 +76,16 @@ def labels(t: pa.Table, col: str) -> list:
 
 
 def recertify(d: Path) -> None:
-    """What a careful forger does after changing A''s data: re-derive the leak figures."""
+    """What a careful forger does after changing the data: re-derive A''s leak figures and the
+    stated disclosure (the largest posterior is a function of the published counts)."""
     m = manifest(d)
-    if m["certificate"]["model"] != DivertedClaim.model:
-        return
     rel = load_release(d)
-    sas = list(m["schema"]["sensitive"])
-    m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
-                                            [rel.published_counts(s) for s in sas]).to_certificate()
+    if m["certificate"]["model"] == DivertedClaim.model:
+        sas = list(m["schema"]["sensitive"])
+        m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
+                                                [rel.published_counts(s) for s in sas]).to_certificate()
+        rel = type(rel)(m, rel.tables)
+    m["disclosure"] = disclosure_of(rel)
     write_manifest(d, m)
 
 

@@ -106,6 +106,7 @@ class DivertedClaim(Claim):
         report.facts["swap advantage (lower bound)"] = round(self.swap_advantage, 6)
         pub = [release.published_counts(s) for s in sas]
         self.agrees_with(DivertedClaim.derive(lp, sas, N, dropped, pub), report)
+        self.check_disclosure(release, report)
         if source is None:
             return
         for s in sas:

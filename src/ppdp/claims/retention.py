@@ -56,6 +56,7 @@ class RetentionClaim(Claim):
         sa = release.schema["sensitive"][0]
         m = len(release.domains[sa])
         report.check(self.m == m, "certificate m = |SA domain|", f"certificate m = {self.m}, the SA domain has {m} values")
+        self.check_disclosure(release, report)
         want = expected_retention(release.manifest.get("params", {}))
         if not report.check(want is not None, "params give the retention", "params give neither retention nor l_prime"):
             return

@@ -114,6 +114,7 @@ class RhoClaim(Claim):
             self._check_sdr(release, report, source, rho1, rho2)
         else:
             self._check_uniform(release, report, source, rho1, rho2)
+        self.check_disclosure(release, report)
 
     def _check_uniform(self, release, rep, source, rho1, rho2) -> None:
         assert self.gamma is not None and self.retention is not None  # a uniform claim carries both
@@ -243,18 +244,23 @@ def transition_disclosure(release) -> dict[str, Any]:
     """The disclosure (:meth:`Claim.disclosure`'s form) of a uniform or SDR release: no record
     with certainty, and as ``max_posterior`` the
     largest Bayes posterior over the published values, per transition group, with the group's
-    inverted published counts (clipped at 0) as the prior."""
+    inverted published counts (clipped at 0) as the prior. The counts come from the rows, or,
+    for a release whose rows are not in memory (a partitioned release of the Spark or
+    streaming engine), from its ``streamed_group_counts`` (attribute → groups × domain counts)."""
     post = 0.0
+    streamed = getattr(release, "streamed_group_counts", None)
     for model in release.transition_models():
-        y = release.column_codes(model.attribute)
-        if model.group_column is None:
-            groups = [(model.single, y)]
+        if streamed is not None:
+            per = np.asarray(streamed[model.attribute], dtype=np.int64).reshape(len(model.groups), model.n_values)
         else:
-            sub = np.asarray(release.tables["data"].column(model.group_column).to_numpy(), dtype=np.int64)
-            groups = [(g, y[sub == j]) for j, g in enumerate(model.groups)]
-        for g, yy in groups:
-            local = np.bincount(yy, minlength=model.n_values)[g.domain]
-            post = max(post, largest_posterior(g, local))
+            y = release.column_codes(model.attribute)
+            if model.group_column is None:
+                per = np.bincount(y, minlength=model.n_values)[None, :]
+            else:
+                sub = np.asarray(release.tables["data"].column(model.group_column).to_numpy(), dtype=np.int64)
+                per = np.stack([np.bincount(y[sub == j], minlength=model.n_values) for j in range(len(model.groups))])
+        for j, g in enumerate(model.groups):
+            post = max(post, largest_posterior(g, per[j][g.domain]))
     n = int(release.manifest.get("n_published", 0) or 0)
     return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": post}
 

@@ -54,30 +54,23 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..claims import disclosure_of, state_disclosure
 from ..claims.diverted import DivertedClaim
-from ..claims.dp import DPClaim, budget_plan, expected_error
 from ..errors import PpdpError, SchemaError
-from ..kernels.grid import box_counts, cube_codes, declared_domains, linear_index, summed_area
-from ..kernels.noise import Budget
+from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..mechanisms.bucketization.apply import draw_plan_fakes, st_table
+from ..mechanisms.bucketization.apply import draw_plan_fakes_typed, st_table_typed
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
-from ..mechanisms.histogram.dpcube import CellHistogram, DPCube
-from ..mechanisms.histogram.kdtree import vopt_kdtree
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
-from ..releases.base import stamp_manifest
+from ..releases.base import recorded_bins, stamp_manifest
 from ..releases.bucketized import BucketizedRelease
-from ..releases.histogram import HistogramRelease
 from ..releases.partitioned import finish_partitioned
-from ..releases.randomized import RandomizedRelease
 from ..releases.storage import custodian_path, temp_path, write_custodian
 from ..table import Table
-from .stream import (Allotment, DatasetSchema, DivertedRows, dataset_schema, diverted_eligible, label_codes, row_plan,
-                     split_counts, table_order)
+from .stream import (Allotment, DatasetSchema, DivertedRows, counted_release, dataset_schema, diverted_eligible,
+                     label_codes, row_plan, split_counts, table_order)
 
 
 def _require_spark():
@@ -232,9 +225,21 @@ def _keep_mask(drop_pos, seen: int, k: int) -> np.ndarray | None:
 
 # -------------------------------------------------------------------- randomized family
 def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True) -> dict:
+                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True,
+                       part_rows: int = 4_000_000) -> dict:
     """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
-    partitioned release ``out`` (parts written by the executors). Returns the manifest."""
+    partitioned release ``out``. Returns the manifest.
+
+    Three steps, no row reaching the driver: (1) the SA counts of every input partition, one
+    aggregation in the JVM (``groupBy(spark_partition_id(), SA).count()``); (2) the executors
+    apply the plan batch by batch (``mapInArrow``) and emit each row as packed integer codes
+    with a random output partition and a random sort key; (3) after the shuffle (a few longs
+    per row, no label strings), each output partition is ordered by its keys in NumPy (a
+    uniformly random order), turned into dictionary-encoded columns and written by the
+    executor as ``part-NNNNN.parquet`` with pyarrow; it returns its published counts per
+    (transition group, value), from which the driver states the disclosure. The release
+    directory must therefore be on a filesystem the driver and the executors share (local
+    mode: any directory)."""
     _require_spark()
     from pyspark.sql import types as T
 
@@ -243,7 +248,9 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     rng = publication_rng(seed)
     streams = PartitionStreams(seed, rng)
     frame = _stable(sdf.select(*cols), persist)
-    sizes, parts = _sa_partition_counts(frame, schema, None, streams)            # statistics: counts only
+    clock = _Clock()
+    sizes, parts = _sa_partition_counts_jvm(frame, schema)                     # statistics: counts only
+    clock.lap("statistics")
     n = int(sizes.sum())
     if n == 0:
         raise PpdpError("the input table is empty")
@@ -259,10 +266,15 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     rp = row_plan(mechanism, counts, schema)                                    # the public plan
     shares = [None if s is None else split_counts(s, pp, rng) for s, pp in zip(rp.slots, parts)]
     n_pub = n - n_drop
-    n_out = out_partitions or max(2, len(sizes))
+    n_out = out_partitions or max(2, -(-n_pub // part_rows))
     doms = {c: list(schema.domains[c]) for c in cols}
     out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
     kernel = rp.kernel()
+    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
+    # the shuffle moves packed integer codes (a few longs per row), not label strings
+    wsizes = [J if c == "subtable" else len(doms[c]) for c in out_cols]
+    groups = _pack_groups(wsizes)
+    wnames = [f"_w{i}" for i in range(len(groups))]
 
     def apply(batches):                                                         # executors
         p = _partition_id()
@@ -279,48 +291,129 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
             types = [None if a is None else a.take(x, prng) for a, x in zip(allots, xs)]
             codes.update(kernel.apply(xs, types, prng))
             k = len(xs[0])
-            words = _pack([codes[c] for c in out_cols], sizes, groups)
+            words = _pack([codes[c] for c in out_cols], wsizes, groups)
             arrays = [pa.array(w) for w in words]
             arrays += [pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
             yield pa.RecordBatch.from_arrays(arrays, [*wnames, "_part", "_key"])
 
-    def unpack(batches):  # after the shuffle: packed codes → published labels
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in cols}
-        for b in batches:
-            got = _unpack([b.column(w).to_numpy() for w in wnames], sizes, groups)
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(v.astype(np.int32)) if c == "subtable" else pc.take(dom_arrays[c], pa.array(v))
-                 for c, v in zip(out_cols, got)], out_cols)
-
-    # the shuffle moves packed integer codes (a few longs per row), not label strings
-    sizes = [len(rp.slots[0]) if c == "subtable" and rp.slots[0] is not None else len(doms[c]) for c in out_cols]
-    groups = _pack_groups(sizes)
-    wnames = [f"_w{i}" for i in range(len(groups))]
-    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
-    applied = frame.mapInArrow(apply, T.StructType(fields))
     target = Path(out)
     tmp = temp_path(target)
-    ofields = [T.StructField(c, T.IntegerType() if c == "subtable" else T.StringType(), False) for c in out_cols]
-    shuffled = (applied.repartition(n_out, "_part").sortWithinPartitions("_key").drop("_part", "_key")
-                .mapInArrow(unpack, T.StructType(ofields)))
-    shuffled.write.option("compression", "zstd").parquet(str(tmp / "data"))
-    spark = sdf.sparkSession
+    data_dir = tmp / "data"
+    data_dir.mkdir(parents=True)
+    sens_idx = {s: out_cols.index(s) for s in sens}
+    sub_idx = out_cols.index("subtable") if rp.subtable else None
+
+    def write_part(batches):  # after the shuffle: one output partition → one part file
+        pid = _partition_id()
+        chunks: list[list[np.ndarray]] = [[] for _ in range(len(wnames) + 1)]
+        for b in batches:
+            for i, w in enumerate([*wnames, "_key"]):
+                chunks[i].append(b.column(w).to_numpy(zero_copy_only=False))
+        stats = []
+        if chunks[0] and sum(len(c) for c in chunks[0]):
+            cols_ = [np.concatenate(c) for c in chunks]
+            del chunks
+            order = np.argsort(cols_[-1], kind="stable")                         # random keys: a uniformly random order
+            got = _unpack([c[order] for c in cols_[:-1]], wsizes, groups)
+            del cols_, order
+            arrays = [pa.array(v.astype(np.int32)) if c == "subtable" else
+                      pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
+                      for c, v in zip(out_cols, got)]
+            _write_part(data_dir, pid, pa.Table.from_arrays(arrays, names=out_cols))
+            sub = got[sub_idx] if sub_idx is not None else None
+            for i, s in enumerate(sens):
+                m_s = len(doms[s])
+                key = got[sens_idx[s]] if sub is None else sub * m_s + got[sens_idx[s]]
+                c = np.bincount(key, minlength=J * m_s)
+                nz = np.flatnonzero(c)
+                stats.append(np.stack([np.full(len(nz), i), nz // m_s, nz % m_s, c[nz]], axis=1))
+        arr = np.concatenate(stats) if stats else np.zeros((0, 4), dtype=np.int64)
+        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j].astype(np.int64)) for j in range(4)], ["sa", "g", "v", "n"])
+
+    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
+    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("sa", "g", "v", "n")])
+    clock.lap("plan")
+    stats = (frame.mapInArrow(apply, T.StructType(fields)).repartition(n_out, "_part")
+             .mapInArrow(write_part, sfields).collect())
+    clock.lap("apply, shuffle and write")
+    # what the release discloses is a function of the published counts (per SDR sub-table)
     pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
-    if isinstance(rp, DivertedRows):  # the claim states the published counts: one aggregation of the parts
-        written = spark.read.parquet(str(tmp / "data"))
-        for i, s in enumerate(sens):
-            pos = {lab: j for j, lab in enumerate(doms[s])}
-            for lab, k in written.groupBy(s).count().collect():
-                pub[i][pos[lab]] = k
+    group_counts = {s: np.zeros((J, len(doms[s])), dtype=np.int64) for s in sens}
+    for i, g, v, k in stats:
+        group_counts[sens[i]][g, v] += k
+    for i, s in enumerate(sens):
+        pub[i] = group_counts[s].sum(axis=0)
+    if int(sum(p.sum() for p in pub)) != n_pub * len(sens):
+        raise PpdpError(f"the executors wrote {int(pub[0].sum()):,} rows, the plan publishes {n_pub:,}")
+    if isinstance(rp, DivertedRows):  # the claim states the published counts
         claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
     else:
         claim = rp.claim
     manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
                                 "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
+    clock.lap("published counts")
     if persist:
         frame.unpersist()
-    return _finish(RandomizedRelease(manifest, {}), mechanism, seed, tmp, target, {"data": n_pub}, None, overwrite,
-                   {s: pub[i] for i, s in enumerate(sens)} if isinstance(rp, DivertedRows) else None)
+    return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
+                   tmp, target, {"data": n_pub}, None, overwrite)
+
+
+def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
+    """Write one part file from an executor: a temporary name, then an atomic rename (a
+    retried task replaces its part; a failed attempt leaves no ``part-*`` file)."""
+    import pyarrow.parquet as pq
+
+    part = directory / f"part-{pid:05d}.parquet"
+    partial = directory / f".part-{pid:05d}-{os.getpid()}.tmp"
+    pq.write_table(table, partial, compression="zstd")
+    os.replace(partial, part)
+
+
+def _sa_partition_counts_jvm(frame, schema: DatasetSchema):
+    """(rows per input partition, per SA the P × |SA| counts) by one aggregation in the JVM
+    (no Python worker): ``groupBy(spark_partition_id(), *SA).count()``."""
+    from pyspark.sql import functions as F
+
+    sens = list(schema.sensitive)
+    P = frame.rdd.getNumPartitions()
+    pos = {s: {lab: j for j, lab in enumerate(schema.domains[s])} for s in sens}
+    parts = [np.zeros((P, len(schema.domains[s])), dtype=np.int64) for s in sens]
+    sizes = np.zeros(P, dtype=np.int64)
+    for r in frame.groupBy(F.spark_partition_id().alias("_p"), *sens).count().collect():
+        p, k = int(r[0]), int(r[-1])
+        sizes[p] += k
+        for i, s in enumerate(sens):
+            lab = r[1 + i]
+            j = None if lab is None else pos[s].get(_spark_label(lab))
+            if j is None:
+                raise SchemaError(f"column {s!r} holds values outside its domain, e.g. {lab!r}")
+            parts[i][p, j] += k
+    return sizes, parts
+
+
+def _spark_label(v) -> str:
+    """A Spark value as ``label_codes`` reads it (numbers as Table writes them)."""
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)
+    return str(v)
+
+
+#: wall seconds of the phases of the last publication in this process (for benchmarks)
+LAST_PHASES: dict[str, float] = {}
+
+
+class _Clock:
+    def __init__(self):
+        import time
+
+        self.time = time.perf_counter
+        self.t = self.time()
+        LAST_PHASES.clear()
+
+    def lap(self, phase: str) -> None:
+        t = self.time()
+        LAST_PHASES[phase] = LAST_PHASES.get(phase, 0.0) + t - self.t
+        self.t = t
 
 
 def _stable(frame, persist: bool):
@@ -373,12 +466,13 @@ def _unpack(words: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[n
     return out
 
 
-def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool, pub_counts=None,
+def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool,
             allow_full_disclosure: bool = False) -> dict:
-    if pub_counts is not None:
-        rel.published_counts = lambda a: pub_counts[a]  # type: ignore[method-assign]
-    if rel.family == "bucketized":  # the randomized family's disclosure needs the rows (not stated here)
-        state_disclosure(rel, allow_full_disclosure)
+    """Disclosure (re-derivable by verify), the shared manifest fields, bins, then the files."""
+    state_disclosure(rel, allow_full_disclosure)
+    bins = recorded_bins(rel.domains)
+    if bins:  # as ppdp.publish records them
+        rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite)
     if rel.custodian:
@@ -419,23 +513,42 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
         raise SchemaError(f"the plan's SA labels differ from the domain of {sa!r}")
     rng = rng if rng is not None else publication_rng(seed)
     streams = PartitionStreams(seed, rng)
-    counts = np.asarray(plan.counts, dtype=np.int64)
-    n_buckets, m = counts.shape
-    perm = rng.permutation(n_buckets).astype(np.int64)
-    relabelled = np.empty_like(counts)
-    relabelled[perm] = counts
-    cum = np.cumsum(counts, axis=0)  # row j = records of value i in buckets ≤ j
+    # the typed plan (bucket types × multiplicity; never the n_buckets × m matrix): the rows of
+    # value i, in rank order, fill the (value, type) segments in planner order, as the local
+    # engine's assign_typed does; a segment covers mult_k·types[k, i] consecutive positions
+    types = np.asarray(plan.types, dtype=np.int64)
+    mult = np.asarray(plan.multiplicity, dtype=np.int64)
+    K, m = types.shape
+    n_buckets = int(mult.sum())
+    first_bucket = np.cumsum(mult) - mult
+    seg_len = (types * mult[:, None]).T.ravel()          # value-major
+    seg_start = np.cumsum(seg_len) - seg_len
+    live = np.flatnonzero(seg_len)
+    s_start, s_type, s_value = seg_start[live], live % K, live // K
+    s_per, s_first = types[s_type, s_value], first_bucket[s_type]
+    value_start = seg_start[np.arange(m) * K]            # position of value i's rank 0
+    value_count = (types * mult[:, None]).sum(axis=0)
+    perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
+    type_of = np.empty(n_buckets, dtype=np.int64)
+    type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
+    perm_b = sdf.sparkSession.sparkContext.broadcast(perm)  # O(n_buckets): shipped once per executor
     doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
     n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
 
-    def keyed(batches):  # a random 64-bit order key per row, from the partition's stream
+    qsizes = [len(doms[c]) for c in quasi]
+    qgroups = _pack_groups(qsizes)
+    qnames = [f"_w{i}" for i in range(len(qgroups))]
+
+    def keyed(batches):  # packed QI codes, the SA code and a random 64-bit order key per row
         prng = streams.get(3, _partition_id())
         for b in batches:
-            codes = [pa.array(label_codes(b.column(c), doms[c], c).astype(np.int32)) for c in [*quasi, sa]]
-            yield pa.RecordBatch.from_arrays([*codes, pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))],
-                                             [*quasi, sa, "_key"])
+            words = _pack([label_codes(b.column(c), doms[c], c) for c in quasi], qsizes, qgroups)
+            yield pa.RecordBatch.from_arrays(
+                [*(pa.array(w) for w in words), pa.array(label_codes(b.column(sa), doms[sa], sa).astype(np.int32)),
+                 pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))], [*qnames, sa, "_key"])
 
-    kfields = [T.StructField(c, T.IntegerType(), False) for c in [*quasi, sa]] + [T.StructField("_key", T.LongType(), False)]
+    kfields = ([T.StructField(w, T.LongType(), False) for w in qnames] + [T.StructField(sa, T.IntegerType(), False)]
+               + [T.StructField("_key", T.LongType(), False)])
     ranked = (sdf.select(*quasi, sa).mapInArrow(keyed, T.StructType(kfields))
               .withColumn("_rank", F.row_number().over(Window.partitionBy(sa).orderBy("_key")) - 1))
 
@@ -444,39 +557,52 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
         for b in batches:
             x = b.column(sa).to_numpy(zero_copy_only=False).astype(np.int64)
             rank = b.column("_rank").to_numpy(zero_copy_only=False).astype(np.int64)
-            pos = np.empty(len(x), dtype=np.int64)
-            for v in np.unique(x).tolist():
-                rows = x == v
-                pos[rows] = np.searchsorted(cum[:, v], rank[rows], side="right")
-            if len(pos) and pos.max() >= n_buckets:
+            if len(x) and (rank >= value_count[x]).any():
                 raise PpdpError("the data hold more records of a value than the plan places (plan and data disagree)")
+            p = value_start[x] + rank
+            seg = np.searchsorted(s_start, p, side="right") - 1
+            bid = perm_b.value[s_first[seg] + (p - s_start[seg]) // s_per[seg]]
             k = len(x)
-            words = _pack([b.column(c).to_numpy(zero_copy_only=False) for c in quasi], qsizes, qgroups)
-            arrays = [pa.array(w) for w in words]
-            arrays += [pa.array(perm[pos]), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
+            arrays = [b.column(w) for w in qnames]
+            arrays += [pa.array(bid), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
             yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
 
-    def unpack(batches):  # after the shuffle: packed QI codes → published labels
-        dom_arrays = {c: pa.array(doms[c], pa.string()) for c in quasi}
-        for b in batches:
-            got = _unpack([b.column(w).to_numpy() for w in qnames], qsizes, qgroups)
-            yield pa.RecordBatch.from_arrays([*(pc.take(dom_arrays[c], pa.array(v)) for c, v in zip(quasi, got)),
-                                              b.column("bid")], [*quasi, "bid"])
-
-    qsizes = [len(doms[c]) for c in quasi]
-    qgroups = _pack_groups(qsizes)
-    qnames = [f"_w{i}" for i in range(len(qgroups))]
-    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
-    final = [T.StructField(c, T.StringType(), False) for c in quasi] + [T.StructField("bid", T.LongType(), False)]
-    qit = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
-           .sortWithinPartitions("bid", "_key").drop("_part", "_key").mapInArrow(unpack, T.StructType(final)))
     target = Path(out)
     tmp = temp_path(target)
-    qit.write.option("compression", "zstd").parquet(str(tmp / "qit"))
-    fake = draw_plan_fakes(plan, relabelled, rng, None)
-    st, custodian = st_table(relabelled, fake, rng, sa, plan.labels)
+    qit_dir = tmp / "qit"
+    qit_dir.mkdir(parents=True)
+
+    def write_part(batches):  # after the shuffle: rows grouped by bucket id, random order inside → one part
+        pid = _partition_id()
+        names = [*qnames, "bid", "_key"]
+        chunks: dict[str, list[np.ndarray]] = {w: [] for w in names}
+        for b in batches:
+            for w in names:
+                chunks[w].append(b.column(w).to_numpy(zero_copy_only=False))
+        k = sum(len(c) for c in chunks["bid"])
+        if k:
+            cols_ = {w: np.concatenate(c) for w, c in chunks.items()}
+            del chunks
+            order = np.lexsort((cols_["_key"], cols_["bid"]))
+            got = _unpack([cols_[w][order] for w in qnames], qsizes, qgroups)
+            arrays = [pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
+                      for c, v in zip(quasi, got)] + [pa.array(cols_["bid"][order], pa.int64())]
+            del cols_, order, got
+            _write_part(qit_dir, pid, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
+        yield pa.RecordBatch.from_arrays([pa.array([pid], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
+
+    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
+    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
+    written = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
+               .mapInArrow(write_part, sfields).collect())
+    if sum(int(r[1]) for r in written) != plan.n_records:
+        raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
+    perm_b.unpersist()
+    fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
+    st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
     numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in [*quasi, sa]}
-    rel = _plan_release(plan, relabelled, st, quasi, doms, numeric, custodian)
+    # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
+    rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian, disclose=mechanism is None)
     if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
         m = finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
         return m
@@ -500,18 +626,20 @@ class PlanQITRelease(BucketizedRelease):
                 "sizes": self.plan_sizes, "m": len(self.domains[self.sa]), "ids": ids, "key": None}
 
 
-def _plan_release(plan: BucketizationPlan, relabelled: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian):
+def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian,
+                  disclose: bool = True):
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
-    sizes = np.asarray(relabelled).sum(axis=1)
+    sizes = np.asarray(sizes, dtype=np.int64)  # of the published buckets, in published order
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 "engine": "spark", "certificate": plan.certificate(sizes)}
     rel = PlanQITRelease(manifest, {"st": st}, custodian)
     rel.plan_sizes = sizes
-    rel.manifest["disclosure"] = disclosure_of(rel)
+    if disclose:
+        rel.manifest["disclosure"] = disclosure_of(rel)
     return rel
 
 
@@ -524,16 +652,29 @@ def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
     rng = publication_rng(seed)
+    clock = _Clock()
     plan = mechanism.plan(sa_counts(sdf, schema.sensitive[0], schema.domains[schema.sensitive[0]]))
-    return apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
-                            allow_full_disclosure=allow_full_disclosure)
+    clock.lap("statistics and plan")
+    m = apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
+                         allow_full_disclosure=allow_full_disclosure)
+    clock.lap("apply, shuffle and write")
+    return m
 
 
 # ----------------------------------------------------------------------- histogram family
-def cube_counts(sdf, mechanism, schema: DatasetSchema):
-    """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins:
-    one ``groupBy(dims).count()`` (the driver receives at most one count per label
-    combination), then the local engine's cube functions on those combinations."""
+class CountedTable(Table):
+    """A Table holding one row per distinct label combination of the histogram's dimensions,
+    with ``row_weights`` the number of input rows of each: the only thing a histogram
+    mechanism reads (its dense cube, :func:`ppdp.kernels.grid.dense_counts` with weights).
+    At most one row per cube cell, whatever N."""
+
+    row_weights: np.ndarray | None = None
+
+
+def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
+    """The :class:`CountedTable` of a DataFrame over the mechanism's dimensions: one
+    ``groupBy(dims).count()`` on the executors (the driver receives at most one count per
+    label combination; labels outside a declared domain are refused by the mechanism)."""
     dims = list(mechanism.dims)
     missing = [d for d in dims if d not in sdf.columns]
     if missing:
@@ -545,49 +686,53 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
     rows = sdf.groupBy(*dims).count().collect()
     if not rows:
         raise PpdpError("the input table is empty")
-    combos = {d: [r[i] for r in rows] for i, d in enumerate(dims)}
-    weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
     codes, doms = {}, {}
-    for d in dims:
-        dom = list(schema.domains[d]) if d in schema.domains else table_order([str(v) for v in combos[d]], False)[0]
-        lab = pa.array([str(v) for v in combos[d]], pa.string()) if d not in schema.domains else None
-        codes[d] = label_codes(lab if lab is not None else pa.array([str(v) for v in combos[d]]), dom, d).astype(np.int32)
+    for i, d in enumerate(dims):
+        labels = pa.array([None if r[i] is None else str(r[i]) for r in rows], pa.string())
+        if labels.null_count:
+            raise SchemaError(f"column {d!r} has missing values; recode them first")
+        dom = list(schema.domains[d]) if d in schema.domains else table_order(labels.to_pylist(), False)[0]
+        codes[d] = label_codes(labels, dom, d).astype(np.int32)
         doms[d] = dom
-    combos_table = Table(codes, doms, numeric={d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d]))
-                                               for d in dims})
-    spec, cc = cube_codes(combos_table, dims, mechanism.bins, declared)
-    if not spec.dense:
-        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
-    x = np.bincount(linear_index(cc, spec.shape), weights=weights, minlength=spec.n_cells)
-    return spec, np.rint(x).astype(np.int64).reshape(spec.shape)
+    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
+    t = CountedTable(codes, doms, numeric=numeric)
+    t.row_weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
+    return t
+
+
+def cube_counts(sdf, mechanism, schema: DatasetSchema):
+    """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins."""
+    table = combination_table(sdf, mechanism, schema)
+    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    spec, cc = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
+    return spec, dense_counts(cc, spec.shape, table.row_weights)
 
 
 def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False) -> dict:
-    """CellHistogram or DPCube on Spark: the cube from Spark counts, then the local engine's ε
-    plan and noise (a seeded run equals ``ppdp.publish`` on the same data). Returns the manifest."""
+    """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
+    dpcube-paper) on Spark: the executors aggregate the label combinations' counts
+    (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
+    noise and inference, with the generator ``ppdp.publish`` uses — so a seeded Spark release
+    equals the local engine's, and driver memory is the cube's, not N's. Returns the manifest."""
     _require_spark()
-    if type(mechanism) not in (CellHistogram, DPCube):  # subclasses (e.g. dpcube-paper) are not wired up
-        raise PpdpError(f"the Spark histogram engine publishes cells and dpcube; got {getattr(mechanism, 'name', mechanism)!r}")
-    spec, x = cube_counts(sdf, mechanism, schema)
-    rng = publication_rng(seed)
-    plan = budget_plan(mechanism.name, mechanism.get_params(), spec.shape)
-    budget = Budget(plan.epsilon)
-    if isinstance(mechanism, CellHistogram):
-        (every_cell,) = plan.cells
-        y = budget.measure(rng, x, every_cell)
-        err = expected_error(mechanism.name, mechanism.get_params(), spec.shape)
-        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y, extra={"expected_error": err})
-    else:
-        (phase1,), (phase2,) = plan.cells, plan.partitions
-        y1 = budget.measure(rng, x, phase1)
-        rule = mechanism.split_rule()
-        lo, hi = vopt_kdtree(y1, **rule)
-        y2 = budget.measure(rng, box_counts(summed_area(x), lo, hi), phase2)
-        rel = HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=y1, partitions=(lo, hi, y2),
-                                     extra={"split_rule": rule})
+    if getattr(mechanism, "family", None) != "histogram":
+        raise PpdpError(f"publish_histogram needs a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
+    clock = _Clock()
+    table = combination_table(sdf, mechanism, schema)
+    clock.lap("statistics")
+    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
+    if not spec.dense:
+        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
+    rel = mechanism._publish(table, publication_rng(seed))  # the mechanism's own steps, as ppdp.publish runs them
     rel.manifest["engine"] = "spark"
+    state_disclosure(rel)
+    bins = recorded_bins(rel.domains)
+    if bins:
+        rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     rel.save(out, overwrite=overwrite)
+    clock.lap("plan, noise and write")
     return rel.manifest
 
 

@@ -51,6 +51,7 @@ import pyarrow.dataset as pads
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from ..claims import state_disclosure
 from ..claims.diverted import DivertedClaim
 from ..errors import InfeasibleError, PpdpError, SchemaError
 from ..kernels.rng import publication_rng
@@ -59,7 +60,7 @@ from ..mechanisms.randomization.diverted import Diverted, DivertedPlan
 from ..mechanisms.randomization.sdr import SDR, SDRPlan
 from ..mechanisms.randomization.uniform import GlobalRandomization, UniformPerturbation, UniformPlan, check_randomizable
 from ..provenance import VERSION
-from ..releases.base import stamp_manifest
+from ..releases.base import recorded_bins, stamp_manifest
 from ..releases.partitioned import finish_partitioned, iter_partitioned
 from ..releases.randomized import RandomizedRelease
 from ..releases.storage import temp_path
@@ -416,6 +417,8 @@ def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan",
     spill_schema = pa.schema([pa.field(c, pa.from_numpy_dtype(widths[c])) for c in out_cols])
     writers = [ipc.new_file(str(spill_dir / f"{k:05d}.arrow"), spill_schema) for k in range(B)]
     pub_counts = [np.zeros(len(schema.domains[s]), dtype=np.int64) for s in sens]
+    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
+    group_counts = {s: np.zeros((J, len(schema.domains[s])), dtype=np.int64) for s in sens}
     try:
         seen = 0
         for b in _batches(source, cols, chunk_rows):
@@ -432,7 +435,10 @@ def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan",
             res = rp.apply(xs, types, rng)
             codes.update(res)
             for i, s in enumerate(sens):
-                pub_counts[i] += np.bincount(res[s], minlength=len(pub_counts[i]))
+                m_s = len(pub_counts[i])
+                key = res[s] if not rp.subtable else res["subtable"] * m_s + res[s]
+                group_counts[s] += np.bincount(key, minlength=J * m_s).reshape(J, m_s)
+            pub_counts = [group_counts[s].sum(axis=0) for s in sens]
             dest = rng.integers(0, B, size=k)
             order = np.argsort(dest, kind="stable")
             bounds = np.searchsorted(dest[order], np.arange(B + 1))
@@ -467,7 +473,11 @@ def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan",
     manifest: dict[str, Any] = {"format": "ppdp-release/1", "family": "randomized", "schema": schema.manifest_schema(),
                                 "n_input": n, "n_published": n_pub, "dropped": n_drop, "engine": "stream",
                                 "certificate": claim.to_certificate()}
-    rel = RandomizedRelease(manifest, {})
+    rel = counted_release(manifest, {s: pub_counts[i] for i, s in enumerate(sens)}, group_counts)
+    state_disclosure(rel)  # what the files disclose, from the published counts (verify re-derives it)
+    bins = recorded_bins(rel.domains)
+    if bins:  # as ppdp.publish records them
+        rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, {"data": n_pub}, overwrite=overwrite)
     if rel.custodian:
@@ -491,13 +501,29 @@ def _counts_without(source, sens, schema: DatasetSchema, drop_pos: np.ndarray, c
 
 
 # ------------------------------------------------------------------------------- verify
-class _CountedRelease(RandomizedRelease):
-    """A randomized release's manifest with its published SA counts streamed (no rows held)."""
+class CountedRelease(RandomizedRelease):
+    """A randomized release's manifest with its published SA counts streamed (no rows held):
+    ``streamed_counts`` (attribute → counts of each published value) and
+    ``streamed_group_counts`` (attribute → transition groups × values: SDR's sub-tables, one
+    group otherwise), from which the claim's disclosure is computed
+    (:func:`ppdp.claims.rho.transition_disclosure`)."""
 
     streamed_counts: dict[str, np.ndarray] = {}
+    streamed_group_counts: dict[str, np.ndarray] | None = None
 
     def published_counts(self, attribute: str) -> np.ndarray:
-        return self.streamed_counts[attribute]
+        if attribute in self.streamed_counts:
+            return self.streamed_counts[attribute]
+        return super().published_counts(attribute)
+
+
+def counted_release(manifest: dict, counts: Mapping[str, np.ndarray], group_counts: Mapping[str, np.ndarray],
+                    columns: Sequence[str] = ()) -> CountedRelease:
+    """A :class:`CountedRelease` of ``manifest`` (its data table empty, with ``columns``)."""
+    rel = CountedRelease(manifest, {"data": pa.table({c: pa.array([], pa.string()) for c in columns})} if columns else {})
+    rel.streamed_counts = {s: np.asarray(v, dtype=np.int64) for s, v in counts.items()}
+    rel.streamed_group_counts = {s: np.asarray(v, dtype=np.int64) for s, v in group_counts.items()}
+    return rel
 
 
 def _pair_counts(batches: Iterator[dict[str, np.ndarray]], qi: Sequence[str], dims: Sequence[int], sa: str, m: int):
@@ -535,6 +561,9 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
     claim = claim_of(manifest)
     n_rows = 0
     pub = {s: np.zeros(len(doms[s]), dtype=np.int64) for s in sens}
+    sdr = getattr(claim, "is_sdr", False)
+    J = len(getattr(claim, "subtables", ()) or ()) if sdr else 1
+    per_group = {s: np.zeros((max(J, 1), len(doms[s])), dtype=np.int64) for s in sens}
     cols_seen: set[str] = set()
 
     def pub_codes():
@@ -543,8 +572,16 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
             cols_seen.update(b.schema.names)
             codes = {c: label_codes(b.column(c), doms[c], c) for c in [*qi, *sens]}
             n_rows += b.num_rows
+            sub = None
+            if sdr and "subtable" in b.schema.names:
+                sub = b.column("subtable").to_numpy(zero_copy_only=False).astype(np.int64)
+                if len(sub) and (sub.min() < 0 or sub.max() >= J):
+                    raise PpdpError(f"a sub-table index outside 0..{J - 1}")
             for s in sens:
-                pub[s] += np.bincount(codes[s], minlength=len(doms[s]))
+                m_s = len(doms[s])
+                key = codes[s] if sub is None else sub * m_s + codes[s]
+                per_group[s] += np.bincount(key, minlength=per_group[s].size).reshape(per_group[s].shape)
+                pub[s] += np.bincount(codes[s], minlength=m_s)
             yield codes
 
     dims = [len(doms[c]) for c in qi]
@@ -556,8 +593,7 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
     rep.checks.append("every published label lies in its domain")
     expected = set(qi) | set(sens) | ({"subtable"} if getattr(claim, "is_sdr", False) else set())
     rep.check(cols_seen == expected, "the parts hold exactly the NSA and SA columns", f"columns {sorted(cols_seen)} != {sorted(expected)}")
-    stub = _CountedRelease(manifest, {"data": pa.table({c: pa.array([], pa.string()) for c in expected})})
-    stub.streamed_counts = pub
+    stub = counted_release(manifest, pub, per_group, sorted(expected))
     claim_rep = VerifyReport()
     try:
         claim.check(stub, claim_rep, None)
@@ -636,5 +672,55 @@ def answer_stream(release_dir, sa_values: Sequence[str], chunk_rows: int = 2_000
     return np.array([est[pos[v]] for v in sa_values], dtype=float)
 
 
-__all__ = ["Allotment", "DatasetSchema", "RowPlan", "answer_stream", "dataset_schema", "label_codes", "publish_stream",
+#: estimators linear in the published rows: a sum of per-batch answers is the whole release's answer
+LINEAR_ESTIMATORS = {"diverted": ("full-closed",), "other": ("inversion",)}
+
+
+def answer_where_stream(release_dir, workload, estimator: str | None = None, chunk_rows: int = 2_000_000) -> np.ndarray:
+    """Answer WHERE count queries (strings as ``ppdp query`` takes them, or Query objects; on
+    quasi-identifiers and the sensitive attribute) on a partitioned randomized release,
+    streamed batch by batch in bounded memory.
+
+    The estimator must be linear in the published rows — ``inversion`` (uniform, global,
+    SDR; the default) or ``full-closed`` (A'; the default there, its transition built from
+    the whole release's published counts, streamed first) — so the sum of the batches'
+    answers is exactly the in-memory ``load_release(dir).answer(workload, estimator)``.
+    Non-linear estimators (``norm-sub``, ``mle``, ``em``, iterative A') need the whole
+    release: load it with ``ppdp.load_release``."""
+    from ..queries.workload import as_workload
+    from ..releases.partitioned import encode_labels
+    from ..releases.storage import read_json
+
+    d = Path(release_dir)
+    manifest = read_json(d / "manifest.json", "manifest")
+    if manifest.get("family") != "randomized":
+        raise PpdpError(f"streamed WHERE queries read randomized releases; this one is {manifest.get('family')!r} "
+                        "(load it with ppdp.load_release)")
+    diverted = manifest.get("certificate", {}).get("model") == DivertedClaim.model
+    allowed = LINEAR_ESTIMATORS["diverted" if diverted else "other"]
+    estimator = estimator or allowed[0]
+    if estimator not in allowed:
+        raise PpdpError(f"streamed queries need an estimator linear in the rows ({', '.join(allowed)} for this release); "
+                        f"got {estimator!r} — load the release with ppdp.load_release for the others")
+    sch = manifest["schema"]
+    doms = sch["domains"]
+    sens = list(sch["sensitive"])
+    counts: dict[str, np.ndarray] = {}
+    if diverted:  # the receiver's transition is built from the release's published counts: one pass first
+        counts = {s: np.zeros(len(doms[s]), dtype=np.int64) for s in sens}
+        for b in iter_partitioned(d / "data", columns=sens, batch_rows=chunk_rows):
+            for s in sens:
+                counts[s] += np.bincount(label_codes(b.column(s), doms[s], s), minlength=len(doms[s]))
+    queries = list(as_workload(workload))
+    total = np.zeros(len(queries), dtype=np.float64)
+    for b in iter_partitioned(d / "data", batch_rows=chunk_rows):
+        t = pa.table({c: (encode_labels(b.column(c), doms[c], c) if c in doms else b.column(c)) for c in b.schema.names})
+        rel = CountedRelease(manifest, {"data": t})
+        rel.streamed_counts = counts
+        total += rel.answer(queries, estimator=estimator)
+    return total
+
+
+__all__ = ["Allotment", "CountedRelease", "DatasetSchema", "LINEAR_ESTIMATORS", "counted_release", "RowPlan", "answer_stream",
+           "answer_where_stream", "dataset_schema", "label_codes", "publish_stream",
            "row_plan", "split_counts", "table_order", "verify_stream"]

@@ -151,16 +151,28 @@ def linear_index(codes: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarra
     return np.ravel_multi_index([np.asarray(c, dtype=np.int64) for c in codes], tuple(shape))
 
 
-def dense_counts(codes: Sequence[np.ndarray], shape: Sequence[int]) -> np.ndarray:
-    """Dense int64 count array of the cube."""
+def dense_counts(codes: Sequence[np.ndarray], shape: Sequence[int], weights: np.ndarray | None = None) -> np.ndarray:
+    """Dense int64 count array of the cube; ``weights``: rows each code row stands for (a table of
+    distinct label combinations with their counts, as the Spark engine aggregates them)."""
     m = int(np.prod(shape, dtype=np.int64))
-    return np.bincount(linear_index(codes, shape), minlength=m).astype(np.int64).reshape(tuple(shape))
+    if weights is None:
+        return np.bincount(linear_index(codes, shape), minlength=m).astype(np.int64).reshape(tuple(shape))
+    w = np.asarray(weights, dtype=np.int64)
+    x = np.zeros(m, dtype=np.int64)
+    np.add.at(x, linear_index(codes, shape), w)
+    return x.reshape(tuple(shape))
 
 
-def sparse_counts(codes: Sequence[np.ndarray], shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted linear indices of non-empty cells, their counts)."""
-    idx, cnt = np.unique(linear_index(codes, shape), return_counts=True)
-    return idx, cnt.astype(np.int64)
+def sparse_counts(codes: Sequence[np.ndarray], shape: Sequence[int],
+                  weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted linear indices of non-empty cells, their counts); ``weights`` as in :func:`dense_counts`."""
+    if weights is None:
+        idx, cnt = np.unique(linear_index(codes, shape), return_counts=True)
+        return idx, cnt.astype(np.int64)
+    idx, inv = np.unique(linear_index(codes, shape), return_inverse=True)
+    cnt = np.bincount(inv.ravel(), weights=np.asarray(weights, dtype=np.float64), minlength=len(idx))
+    keep = cnt > 0
+    return idx[keep], np.rint(cnt[keep]).astype(np.int64)
 
 
 # ---------------------------------------------------------------------------- boxes

@@ -251,10 +251,10 @@ class CellHistogram(HistogramMechanism):
         budget = Budget(plan.epsilon)
         (every_cell,) = plan.cells
         if spec.dense:
-            _, y, _, _ = self._measure(budget, rng, dense_counts(codes, spec.shape), None)
+            _, y, _, _ = self._measure(budget, rng, dense_counts(codes, spec.shape, getattr(table, "row_weights", None)), None)
             err = expected_error(self.name, self.get_params(), spec.shape)
             return self._release(table, spec, plan, budget, cells=y, extra={"expected_error": err})
-        idx, cnt = sparse_counts(codes, spec.shape)
+        idx, cnt = sparse_counts(codes, spec.shape, getattr(table, "row_weights", None))
         idx, y, tau = budget.measure_sparse(rng, idx, cnt, spec.n_cells, every_cell)
         return self._release(table, spec, plan, budget, cells=(idx, y), extra={"storage": "sparse", "threshold": tau})
 

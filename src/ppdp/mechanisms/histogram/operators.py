@@ -24,7 +24,7 @@ def dense_cube(table, dims, bins, who: str, domains=None):
     if spec.n_cells > DENSE_MAX_CELLS:
         raise PpdpError(f"the cube has {spec.n_cells:,} cells, more than {who}'s dense limit {DENSE_MAX_CELLS:,}; "
                         "bin the dimensions coarser or use CellHistogram (sparse)")
-    return spec, dense_counts(codes, spec.shape)
+    return spec, dense_counts(codes, spec.shape, getattr(table, "row_weights", None))  # weights: a table of counted combinations
 
 
 def whole_cube(shape) -> tuple[np.ndarray, np.ndarray]:
