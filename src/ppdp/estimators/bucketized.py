@@ -78,6 +78,22 @@ def bucket_entries(release) -> dict:
         return {"bucket": g, "value": x, "p": p, "u": None, "c": None, "n_buckets": nb, "m": m}
     excluded = release.fake_excluded()
     obs = release.observed_counts()
+    p_dense, u, c = bucket_profiles(obs, b["sizes"], sigma, excluded)
+    g, x = np.nonzero((p_dense != 0) | (u != 0))
+    return {"bucket": g, "value": x, "p": p_dense[g, x], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+
+
+def bucket_profiles(obs: np.ndarray, sizes: np.ndarray, sigma: int, excluded: np.ndarray | None):
+    """Dense per-bucket (or per-bucket-type) weights of :class:`AnatomyEstimator` from the
+    observed ST counts ``obs`` (k × m), the sizes |g| and, with fakes, the values the
+    publication rule excludes as fakes: ``(p, u, c)`` — p = ĉ_g(x)/|g| (k × m), and with
+    σ > 0 u = [x ∈ D_g]/|D_g| (k × m) and c = σ·E_g²/(|D_g|·(E_g − 1)·|g|) (k,), the
+    fake-draw variance factor (saturated buckets: module doc); u, c None when σ = 0."""
+    obs = np.asarray(obs)
+    sizes = np.maximum(np.asarray(sizes), 1).astype(np.float64)
+    if sigma == 0:
+        return obs / sizes[:, None], None, None
+    nb = obs.shape[0]
     chat, _ = correct_counts(obs, sigma, excluded)
     unseen = (obs == 0) & ~excluded
     n_unseen = unseen.sum(axis=1).astype(np.float64)
@@ -95,8 +111,87 @@ def bucket_entries(release) -> dict:
         u[sat] = np.divide(ones, n_ones[:, None], out=np.zeros(ones.shape), where=n_ones[:, None] > 0)
         c[sat] = np.divide(sigma * (n_ones - sigma), np.maximum(n_ones - 1, 1) * sizes[sat],
                            out=np.zeros(len(n_ones)), where=n_ones > sigma)
-    g, x = np.nonzero((chat != 0) | (u != 0))
-    return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+    return chat / sizes[:, None], u, c
+
+
+#: releases whose buckets fall into more SA-profile types than this are answered per row
+#: (:func:`anatomy_index`); below it, per type (:func:`bucket_types`)
+MAX_TYPES = 4096
+
+
+def bucket_types(release) -> dict | None:
+    """Buckets grouped into *types*: buckets with the same size, the same observed ST counts
+    and (with fakes) the same values excluded as fakes have the same weights p, u, c
+    (:func:`bucket_profiles`) — every term of :class:`AnatomyEstimator` is a sum over buckets
+    of n_g(P) times a function of g's weights and S, so it is the same sum over types of
+    n_t(P) = the QIT rows meeting P in buckets of type t. Returns ``type`` (per bucket),
+    ``row_type`` (per QIT row, narrow int), the per-type ``p``, ``u``, ``c`` (T × m, T × m,
+    T), ``multi`` ([|g| > 1] per type) and ``n_types``; None when there are more than
+    :data:`MAX_TYPES` types or the ST rows are not one positive count per (bucket, value).
+
+    The types come from a random linear signature of each bucket's counts (one bincount) and
+    are then checked exactly against one representative bucket per type, so two different
+    profiles never share a type (a signature collision gives None, the per-row path)."""
+    cache = _INDEX.setdefault(release, {})
+    if "types" in cache:
+        return cache["types"]
+    cache["types"] = out = _bucket_types(release)
+    return out
+
+
+def _bucket_types(release) -> dict | None:
+    b = release.buckets()
+    nb, m = b["n_buckets"], b["m"]
+    sizes, sb, sc, cnt = b["sizes"], b["sb"], b["sc"], b["count"]
+    sigma = release.fake_values
+    if nb == 0 or (len(cnt) and int(cnt.min()) < 1):
+        return None
+    # one ST row per (bucket, value): otherwise the exactness check below does not hold
+    seen = np.zeros(nb * m, dtype=bool)
+    key = sb.astype(np.int64) * m + sc
+    seen[key] = True
+    if int(np.count_nonzero(seen)) != len(key):
+        return None
+    del seen, key
+    rng = np.random.default_rng(20061101)
+    w_val, w_cnt = rng.random(m) + 1.0, rng.random(m) + 0.5
+    sig = np.bincount(sb, weights=w_val[sc] * (cnt + w_cnt[sc]), minlength=nb)
+    sig += sizes * (np.pi + rng.random())
+    excluded = None
+    if sigma:
+        excluded = release.fake_excluded()
+        sig += excluded @ (rng.random(m) + 3.0)
+    order = np.argsort(sig, kind="stable")
+    s_sorted = sig[order]
+    first = np.ones(nb, dtype=bool)
+    first[1:] = s_sorted[1:] != s_sorted[:-1]
+    n_types = int(first.sum())
+    if n_types > MAX_TYPES:
+        return None
+    type_of = np.empty(nb, dtype=np.int64)
+    type_of[order] = np.cumsum(first) - 1
+    rep = order[first]  # one bucket per type
+    # exact check: same size, same number of ST rows, each ST row's count equal to the
+    # representative's count of that value (with one row per (bucket, value), the counts are equal)
+    rt = rep[type_of]
+    n_ent = np.bincount(sb, minlength=nb)
+    if not (np.array_equal(sizes, sizes[rt]) and np.array_equal(n_ent, n_ent[rt])):
+        return None
+    is_rep = np.zeros(nb, dtype=bool)
+    is_rep[rep] = True
+    on_rep = is_rep[sb]
+    rep_obs = np.zeros((n_types, m), dtype=np.int64)
+    rep_obs[type_of[sb[on_rep]], sc[on_rep]] = cnt[on_rep]
+    if not np.array_equal(rep_obs[type_of[sb], sc], cnt):
+        return None
+    if excluded is not None:
+        if not np.array_equal(excluded, excluded[rt]):
+            return None
+        excluded = excluded[rep]
+    p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
+    narrow = np.int16 if n_types < 2 ** 15 else np.int32
+    return {"type": type_of, "row_type": type_of.astype(narrow)[b["qb"]], "p": p, "u": u, "c": c,
+            "multi": (sizes[rep] > 1).astype(np.float64), "n_types": n_types}
 
 
 # per release object (a release's files do not change once loaded): its entries and indexes
@@ -317,9 +412,77 @@ class AnatomyEstimator(Estimator):
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
         rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
+        types = bucket_types(release)
+        if types is not None:
+            return self._type_terms(release, types, rest, sel, variance=False)[0]
         return (self._index(release).sums(rest) * sel).sum(axis=1)
 
+    def _type_index(self, release, types: dict, cols: tuple[str, ...]) -> CountIndex:
+        """QIT rows counted per (combination of ``cols``, bucket type): an index over a superset
+        of the columns already built is reused (its groupings derive the smaller ones)."""
+        cache = _INDEX.setdefault(release, {})
+        built = cache.setdefault("type_index", {})
+        fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
+        if fits:
+            return min(fits, key=lambda ix: len(ix.columns))
+        codes = cache.setdefault("codes", {})
+        for c in cols:
+            if c not in codes:
+                codes[c] = release.codes("qit", c)
+        domains = release.domains
+        index = CountIndex({c: codes[c] for c in cols}, {c: len(domains[c]) for c in cols}, types["row_type"],
+                           n_keys=types["n_types"])
+        built[cols] = index
+        return index
+
+    def _type_terms(self, release, types: dict, rest, sel: np.ndarray, variance: bool = True):
+        """The estimate and, with ``variance``, the variance terms of :meth:`estimate` as sums
+        over bucket types: (est, lin_a, quad_a, lin_f, quad_f, Σ_rows∈P Σ_x p_g(x)), each
+        over queries (:func:`bucket_types`)."""
+        cols = tuple(sorted(set().union(*(set(mk) for mk in rest)))) if rest else ()
+        N = self._type_index(release, types, cols).sums(rest)  # queries × types
+        p, u, c, multi = types["p"], types["u"], types["c"], types["multi"]
+        selp = sel.astype(np.float64)
+        sp = selp @ p.T  # p_t(S) per query and type
+        est = np.einsum("qt,qt->q", N, sp)
+        if not variance:
+            return (est,)
+        nm = N * multi
+        lin_a = np.einsum("qt,qt->q", nm, sp)
+        quad_a = np.einsum("qt,qt->q", nm, sp * sp)
+        if u is not None:
+            su = selp @ u.T
+            nc = N * c
+            lin_f = np.einsum("qt,qt->q", nc, su)
+            quad_f = np.einsum("qt,qt->q", nc, su * su)
+        else:
+            lin_f = quad_f = np.zeros(len(est))
+        return est, lin_a, quad_a, lin_f, quad_f, N @ p.sum(axis=1)
+
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        types = bucket_types(release)
+        if types is None:
+            return self.estimate_by_rows(release, workload, level)
+        _, masks = release.resolve(workload)
+        rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
+        est, lin_a, quad_a, lin_f, quad_f, covered = self._type_terms(release, types, rest, sel)
+        return self._finish(release, est, lin_a, quad_a, lin_f, quad_f, covered, level)
+
+    def _finish(self, release, est, lin_a, quad_a, lin_f, quad_f, covered, level: float) -> Estimates:
+        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
+        pi = np.clip(covered / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
+        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
+        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
+        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
+                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
+                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
+                  + "; normal interval")
+        return Estimates.normal(est, np.sqrt(var), method, level)
+
+    def estimate_by_rows(self, release, workload, level: float = 0.95) -> Estimates:
+        """:meth:`estimate` through the per-row index (:func:`anatomy_index`, quadratic keys per
+        SA pair): the path for releases with too many bucket types, and the reference the
+        per-type path is tested against."""
         _, masks = release.resolve(workload)
         m = len(release.domains[release.sa])
         rest, sel = split_masks(masks, release.sa, m)
@@ -339,15 +502,7 @@ class AnatomyEstimator(Estimator):
         else:  # no fakes: the index has no fake keys
             quad_a = (R[:, 2 * m:] * both).sum(axis=1)
             lin_f = quad_f = np.zeros(len(est))
-        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
-        pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
-        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
-        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
-        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
-                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
-                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
-                  + "; normal interval")
-        return Estimates.normal(est, np.sqrt(var), method, level)
+        return self._finish(release, est, lin_a, quad_a, lin_f, quad_f, R[:, :m].sum(axis=1), level)
 
 
 def draw_assignment(release, rng: np.random.Generator) -> np.ndarray:
