@@ -26,6 +26,7 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+import pandas as pd
 from scipy import sparse
 
 from ..queries import CountIndex, split_masks
@@ -139,50 +140,96 @@ def bucket_types(release) -> dict | None:
     return out
 
 
+def bucket_rows(release) -> dict:
+    """The decoded buckets the per-type path reads (``qb``, ``sb``, ``sc``, ``count``,
+    ``sizes``, ``n_buckets``, ``m``, dense bucket order = sorted published ids, as
+    ``release.buckets()``): straight from the ``bid`` columns when both files list their
+    rows grouped by sorted bucket id and name the same buckets (the writer's layout: one pass
+    each), else ``release.buckets()``."""
+    cache = _INDEX.setdefault(release, {})
+    if "rows" in cache:
+        return cache["rows"]
+    qit, st = release.tables.get("qit"), release.tables.get("st")
+    out = None
+    if (qit is not None and st is not None and "bid" in qit.column_names and "bid" in st.column_names
+            and "count" in st.column_names and release.sa in st.column_names and "fake" not in st.column_names
+            and qit.num_rows and st.num_rows):
+        qbid = qit.column("bid").to_numpy()
+        sbid = st.column("bid").to_numpy()
+        if (np.issubdtype(qbid.dtype, np.integer) and np.issubdtype(sbid.dtype, np.integer)
+                and not (qbid[1:] < qbid[:-1]).any() and not (sbid[1:] < sbid[:-1]).any()):
+            qnew = np.flatnonzero(qbid[1:] != qbid[:-1]) + 1
+            snew = np.flatnonzero(sbid[1:] != sbid[:-1]) + 1
+            if len(qnew) == len(snew) and qbid[0] == sbid[0] and np.array_equal(qbid[qnew], sbid[snew]):
+                nb, n = len(qnew) + 1, len(qbid)
+                narrow = np.int32 if n < 2 ** 31 else np.int64
+                qb = np.zeros(n, dtype=narrow)
+                qb[qnew] = 1
+                np.cumsum(qb, out=qb)
+                sb = np.zeros(len(sbid), dtype=narrow)
+                sb[snew] = 1
+                np.cumsum(sb, out=sb)
+                sizes = np.diff(np.concatenate([[0], qnew, [n]]))
+                out = {"qb": qb, "sb": sb, "st_start": np.concatenate([[0], snew]), "sc": release.codes("st", release.sa),
+                       "count": st.column("count").to_numpy().astype(np.int64), "sizes": sizes,
+                       "n_buckets": nb, "m": len(release.domains[release.sa])}
+    if out is None:
+        out = release.buckets()
+    cache["rows"] = out
+    return out
+
+
 def _bucket_types(release) -> dict | None:
-    b = release.buckets()
+    b = bucket_rows(release)
     nb, m = b["n_buckets"], b["m"]
     sizes, sb, sc, cnt = b["sizes"], b["sb"], b["sc"], b["count"]
     sigma = release.fake_values
-    if nb == 0 or (len(cnt) and int(cnt.min()) < 1):
+    if nb == 0 or len(cnt) == 0 or int(cnt.min()) < 1:
         return None
+    start = b.get("st_start")
+    if start is None:  # ST rows not grouped by bucket: group them
+        order = np.argsort(sb, kind="stable")
+        sb, sc, cnt = sb[order], sc[order], cnt[order]
+        start = np.searchsorted(sb, np.arange(nb))
+        if not np.array_equal(np.unique(sb), np.arange(nb)):
+            return None
+    n_ent = np.diff(np.append(start, len(sb)))
     # one ST row per (bucket, value): otherwise the exactness check below does not hold
-    seen = np.zeros(nb * m, dtype=bool)
-    key = sb.astype(np.int64) * m + sc
-    seen[key] = True
-    if int(np.count_nonzero(seen)) != len(key):
-        return None
-    del seen, key
+    key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
+    if (key[1:] <= key[:-1]).any():  # values not listed in order within buckets: count the distinct pairs
+        seen = np.zeros(nb * m, dtype=bool)
+        seen[key] = True
+        if int(np.count_nonzero(seen)) != len(key):
+            return None
+        del seen
+    del key
+    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
+    # arithmetic (exact and order-free, so equal profiles get equal signatures)
     rng = np.random.default_rng(20061101)
-    w_val, w_cnt = rng.random(m) + 1.0, rng.random(m) + 0.5
-    sig = np.bincount(sb, weights=w_val[sc] * (cnt + w_cnt[sc]), minlength=nb)
-    sig += sizes * (np.pi + rng.random())
+    h_val = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64) | np.uint64(1)
+    sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), start)
+    sig += sizes.astype(np.uint64) * np.uint64(rng.integers(1, 2 ** 63) | 1)
     excluded = None
     if sigma:
         excluded = release.fake_excluded()
-        sig += excluded @ (rng.random(m) + 3.0)
-    order = np.argsort(sig, kind="stable")
-    s_sorted = sig[order]
-    first = np.ones(nb, dtype=bool)
-    first[1:] = s_sorted[1:] != s_sorted[:-1]
-    n_types = int(first.sum())
+        sig += excluded.astype(np.uint8) @ rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
+    codes, uniq = pd.factorize(sig)
+    n_types = len(uniq)
     if n_types > MAX_TYPES:
         return None
-    type_of = np.empty(nb, dtype=np.int64)
-    type_of[order] = np.cumsum(first) - 1
-    rep = order[first]  # one bucket per type
+    type_of = codes.astype(np.int64, copy=False)
+    rep = np.empty(n_types, dtype=np.int64)  # one bucket per type: its first
+    rep[type_of[::-1]] = np.arange(nb - 1, -1, -1)
     # exact check: same size, same number of ST rows, each ST row's count equal to the
     # representative's count of that value (with one row per (bucket, value), the counts are equal)
     rt = rep[type_of]
-    n_ent = np.bincount(sb, minlength=nb)
     if not (np.array_equal(sizes, sizes[rt]) and np.array_equal(n_ent, n_ent[rt])):
         return None
-    is_rep = np.zeros(nb, dtype=bool)
-    is_rep[rep] = True
-    on_rep = is_rep[sb]
+    rows = _ragged(n_ent[rep])
+    rep_rows = start[rep][rows[0]] + rows[1]
     rep_obs = np.zeros((n_types, m), dtype=np.int64)
-    rep_obs[type_of[sb[on_rep]], sc[on_rep]] = cnt[on_rep]
-    if not np.array_equal(rep_obs[type_of[sb], sc], cnt):
+    rep_obs[rows[0], sc[rep_rows]] = cnt[rep_rows]
+    if not np.array_equal(rep_obs.ravel()[type_of[sb] * m + sc], cnt):
         return None
     if excluded is not None:
         if not np.array_equal(excluded, excluded[rt]):
@@ -470,7 +517,7 @@ class AnatomyEstimator(Estimator):
 
     def _finish(self, release, est, lin_a, quad_a, lin_f, quad_f, covered, level: float) -> Estimates:
         # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
-        pi = np.clip(covered / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
+        pi = np.clip(covered / max(float(len(bucket_rows(release)["qb"])), 1.0), 0.0, 1.0)
         var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
         var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
         method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
