@@ -195,14 +195,18 @@ def _bucket_types(release) -> dict | None:
             return None
     n_ent = np.diff(np.append(start, len(sb)))
     # one ST row per (bucket, value): otherwise the exactness check below does not hold
-    key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
-    if (key[1:] <= key[:-1]).any():  # values not listed in order within buckets: count the distinct pairs
+    if m <= 64:  # each bucket's values as a bit set: as many bits as ST rows
+        bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
+        if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, start)), n_ent):
+            return None
+        del bits
+    else:
+        key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
         seen = np.zeros(nb * m, dtype=bool)
         seen[key] = True
         if int(np.count_nonzero(seen)) != len(key):
             return None
-        del seen
-    del key
+        del seen, key
     # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
     # arithmetic (exact and order-free, so equal profiles get equal signatures)
     rng = np.random.default_rng(20061101)
@@ -223,8 +227,10 @@ def _bucket_types(release) -> dict | None:
     # exact check: same size, same number of ST rows, each ST row's count equal to the
     # representative's count of that value (with one row per (bucket, value), the counts are equal)
     rt = rep[type_of]
-    if not (np.array_equal(sizes, sizes[rt]) and np.array_equal(n_ent, n_ent[rt])):
+    size_ent = sizes.astype(np.int64) * (int(n_ent.max()) + 1) + n_ent
+    if not np.array_equal(size_ent, size_ent[rt]):
         return None
+    del size_ent
     rows = _ragged(n_ent[rep])
     rep_rows = start[rep][rows[0]] + rows[1]
     rep_obs = np.zeros((n_types, m), dtype=np.int64)
