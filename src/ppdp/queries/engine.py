@@ -50,6 +50,7 @@ class CountIndex:
         self.n = len(keys)
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
         self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
+        self._f32: dict[tuple[str, ...], np.ndarray] = {}
         self._integral = keys.ndim == 1
 
     # ------------------------------------------------------------ grouping
@@ -196,8 +197,15 @@ class CountIndex:
                 continue
             n_c = W.shape[0]
             is_sparse = sparse.issparse(W)
-            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the memory traffic)
-            Wm = W.astype(np.float32) if self._integral and self.n < 2**24 and not is_sparse else W
+            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the
+            # memory traffic); the converted grouping is kept beside the grouping
+            Wm = W
+            if self._integral and self.n < 2**24 and not is_sparse:
+                Wm = self._f32.get(cols)
+                if Wm is None or Wm.shape != W.shape:
+                    Wm = W.astype(np.float32)
+                    if cols in self._groups:
+                        self._f32[cols] = Wm
             packs = self._super_columns(cols, combo)
             step = max(1, _CHUNK_CELLS // max(n_c, 1))
             for s in range(0, len(qidx), step):
@@ -208,8 +216,12 @@ class CountIndex:
                     for c in p[1:]:  # outer AND over the packed columns → (k, Π dims)
                         nxt = np.stack([masks[q][c] for q in chunk])
                         lut = (lut[:, :, None] & nxt[:, None, :]).reshape(len(chunk), -1)
-                    part = np.take(lut, code, axis=1)
-                    M = part if M is None else np.logical_and(M, part, out=M)
+                    if is_sparse:
+                        part = np.take(lut, code, axis=1)
+                        M = part if M is None else np.logical_and(M, part, out=M)
+                    else:  # the mask in the product's type straight from the (small) table
+                        part = np.take(lut.astype(Wm.dtype), code, axis=1)
+                        M = part if M is None else np.multiply(M, part, out=M)
                 assert M is not None  # every combination packs at least one column
                 if is_sparse:  # the matching combinations only
                     r, c = np.nonzero(M)
@@ -218,7 +230,7 @@ class CountIndex:
                     Ms = sparse.csr_matrix((np.ones(len(c)), c.astype(np.int32), indptr), shape=(len(chunk), n_c))
                     out[qarr[s : s + step]] = (Ms @ Wm).toarray()
                 else:
-                    out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
+                    out[qarr[s : s + step]] = M @ Wm
         return out
 
 
