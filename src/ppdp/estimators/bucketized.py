@@ -95,6 +95,8 @@ def bucket_profiles(obs: np.ndarray, sizes: np.ndarray, sigma: int, excluded: np
     if sigma == 0:
         return obs / sizes[:, None], None, None
     nb = obs.shape[0]
+    if excluded is None:
+        excluded = np.zeros(obs.shape, dtype=bool)
     chat, _ = correct_counts(obs, sigma, excluded)
     unseen = (obs == 0) & ~excluded
     n_unseen = unseen.sum(axis=1).astype(np.float64)

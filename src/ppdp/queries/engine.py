@@ -15,7 +15,7 @@ boolean mask matrix (queries × combinations) times the combination weights (a B
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -152,7 +152,8 @@ class CountIndex:
             combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
                      else dict(zip(cols, np.unravel_index(uniq, dims))))
             g = (combo, self._weights(inv, len(uniq), parent_W))
-        if (g[1].nnz if sparse.issparse(g[1]) else g[1].size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
+        w_g: Any = g[1]
+        if (w_g.nnz if sparse.issparse(w_g) else w_g.size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
             self._groups[cols] = g
         return g
 
