@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -118,7 +119,8 @@ def measure_one(name: str, path: str, what: str) -> dict:
             f"{what}_cold_cpu_seconds": round(cc, 3), f"{what}_warm_seconds": round(ww, 3),
             f"{what}_warm_cpu_seconds": round(wc, 3), f"{what}_n": n,
             f"{what}_se_finite": bool(np.isfinite(np.asarray(se, dtype=float)).all()),
-            f"{what}_load_average": load0}
+            f"{what}_load_average": load0,
+            f"{what}_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
 
 
 def main(rows: int, names: list[str], releases: str | None, save: str | None, src: str | None,

@@ -29,7 +29,9 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from ..claims import claim_of
 from ..queries import CountIndex, split_masks
+from ..releases.bucketized import fake_candidates, revealed_absent
 from .base import Estimates, Estimator
 
 
@@ -181,6 +183,17 @@ def bucket_rows(release) -> dict:
     return out
 
 
+def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
+    """``release.fake_excluded()`` for buckets of the given sizes when the release has no
+    negative associations (the publication rule then depends on |g| alone): values no real
+    record of a bucket of that size could hold, and values the claim reveals absent."""
+    excluded = ~fake_candidates(sizes, release.thresholds(), None)
+    absent = revealed_absent(claim_of(release.manifest), release.domains[release.sa],
+                             int(release.manifest.get("n_published", 0)))
+    excluded[:, absent] = True
+    return excluded
+
+
 def _bucket_types(release) -> dict | None:
     b = bucket_rows(release)
     nb, m = b["n_buckets"], b["m"]
@@ -216,9 +229,10 @@ def _bucket_types(release) -> dict | None:
     sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), start)
     sig += sizes.astype(np.uint64) * np.uint64(rng.integers(1, 2 ** 63) | 1)
     excluded = None
-    if sigma:
+    h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
+    if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
         excluded = release.fake_excluded()
-        sig += excluded.astype(np.uint8) @ rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
+        sig += excluded.astype(np.uint8) @ h_exc
     codes, uniq = pd.factorize(sig)
     n_types = len(uniq)
     if n_types > MAX_TYPES:
@@ -243,6 +257,8 @@ def _bucket_types(release) -> dict | None:
         if not np.array_equal(excluded, excluded[rt]):
             return None
         excluded = excluded[rep]
+    elif sigma:  # without negative associations the rule reads the bucket's size only (in its type)
+        excluded = excluded_fakes(release, sizes[rep])
     p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
     narrow = np.int16 if n_types < 2 ** 15 else np.int32
     return {"type": type_of, "row_type": type_of.astype(narrow)[b["qb"]], "p": p, "u": u, "c": c,
