@@ -3,8 +3,15 @@
 Anatomy's estimator (Xiao & Tao 2006): est(P ∧ S) = Σ_g n_g(P)·ĉ_g(S)/|g|, with n_g(P) the
 QIT rows of g meeting the QI predicate and ĉ_g(S) the ST count of g on the SA predicate,
 corrected for fake values without using the fake flag (Wang et al. 2011, §6; see
-:func:`correct_counts`). It is evaluated as per-row weights w[row, x] = ĉ_{g(row)}(x)/|g(row)|
-summed over rows with the same QI values, on the shared :class:`~ppdp.queries.CountIndex`.
+:func:`correct_counts`). Evaluation: every term of the estimate and of its variance
+(:class:`AnatomyEstimator`) is Σ_g n_g(P)·f(g, S), f a function of the bucket's published
+weights and the SA predicate; buckets with equal size, ST counts and fake rule are one
+*type* (:func:`bucket_types`; a F'-privacy or Anatomy plan has few), so each term is
+Σ_t n_t(P)·f(t, S): one :class:`~ppdp.queries.CountIndex` of QIT rows keyed by their bucket's
+type gives n_t(P) for all queries and groups, and f(t, S) is a (queries × types) matrix
+product. Releases with more than :data:`MAX_TYPES` types use per-row weights
+w[row, x] = ĉ_{g(row)}(x)/|g(row)| and per-pair variance keys instead
+(:func:`anatomy_index`, ``AnatomyEstimator.estimate_by_rows``), the same numbers.
 
 Fake-value correction. A receiver sees, per bucket, the observed counts c^obs_g(x) (real
 counts plus one per fake) but not which values are fake. Let E_g be the values eligible as
