@@ -124,7 +124,7 @@ def measure_one(name: str, path: str, what: str) -> dict:
 
 
 def main(rows: int, names: list[str], releases: str | None, save: str | None, src: str | None,
-         name_out: str | None = None) -> dict:
+         name_out: str | None = None, merge: bool = False) -> dict:
     edu = ppdp.datasets.load("edu")
     res: dict = {"benchmark": "GROUP BY over two attributes and 5,000 queries with intervals on a large release",
                  "rows": rows, "targets": {"groupby_cold_seconds": 2.0, "queries_5000_cold_seconds": 5.0},
@@ -173,6 +173,11 @@ def main(rows: int, names: list[str], releases: str | None, save: str | None, sr
     res.update(provenance(seed=7))
     if src:
         res["src"] = src
+    if merge:  # keep the other families of an earlier run (each family records its own load average)
+        old = Path(__file__).parent / "results" / f"{name_out or f'groupby_{rows}'}.json"
+        if old.exists():
+            earlier = json.loads(old.read_text())
+            res["families"] = {**earlier.get("families", {}), **res["families"]}
     write_result(name_out or f"groupby_{rows}", res)
     return res
 
@@ -185,6 +190,7 @@ if __name__ == "__main__":
     ap.add_argument("--save", default=None, help="keep the releases published here in this directory")
     ap.add_argument("--src", default=None, help="the ppdp source tree the measuring processes import")
     ap.add_argument("--out", default=None, help="result name (default groupby_<rows>)")
+    ap.add_argument("--merge", action="store_true", help="update the families of an existing result file")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--path", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--what", default=None, help=argparse.SUPPRESS)
@@ -192,4 +198,4 @@ if __name__ == "__main__":
     if args.one:
         print(json.dumps(measure_one(args.one, args.path, args.what)))
     else:
-        main(args.rows, args.families.split(","), args.releases, args.save, args.src, args.out)
+        main(args.rows, args.families.split(","), args.releases, args.save, args.src, args.out, args.merge)
