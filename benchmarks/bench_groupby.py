@@ -53,7 +53,9 @@ HIST_DIMS = ["age", "marital_status", "education"]
 #: (GROUP BY cold 13.1 s, 5,000 queries 50.2 s cold / 24.8 s warm, load 2–4); randomized:
 #: first call of 5,000 queries (benchmarks/bench_randomized_speed.py, load 10–15)
 BEFORE = {"fprivacy": {"groupby_cold_seconds": 13.122, "groupby_warm_seconds": 0.036,
-                       "queries_5000_cold_seconds": 50.235, "queries_5000_warm_seconds": 24.779},
+                       "queries_5000_cold_seconds": 50.235, "queries_5000_warm_seconds": 24.779,
+                       # main at 17174c6 re-measured with this script (--one fprivacy --what groupby), load 17
+                       "groupby_cold_cpu_seconds_main": 9.249, "groupby_cold_seconds_main": 108.544},
           "uniform": {"queries_5000_cold_seconds": 4.1}, "global": {"queries_5000_cold_seconds": 5.5},
           "sdr": {"queries_5000_cold_seconds": 8.3}, "diverted": {"queries_5000_cold_seconds": 10.3}}
 
