@@ -217,12 +217,8 @@ class CountIndex:
                     for c in p[1:]:  # outer AND over the packed columns → (k, Π dims)
                         nxt = np.stack([masks[q][c] for q in chunk])
                         lut = (lut[:, :, None] & nxt[:, None, :]).reshape(len(chunk), -1)
-                    if is_sparse:
-                        part = np.take(lut, code, axis=1)
-                        M = part if M is None else np.logical_and(M, part, out=M)
-                    else:  # the mask in the product's type straight from the (small) table
-                        part = np.take(lut.astype(Wm.dtype), code, axis=1)
-                        M = part if M is None else np.multiply(M, part, out=M)
+                    part = np.take(lut, code, axis=1)
+                    M = part if M is None else np.logical_and(M, part, out=M)
                 assert M is not None  # every combination packs at least one column
                 if is_sparse:  # the matching combinations only
                     r, c = np.nonzero(M)
@@ -231,7 +227,7 @@ class CountIndex:
                     Ms = sparse.csr_matrix((np.ones(len(c)), c.astype(np.int32), indptr), shape=(len(chunk), n_c))
                     out[qarr[s : s + step]] = (Ms @ Wm).toarray()
                 else:
-                    out[qarr[s : s + step]] = M @ Wm
+                    out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
         return out
 
 
