@@ -3,8 +3,15 @@
 Anatomy's estimator (Xiao & Tao 2006): est(P ∧ S) = Σ_g n_g(P)·ĉ_g(S)/|g|, with n_g(P) the
 QIT rows of g meeting the QI predicate and ĉ_g(S) the ST count of g on the SA predicate,
 corrected for fake values without using the fake flag (Wang et al. 2011, §6; see
-:func:`correct_counts`). It is evaluated as per-row weights w[row, x] = ĉ_{g(row)}(x)/|g(row)|
-summed over rows with the same QI values, on the shared :class:`~ppdp.queries.CountIndex`.
+:func:`correct_counts`). Evaluation: every term of the estimate and of its variance
+(:class:`AnatomyEstimator`) is Σ_g n_g(P)·f(g, S), f a function of the bucket's published
+weights and the SA predicate; buckets with equal size, ST counts and fake rule are one
+*type* (:func:`bucket_types`; a F'-privacy or Anatomy plan has few), so each term is
+Σ_t n_t(P)·f(t, S): one :class:`~ppdp.queries.CountIndex` of QIT rows keyed by their bucket's
+type gives n_t(P) for all queries and groups, and f(t, S) is a (queries × types) matrix
+product. Releases with more than :data:`MAX_TYPES` types use per-row weights
+w[row, x] = ĉ_{g(row)}(x)/|g(row)| and per-pair variance keys instead
+(:func:`anatomy_index`, ``AnatomyEstimator.estimate_by_rows``), the same numbers.
 
 Fake-value correction. A receiver sees, per bucket, the observed counts c^obs_g(x) (real
 counts plus one per fake) but not which values are fake. Let E_g be the values eligible as
@@ -26,9 +33,12 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+import pandas as pd
 from scipy import sparse
 
+from ..claims import claim_of
 from ..queries import CountIndex, split_masks
+from ..releases.bucketized import fake_candidates, revealed_absent
 from .base import Estimates, Estimator
 
 
@@ -78,6 +88,24 @@ def bucket_entries(release) -> dict:
         return {"bucket": g, "value": x, "p": p, "u": None, "c": None, "n_buckets": nb, "m": m}
     excluded = release.fake_excluded()
     obs = release.observed_counts()
+    p_dense, u, c = bucket_profiles(obs, b["sizes"], sigma, excluded)
+    g, x = np.nonzero((p_dense != 0) | (u != 0))
+    return {"bucket": g, "value": x, "p": p_dense[g, x], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+
+
+def bucket_profiles(obs: np.ndarray, sizes: np.ndarray, sigma: int, excluded: np.ndarray | None):
+    """Dense per-bucket (or per-bucket-type) weights of :class:`AnatomyEstimator` from the
+    observed ST counts ``obs`` (k × m), the sizes |g| and, with fakes, the values the
+    publication rule excludes as fakes: ``(p, u, c)`` — p = ĉ_g(x)/|g| (k × m), and with
+    σ > 0 u = [x ∈ D_g]/|D_g| (k × m) and c = σ·E_g²/(|D_g|·(E_g − 1)·|g|) (k,), the
+    fake-draw variance factor (saturated buckets: module doc); u, c None when σ = 0."""
+    obs = np.asarray(obs)
+    sizes = np.maximum(np.asarray(sizes), 1).astype(np.float64)
+    if sigma == 0:
+        return obs / sizes[:, None], None, None
+    nb = obs.shape[0]
+    if excluded is None:
+        excluded = np.zeros(obs.shape, dtype=bool)
     chat, _ = correct_counts(obs, sigma, excluded)
     unseen = (obs == 0) & ~excluded
     n_unseen = unseen.sum(axis=1).astype(np.float64)
@@ -95,8 +123,153 @@ def bucket_entries(release) -> dict:
         u[sat] = np.divide(ones, n_ones[:, None], out=np.zeros(ones.shape), where=n_ones[:, None] > 0)
         c[sat] = np.divide(sigma * (n_ones - sigma), np.maximum(n_ones - 1, 1) * sizes[sat],
                            out=np.zeros(len(n_ones)), where=n_ones > sigma)
-    g, x = np.nonzero((chat != 0) | (u != 0))
-    return {"bucket": g, "value": x, "p": chat[g, x] / sizes[g], "u": u[g, x], "c": c[g], "n_buckets": nb, "m": m}
+    return chat / sizes[:, None], u, c
+
+
+#: releases whose buckets fall into more SA-profile types than this are answered per row
+#: (:func:`anatomy_index`); below it, per type (:func:`bucket_types`)
+MAX_TYPES = 4096
+
+
+def bucket_types(release) -> dict | None:
+    """Buckets grouped into *types*: buckets with the same size, the same observed ST counts
+    and (with fakes) the same values excluded as fakes have the same weights p, u, c
+    (:func:`bucket_profiles`) — every term of :class:`AnatomyEstimator` is a sum over buckets
+    of n_g(P) times a function of g's weights and S, so it is the same sum over types of
+    n_t(P) = the QIT rows meeting P in buckets of type t. Returns ``type`` (per bucket),
+    ``row_type`` (per QIT row, narrow int), the per-type ``p``, ``u``, ``c`` (T × m, T × m,
+    T), ``multi`` ([|g| > 1] per type) and ``n_types``; None when there are more than
+    :data:`MAX_TYPES` types or the ST rows are not one positive count per (bucket, value).
+
+    The types come from a random linear signature of each bucket's counts (one bincount) and
+    are then checked exactly against one representative bucket per type, so two different
+    profiles never share a type (a signature collision gives None, the per-row path)."""
+    cache = _INDEX.setdefault(release, {})
+    if "types" in cache:
+        return cache["types"]
+    cache["types"] = out = _bucket_types(release)
+    return out
+
+
+def bucket_rows(release) -> dict:
+    """The decoded buckets the per-type path reads (``qb``, ``sb``, ``sc``, ``count``,
+    ``sizes``, ``n_buckets``, ``m``, dense bucket order = sorted published ids, as
+    ``release.buckets()``): straight from the ``bid`` columns when both files list their
+    rows grouped by sorted bucket id and name the same buckets (the writer's layout: one pass
+    each), else ``release.buckets()``."""
+    cache = _INDEX.setdefault(release, {})
+    if "rows" in cache:
+        return cache["rows"]
+    qit, st = release.tables.get("qit"), release.tables.get("st")
+    out = None
+    if (qit is not None and st is not None and "bid" in qit.column_names and "bid" in st.column_names
+            and "count" in st.column_names and release.sa in st.column_names and "fake" not in st.column_names
+            and qit.num_rows and st.num_rows):
+        qbid = qit.column("bid").to_numpy()
+        sbid = st.column("bid").to_numpy()
+        if (np.issubdtype(qbid.dtype, np.integer) and np.issubdtype(sbid.dtype, np.integer)
+                and not (qbid[1:] < qbid[:-1]).any() and not (sbid[1:] < sbid[:-1]).any()):
+            qnew = np.flatnonzero(qbid[1:] != qbid[:-1]) + 1
+            snew = np.flatnonzero(sbid[1:] != sbid[:-1]) + 1
+            if len(qnew) == len(snew) and qbid[0] == sbid[0] and np.array_equal(qbid[qnew], sbid[snew]):
+                nb, n = len(qnew) + 1, len(qbid)
+                narrow = np.int32 if n < 2 ** 31 else np.int64
+                qb = np.zeros(n, dtype=narrow)
+                qb[qnew] = 1
+                np.cumsum(qb, out=qb)
+                sb = np.zeros(len(sbid), dtype=narrow)
+                sb[snew] = 1
+                np.cumsum(sb, out=sb)
+                sizes = np.diff(np.concatenate([[0], qnew, [n]]))
+                out = {"qb": qb, "sb": sb, "st_start": np.concatenate([[0], snew]), "sc": release.codes("st", release.sa),
+                       "count": st.column("count").to_numpy().astype(np.int64), "sizes": sizes,
+                       "n_buckets": nb, "m": len(release.domains[release.sa])}
+    if out is None:
+        out = release.buckets()
+    cache["rows"] = out
+    return out
+
+
+def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
+    """``release.fake_excluded()`` for buckets of the given sizes when the release has no
+    negative associations (the publication rule then depends on |g| alone): values no real
+    record of a bucket of that size could hold, and values the claim reveals absent."""
+    excluded = ~fake_candidates(sizes, release.thresholds(), None)
+    absent = revealed_absent(claim_of(release.manifest), release.domains[release.sa],
+                             int(release.manifest.get("n_published", 0)))
+    excluded[:, absent] = True
+    return excluded
+
+
+def _bucket_types(release) -> dict | None:
+    b = bucket_rows(release)
+    nb, m = b["n_buckets"], b["m"]
+    sizes, sb, sc, cnt = b["sizes"], b["sb"], b["sc"], b["count"]
+    sigma = release.fake_values
+    if nb == 0 or len(cnt) == 0 or int(cnt.min()) < 1:
+        return None
+    start = b.get("st_start")
+    if start is None:  # ST rows not grouped by bucket: group them
+        order = np.argsort(sb, kind="stable")
+        sb, sc, cnt = sb[order], sc[order], cnt[order]
+        start = np.searchsorted(sb, np.arange(nb))
+        if not np.array_equal(np.unique(sb), np.arange(nb)):
+            return None
+    n_ent = np.diff(np.append(start, len(sb)))
+    # one ST row per (bucket, value): otherwise the exactness check below does not hold
+    if m <= 64:  # each bucket's values as a bit set: as many bits as ST rows
+        bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
+        if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, start)), n_ent):
+            return None
+        del bits
+    else:
+        key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
+        seen = np.zeros(nb * m, dtype=bool)
+        seen[key] = True
+        if int(np.count_nonzero(seen)) != len(key):
+            return None
+        del seen, key
+    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
+    # arithmetic (exact and order-free, so equal profiles get equal signatures)
+    rng = np.random.default_rng(20061101)
+    h_val = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64) | np.uint64(1)
+    sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), start)
+    sig += sizes.astype(np.uint64) * np.uint64(rng.integers(1, 2 ** 63) | 1)
+    excluded = None
+    h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
+    if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
+        excluded = release.fake_excluded()
+        sig += excluded.astype(np.uint8) @ h_exc
+    codes, uniq = pd.factorize(sig)
+    n_types = len(uniq)
+    if n_types > MAX_TYPES:
+        return None
+    type_of = codes.astype(np.int64, copy=False)
+    rep = np.empty(n_types, dtype=np.int64)  # one bucket per type: its first
+    rep[type_of[::-1]] = np.arange(nb - 1, -1, -1)
+    # exact check: same size, same number of ST rows, each ST row's count equal to the
+    # representative's count of that value (with one row per (bucket, value), the counts are equal)
+    rt = rep[type_of]
+    size_ent = sizes.astype(np.int64) * (int(n_ent.max()) + 1) + n_ent
+    if not np.array_equal(size_ent, size_ent[rt]):
+        return None
+    del size_ent
+    rows = _ragged(n_ent[rep])
+    rep_rows = start[rep][rows[0]] + rows[1]
+    rep_obs = np.zeros((n_types, m), dtype=np.int64)
+    rep_obs[rows[0], sc[rep_rows]] = cnt[rep_rows]
+    if not np.array_equal(rep_obs.ravel()[type_of[sb] * m + sc], cnt):
+        return None
+    if excluded is not None:
+        if not np.array_equal(excluded, excluded[rt]):
+            return None
+        excluded = excluded[rep]
+    elif sigma:  # without negative associations the rule reads the bucket's size only (in its type)
+        excluded = excluded_fakes(release, sizes[rep])
+    p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
+    narrow = np.int16 if n_types < 2 ** 15 else np.int32
+    return {"type": type_of, "row_type": type_of.astype(narrow)[b["qb"]], "p": p, "u": u, "c": c,
+            "multi": (sizes[rep] > 1).astype(np.float64), "n_types": n_types}
 
 
 # per release object (a release's files do not change once loaded): its entries and indexes
@@ -317,9 +490,77 @@ class AnatomyEstimator(Estimator):
     def answer(self, release, workload) -> np.ndarray:
         _, masks = release.resolve(workload)
         rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
+        types = bucket_types(release)
+        if types is not None:
+            return self._type_terms(release, types, rest, sel, variance=False)[0]
         return (self._index(release).sums(rest) * sel).sum(axis=1)
 
+    def _type_index(self, release, types: dict, cols: tuple[str, ...]) -> CountIndex:
+        """QIT rows counted per (combination of ``cols``, bucket type): an index over a superset
+        of the columns already built is reused (its groupings derive the smaller ones)."""
+        cache = _INDEX.setdefault(release, {})
+        built = cache.setdefault("type_index", {})
+        fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
+        if fits:
+            return min(fits, key=lambda ix: len(ix.columns))
+        codes = cache.setdefault("codes", {})
+        for c in cols:
+            if c not in codes:
+                codes[c] = release.codes("qit", c)
+        domains = release.domains
+        index = CountIndex({c: codes[c] for c in cols}, {c: len(domains[c]) for c in cols}, types["row_type"],
+                           n_keys=types["n_types"])
+        built[cols] = index
+        return index
+
+    def _type_terms(self, release, types: dict, rest, sel: np.ndarray, variance: bool = True):
+        """The estimate and, with ``variance``, the variance terms of :meth:`estimate` as sums
+        over bucket types: (est, lin_a, quad_a, lin_f, quad_f, Σ_rows∈P Σ_x p_g(x)), each
+        over queries (:func:`bucket_types`)."""
+        cols = tuple(sorted(set().union(*(set(mk) for mk in rest)))) if rest else ()
+        N = self._type_index(release, types, cols).sums(rest)  # queries × types
+        p, u, c, multi = types["p"], types["u"], types["c"], types["multi"]
+        selp = sel.astype(np.float64)
+        sp = selp @ p.T  # p_t(S) per query and type
+        est = np.einsum("qt,qt->q", N, sp)
+        if not variance:
+            return (est,)
+        nm = N * multi
+        lin_a = np.einsum("qt,qt->q", nm, sp)
+        quad_a = np.einsum("qt,qt->q", nm, sp * sp)
+        if u is not None:
+            su = selp @ u.T
+            nc = N * c
+            lin_f = np.einsum("qt,qt->q", nc, su)
+            quad_f = np.einsum("qt,qt->q", nc, su * su)
+        else:
+            lin_f = quad_f = np.zeros(len(est))
+        return est, lin_a, quad_a, lin_f, quad_f, N @ p.sum(axis=1)
+
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        types = bucket_types(release)
+        if types is None:
+            return self.estimate_by_rows(release, workload, level)
+        _, masks = release.resolve(workload)
+        rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
+        est, lin_a, quad_a, lin_f, quad_f, covered = self._type_terms(release, types, rest, sel)
+        return self._finish(release, est, lin_a, quad_a, lin_f, quad_f, covered, level)
+
+    def _finish(self, release, est, lin_a, quad_a, lin_f, quad_f, covered, level: float) -> Estimates:
+        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
+        pi = np.clip(covered / max(float(len(bucket_rows(release)["qb"])), 1.0), 0.0, 1.0)
+        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
+        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
+        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
+                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
+                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
+                  + "; normal interval")
+        return Estimates.normal(est, np.sqrt(var), method, level)
+
+    def estimate_by_rows(self, release, workload, level: float = 0.95) -> Estimates:
+        """:meth:`estimate` through the per-row index (:func:`anatomy_index`, quadratic keys per
+        SA pair): the path for releases with too many bucket types, and the reference the
+        per-type path is tested against."""
         _, masks = release.resolve(workload)
         m = len(release.domains[release.sa])
         rest, sel = split_masks(masks, release.sa, m)
@@ -339,15 +580,7 @@ class AnatomyEstimator(Estimator):
         else:  # no fakes: the index has no fake keys
             quad_a = (R[:, 2 * m:] * both).sum(axis=1)
             lin_f = quad_f = np.zeros(len(est))
-        # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
-        pi = np.clip(R[:, :m].sum(axis=1) / max(float(len(release.buckets()["qb"])), 1.0), 0.0, 1.0)
-        var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
-        var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
-        method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "
-                  "bucket's published SA distribution, finite-population factor 1 − π_P for a random permutation)"
-                  + (", plus the fake-value correction's variance over the draw of the fakes" if release.fake_values else "")
-                  + "; normal interval")
-        return Estimates.normal(est, np.sqrt(var), method, level)
+        return self._finish(release, est, lin_a, quad_a, lin_f, quad_f, R[:, :m].sum(axis=1), level)
 
 
 def draw_assignment(release, rng: np.random.Generator) -> np.ndarray:

@@ -15,15 +15,20 @@ boolean mask matrix (queries × combinations) times the combination weights (a B
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-#: derived groupings larger than this (combinations × keys) are not kept
+#: derived groupings larger than this (combinations × keys, or stored entries when sparse) are not kept
 _MAX_CACHED_CELLS = 16_000_000
 _CHUNK_CELLS = 16_000_000  # queries × combinations per mask matrix
+#: an integer-keyed grouping of more (combinations × keys) than this, at most
+#: :data:`_SPARSE_DENSITY` non-zero, is kept as a sparse matrix: its derived groupings then
+#: cost its non-zeros, and a chunk of queries is a sparse mask times it
+_SPARSE_MIN_CELLS = 1 << 20
+_SPARSE_DENSITY = 0.2
 
 
 class CountIndex:
@@ -45,6 +50,7 @@ class CountIndex:
         self.n = len(keys)
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
         self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
+        self._f32: dict[tuple[str, ...], np.ndarray] = {}
         self._integral = keys.ndim == 1
 
     # ------------------------------------------------------------ grouping
@@ -67,11 +73,19 @@ class CountIndex:
         uniq, inv = np.unique(key, return_inverse=True)
         return uniq, inv.ravel(), False
 
-    def _weights(self, inv: np.ndarray, n_c: int, weights: np.ndarray | None = None) -> np.ndarray:
-        """Sum per-row weights into n_c groups (``inv``: group of each row)."""
+    def _weights(self, inv: np.ndarray, n_c: int, weights=None):
+        """Sum per-row weights into n_c groups (``inv``: group of each row); ``weights`` (rows ×
+        K, dense or sparse) default: the index's own. Integer keys give exact counts, kept
+        sparse when large and mostly zero (:data:`_SPARSE_MIN_CELLS`)."""
         if weights is None and self.keys.ndim == 1:
-            flat = inv.astype(np.int64) * self.K + self.keys
-            return np.bincount(flat, minlength=n_c * self.K).reshape(n_c, self.K).astype(np.float64)
+            return self._collect(inv.astype(np.int64) * self.K + self.keys, None, n_c)
+        if weights is not None and sparse.issparse(weights):  # derived from a sparse grouping: O(its non-zeros)
+            agg = sparse.csc_matrix((np.ones(len(inv)), inv.astype(np.int32), np.arange(len(inv) + 1)),
+                                    shape=(n_c, len(inv)))
+            out = (agg.tocsr() @ weights).tocsr()
+            if n_c * self.K <= _SPARSE_MIN_CELLS or out.nnz > _SPARSE_DENSITY * n_c * self.K:
+                return out.toarray()
+            return out
         w = self.keys if weights is None else weights
         if n_c == 1:
             return w.sum(axis=0, keepdims=True)
@@ -80,6 +94,28 @@ class CountIndex:
         # one sparse (groups × rows) indicator product instead of one bincount per key
         agg = sparse.csr_matrix((np.ones(len(inv)), (inv, np.arange(len(inv)))), shape=(n_c, len(inv)))
         return np.asarray(agg @ w)
+
+    def _collect(self, flat: np.ndarray, data: np.ndarray | None, n_c: int):
+        """Sums of ``data`` (default 1) per flat cell (group × K + key): a dense (n_c × K)
+        float64 array, or a CSR matrix when large and sparse."""
+        cells = n_c * self.K
+        if cells <= 1 << 28:
+            sums = np.bincount(flat, weights=data, minlength=cells)
+            if cells <= _SPARSE_MIN_CELLS:
+                return sums.reshape(n_c, self.K).astype(np.float64, copy=False)
+            nz = np.flatnonzero(sums)
+            if len(nz) > _SPARSE_DENSITY * cells:
+                return sums.reshape(n_c, self.K).astype(np.float64, copy=False)
+            vals = sums[nz].astype(np.float64, copy=False)
+        else:
+            nz, inv = np.unique(flat, return_inverse=True)
+            vals = np.bincount(inv.ravel(), weights=data, minlength=len(nz)).astype(np.float64, copy=False)
+            keep = vals != 0
+            nz, vals = nz[keep], vals[keep]
+        rows, cols = np.divmod(nz, self.K)
+        indptr = np.zeros(n_c + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_c), out=indptr[1:])
+        return sparse.csr_matrix((vals, cols.astype(np.int32), indptr), shape=(n_c, self.K))
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -102,7 +138,7 @@ class CountIndex:
             return g
         base_combo, base_W = self._base_group()
         if not cols:
-            g = ({}, base_W.sum(axis=0, keepdims=True))
+            g = ({}, np.asarray(base_W.sum(axis=0)).reshape(1, -1))
         elif set(cols) == set(base_combo):
             g = ({c: base_combo[c] for c in cols}, base_W)
         else:
@@ -116,7 +152,8 @@ class CountIndex:
             combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
                      else dict(zip(cols, np.unravel_index(uniq, dims))))
             g = (combo, self._weights(inv, len(uniq), parent_W))
-        if g[1].size <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
+        w_g: Any = g[1]
+        if (w_g.nnz if sparse.issparse(w_g) else w_g.size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
             self._groups[cols] = g
         return g
 
@@ -160,8 +197,16 @@ class CountIndex:
                 out[qarr] = W[0]
                 continue
             n_c = W.shape[0]
-            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the memory traffic)
-            Wm = W.astype(np.float32) if self._integral and self.n < 2**24 else W
+            is_sparse = sparse.issparse(W)
+            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the
+            # memory traffic); the converted grouping is kept beside the grouping
+            Wm = W
+            if self._integral and self.n < 2**24 and not is_sparse:
+                Wm = self._f32.get(cols)
+                if Wm is None or Wm.shape != W.shape:
+                    Wm = W.astype(np.float32)
+                    if cols in self._groups:
+                        self._f32[cols] = Wm
             packs = self._super_columns(cols, combo)
             step = max(1, _CHUNK_CELLS // max(n_c, 1))
             for s in range(0, len(qidx), step):
@@ -175,7 +220,14 @@ class CountIndex:
                     part = np.take(lut, code, axis=1)
                     M = part if M is None else np.logical_and(M, part, out=M)
                 assert M is not None  # every combination packs at least one column
-                out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
+                if is_sparse:  # the matching combinations only
+                    r, c = np.nonzero(M)
+                    indptr = np.zeros(len(chunk) + 1, dtype=np.int64)
+                    np.cumsum(np.bincount(r, minlength=len(chunk)), out=indptr[1:])
+                    Ms = sparse.csr_matrix((np.ones(len(c)), c.astype(np.int32), indptr), shape=(len(chunk), n_c))
+                    out[qarr[s : s + step]] = (Ms @ Wm).toarray()
+                else:
+                    out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
         return out
 
 
