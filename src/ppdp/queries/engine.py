@@ -59,7 +59,7 @@ class CountIndex:
         """Distinct combinations: (unique combined keys, inverse). Dense counting when the
         product of the domain sizes is small, a sort otherwise."""
         prod = float(np.prod(dims, dtype=float))
-        key = np.ravel_multi_index([c.astype(np.int64) for c in codes], dims) if prod < 2**62 else None
+        key = np.ravel_multi_index([c.astype(np.intp, copy=False) for c in codes], dims) if prod < 2**62 else None
         if key is None:  # pragma: no cover - astronomically large domains
             stacked = np.stack(codes, axis=1)
             uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
@@ -173,7 +173,7 @@ class CountIndex:
         out = []
         for p in packs:
             dims = [self.sizes[c] for c in p]
-            code = np.ravel_multi_index([combo[c].astype(np.int64) for c in p], dims) if len(p) > 1 else combo[p[0]]
+            code = np.ravel_multi_index([combo[c].astype(np.intp, copy=False) for c in p], dims) if len(p) > 1 else combo[p[0]]
             out.append((p, dims, code))
         return out
 
