@@ -174,7 +174,7 @@ def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: s
     if p.returncode == 0 and lines:
         out = json.loads(lines[-1])
     else:
-        tail = (p.stderr or "").strip().splitlines()[-3:]
+        tail = (p.stderr or "").strip().splitlines()[-12:]
         out["error"] = f"exit {p.returncode}: " + " | ".join(tail)
     out["child_wall_s"] = time.perf_counter() - t0
     out["load_average_before"], out["load_average_after"] = load0, load_average()
