@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Sequence, cast
 
 import numpy as np
+import pyarrow as pa
 
 from ..claims import claim_of
 from ..claims.diverted import DivertedClaim
@@ -23,7 +24,8 @@ from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..queries import CountIndex
 from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_schedule, randomization_fit, receiver_counts, row_groups
-from .base import Release, VerifyReport, register_family
+from ..table import code_dtype
+from .base import Release, VerifyReport, labels_to_codes, register_family
 
 
 @register_family("randomized")
@@ -38,11 +40,23 @@ class RandomizedRelease(Release):
         return list(self.schema["sensitive"])
 
     def column_codes(self, column: str) -> np.ndarray:
-        """Codes of a data column (cached per release and data table; read-only)."""
+        """Codes of a data column in the narrowest integer type of its domain (cached per release
+        and data table; read-only), decoded a dictionary chunk at a time."""
         key = ("codes", column, id(self.tables.get("data")))
         cache = self._answer_cache()
         if key not in cache:
-            codes = np.asarray(self.codes("data", column))
+            dt = code_dtype(len(self.domains[column]))
+            col = self.data.column(column)
+            if pa.types.is_dictionary(col.type) and not col.null_count:
+                codes = np.empty(len(col), dtype=dt)
+                pos = 0
+                for ch in col.chunks:
+                    lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
+                    idx = ch.indices.to_numpy(zero_copy_only=False)
+                    codes[pos:pos + len(idx)] = lut[idx]
+                    pos += len(idx)
+            else:
+                codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
             codes.setflags(write=False)
             cache[key] = codes
         return cache[key]
