@@ -409,9 +409,9 @@ def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None)
     g, v = np.asarray(g), np.asarray(v)
     G = int(g.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
     cells = G * int(m)
-    kd = np.int32 if cells < 2**31 else np.int64
-    k = g.astype(kd)
-    k *= kd(m)
+    kd = np.dtype(np.int32 if cells < 2**31 else np.int64)
+    k: np.ndarray = g.astype(kd)
+    k *= int(m)
     k += v
     if cells <= max(1 << 24, len(k) // 2):
         cnt = np.bincount(k, minlength=cells)

@@ -178,9 +178,9 @@ def st_table_typed(types: np.ndarray, type_of: np.ndarray, fake_bid: np.ndarray,
     ix = np.int32 if max(n_rows, len(type_of), types.size) < 1 << 31 else np.int64  # 4-byte row arrays
     rb = np.repeat(np.arange(len(type_of), dtype=ix), per_bucket)   # bucket-major
     k = np.repeat(type_of.astype(ix), per_bucket)
-    j = np.arange(n_rows, dtype=ix)
+    j: np.ndarray = np.arange(n_rows, dtype=ix)
     j -= np.repeat((np.cumsum(per_bucket) - per_bucket).astype(ix), per_bucket)
-    pos = off.astype(ix)[k]
+    pos: np.ndarray = off.astype(ix)[k]
     pos += j
     del j
     rc = nz_code[pos].astype(np.int16 if types.shape[1] <= 1 << 15 else np.int64)
