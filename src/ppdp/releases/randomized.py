@@ -240,8 +240,7 @@ class RandomizedRelease(Release):
     def _row_groups(self, table, qi: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """Group ids of the source rows and of the published rows by NSA combination: the
         mixed-radix cell of the NSA cube, int32 and built in place (no ranking, no sort), when the
-        cube has ≤ min(2^28, 4·rows) cells; else :func:`~ppdp.kernels.transition.row_groups`' ids
-        (a sort). Equal ids ⟺ equal NSA combinations either way; computed once per source table."""
+        cube has < 2^31 cells; else :func:`~ppdp.kernels.transition.row_groups`' ids (a sort). Equal ids ⟺ equal NSA combinations either way; computed once per source table."""
         src = [table.codes(c) for c in qi]  # the same arrays across with_roles / select views of a table
         stamp = (id(self.tables.get("data")), tuple(qi))
         cached = getattr(self, "_groups_cache", None)
@@ -249,7 +248,7 @@ class RandomizedRelease(Release):
             return cached[1]
         dims = [len(self.domains[c]) for c in qi]
         cells = float(np.prod(np.asarray(dims, dtype=float))) if dims else 1.0
-        if dims and cells <= min(1 << 28, 4 * (table.n_rows + int(self.manifest.get("n_published", 0)))):
+        if dims and cells < 2**31:  # the fit never allocates per cell: only per present (group, value) pair
             def key(cols):
                 k = np.zeros(len(cols[0]), dtype=np.int32)
                 for col, d in zip(cols, dims):
