@@ -145,3 +145,12 @@ def test_randomization_fit_pair_level_bounds_match_the_row_level_reference():
             W = a[gp, yp].sum()
             assert fit["upper"] == pytest.approx(up) and fit["lower"] == pytest.approx(lo) and fit["W"] == pytest.approx(W)
             assert fit["group_excess"] == 0 and fit["group_deficit"] == int((~keep).sum())
+
+
+def test_grouped_random_order_presorted_blocks_give_the_key_order(monkeypatch):
+    from ppdp.mechanisms.bucketization import apply
+    monkeypatch.setattr(apply, "ORDER_BLOCK", 1000)
+    for trial, (n, top) in enumerate([(5000, 40), (20000, 3000), (9000, 2), (4001, 4001)]):
+        groups = np.sort(np.random.default_rng(trial).integers(0, top, n)).astype(np.int32)
+        want = np.argsort(groups.astype(np.int64) * n + np.random.default_rng(50 + trial).permutation(n))
+        np.testing.assert_array_equal(apply.grouped_random_order(groups, np.random.default_rng(50 + trial)), want)
