@@ -207,7 +207,11 @@ class Table:
 
     def counts(self, column: str) -> np.ndarray:
         """Number of rows per domain label (int64, length = domain size)."""
-        return np.bincount(self.codes(column), minlength=len(self.domain(column))).astype(np.int64)
+        codes, k = self.codes(column), len(self.domain(column))
+        out = np.zeros(k, dtype=np.int64)
+        for a in range(0, len(codes), 1 << 23):  # a block at a time: bincount copies narrow codes to intp
+            out += np.bincount(codes[a:a + (1 << 23)], minlength=k)[:k] if k else 0
+        return out
 
     @property
     def sa(self) -> str:

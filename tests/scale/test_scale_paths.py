@@ -92,11 +92,65 @@ def test_row_form_verify_helpers_agree_with_dense():
     assert not same_rows([rel.codes("qit", c) for c in cols], [other.codes(c) for c in cols], dims)
 
 
-def test_randomized_row_groups_by_counting_match_row_groups():
+def test_randomized_row_groups_by_cube_cells_partition_as_row_groups():
     t = ppdp.datasets.load("occ", n=20000, seed=5)
     for mech in (ppdp.UniformPerturbation(0.1, 0.3), ppdp.SDR(0.1, 0.3)):
         rel = ppdp.publish(t, mech, seed=5)
         qi = list(rel.schema["quasi"])
         want = row_groups([t.codes(c) for c in qi], [rel.column_codes(c) for c in qi], [len(rel.domains[c]) for c in qi])
         got = rel._row_groups(t, qi)
-        assert all(np.array_equal(x, y) for x, y in zip(got, want))
+        a, b = np.concatenate(got).astype(np.int64), np.concatenate(want)
+        pairs = np.unique(np.stack([a, b], axis=1), axis=0)  # the same partition: a bijection of ids
+        assert len(pairs) == len(np.unique(a)) == len(np.unique(b))
+
+
+def test_grouped_random_order_radix_passes_give_the_key_order():
+    from ppdp.mechanisms.bucketization.apply import grouped_random_order
+    for trial, (n, top) in enumerate([(1, 1), (50, 3), (5000, 200), (70000, 1 << 17), (30000, (1 << 32) - 1)]):
+        rng = np.random.default_rng(trial)
+        groups = rng.integers(0, top, n).astype(np.int64 if top >= 1 << 31 else np.int32)
+        if trial == 3:
+            groups.sort()  # bucket-major, as the ST rows
+        pi = np.random.default_rng(100 + trial).permutation(n)
+        want = np.argsort(groups.astype(np.int64) * n + pi)
+        got = grouped_random_order(groups, np.random.default_rng(100 + trial))
+        np.testing.assert_array_equal(got, want)
+
+
+def test_randomization_fit_pair_level_bounds_match_the_row_level_reference():
+    """The fit's upper/lower bounds when groups lost rows (per pair, with multiplicities) equal
+    the per-row definition: per group, the sum of its n_p largest / smallest row terms."""
+    from ppdp.kernels.transition import randomization_fit
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        m, G, n = int(rng.integers(2, 6)), int(rng.integers(1, 30)), int(rng.integers(5, 400))
+        gs, xs = rng.integers(0, G, n), rng.integers(0, m, n)
+        keep = rng.random(n) < 0.8
+        gp, yp = gs[keep], rng.integers(0, m, int(keep.sum()))
+        for kind, kw in (("uniform", {"retention": 0.5, "q": 0.5 / (m - 1)}), ("decoy", {"l_prime": 2})):
+            fit = randomization_fit(gs, xs, gp, yp, m, kind, **kw)
+            a = np.zeros((G, m))
+            np.add.at(a, (gs, xs), 1.0)
+            a /= np.maximum(a.sum(axis=1, keepdims=True), 1)
+            if kind == "uniform":
+                term = 0.5 * a[gs, xs] + kw["q"] * (1 - a[gs, xs])
+                lo_t = up_t = term
+            else:
+                srt = -np.sort(-a, axis=1)
+                other = np.where(a[gs, xs] >= srt[gs, 0], srt[gs, 1], srt[gs, 0])  # the largest other share
+                up_t, lo_t = (a[gs, xs] + other) / 2, a[gs, xs] / 2
+            n_p = np.bincount(gp, minlength=G)
+            up = sum(np.sort(up_t[gs == g])[::-1][:n_p[g]].sum() for g in range(G))
+            lo = sum(np.sort(lo_t[gs == g])[:n_p[g]].sum() for g in range(G))
+            W = a[gp, yp].sum()
+            assert fit["upper"] == pytest.approx(up) and fit["lower"] == pytest.approx(lo) and fit["W"] == pytest.approx(W)
+            assert fit["group_excess"] == 0 and fit["group_deficit"] == int((~keep).sum())
+
+
+def test_grouped_random_order_presorted_blocks_give_the_key_order(monkeypatch):
+    from ppdp.mechanisms.bucketization import apply
+    monkeypatch.setattr(apply, "ORDER_BLOCK", 1000)
+    for trial, (n, top) in enumerate([(5000, 40), (20000, 3000), (9000, 2), (4001, 4001)]):
+        groups = np.sort(np.random.default_rng(trial).integers(0, top, n)).astype(np.int32)
+        want = np.argsort(groups.astype(np.int64) * n + np.random.default_rng(50 + trial).permutation(n))
+        np.testing.assert_array_equal(apply.grouped_random_order(groups, np.random.default_rng(50 + trial)), want)

@@ -401,6 +401,29 @@ def row_groups(src_cols: Sequence[np.ndarray], pub_cols: Sequence[np.ndarray], d
     return inv[:ns], inv[ns:]
 
 
+def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (group, value) pairs of rows — keys g·m + v, sorted — and their row counts.
+    Keys in the narrowest integer type that holds the (group × value) cube (int32 below 2^31
+    cells); counted over the cube when it is small (≤ max(2^24, 2·rows) cells), else one sort of
+    the keys in place (no argsort, no inverse, no int64 copy of the rows)."""
+    g, v = np.asarray(g), np.asarray(v)
+    G = int(g.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
+    cells = G * int(m)
+    kd = np.dtype(np.int32 if cells < 2**31 else np.int64)
+    k: np.ndarray = g.astype(kd)
+    k *= int(m)
+    k += v
+    if cells <= max(1 << 24, len(k) // 2):
+        cnt = np.bincount(k, minlength=cells)
+        keys = np.flatnonzero(cnt)
+        return keys.astype(kd), cnt[keys]
+    k.sort()
+    if not len(k):
+        return k, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
+    return k[starts], np.diff(np.concatenate((starts, [len(k)])))
+
+
 def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.ndarray, m: int, kind: str, *,
                       retention: float | None = None, q: float | None = None, subtables=None,
                       l_prime: int | None = None, decoy_sets=None, alpha: float = FIT_ALPHA) -> dict:
@@ -429,75 +452,46 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
     n_pub = len(yp)
     if n_pub == 0 or len(xs) == 0:
-        return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub}
-    cells = G * int(m)
-    kd = np.int32 if cells < 2**31 else np.int64
-
-    def pair_key(g, v):  # g·m + v in the narrowest dtype that holds the (group × value) cube
-        k = g.astype(kd)
-        k *= kd(m)
-        k += v
-        return k
-
-    key_s = pair_key(gs, xs)
-    if cells <= max(1 << 24, 2 * len(xs)):  # the cube is small: count, no sort
-        cnt = np.bincount(key_s, minlength=cells)
-        present = cnt > 0
-        pairs = np.flatnonzero(present)
-        pair_n = cnt[pairs]
-        pair_rank = np.cumsum(present) - 1
-        del cnt, key_s
-        key_p = pair_key(gp, yp)
-        hit = (key_p >= 0) & (key_p < cells)
-        hit[hit] = present[key_p[hit]]
-        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
-        W = float(a[pair_rank[key_p[hit]]].sum())
-        del present, key_p, hit
-
-        def rows_pair():  # the pair of each source row (only when groups lost rows)
-            return pair_rank[pair_key(gs, xs)]
-    else:  # a sort of the narrow keys (no argsort, no inverse): the pairs and their row counts
-        def runs(k):
-            k.sort()
-            cut = np.flatnonzero(k[1:] != k[:-1]) + 1
-            starts = np.concatenate(([0], cut))
-            return k[starts], np.diff(np.concatenate((starts, [len(k)])))
-
-        pairs, pair_n = runs(key_s)
-        del key_s
-        a = pair_n / np.bincount(gs, minlength=G)[pairs // m]
-        kp, kp_n = runs(pair_key(gp, yp))  # the published pairs, sorted: a cache-friendly lookup
-        idx = np.minimum(np.searchsorted(pairs, kp), len(pairs) - 1)
-        hit = pairs[idx] == kp
-        W = float(np.dot(a[idx[hit]], kp_n[hit]))
-        del kp, kp_n, idx, hit
-
-        def rows_pair():
-            return np.searchsorted(pairs, pair_key(gs, xs))
+        return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub,
+                "group_deficit": len(xs), "group_excess": n_pub}
+    # the (group, value) pairs of each side with their row counts, sorted by key: a count over
+    # the cube when it is small, else a sort of narrow keys (no argsort, no inverse)
+    pairs, pair_n = pair_runs(gs, xs, m, G)
+    ppairs, ppair_n = pair_runs(gp, yp, m, G)
     pg, px = pairs // m, pairs % m
-    n_g = np.bincount(gs, minlength=G)
+    # the source groups (sorted), their sizes and each pair's group index: O(pairs), no row pass
+    gstart = np.flatnonzero(np.concatenate(([True], pg[1:] != pg[:-1])))
+    gid = pg[gstart]
+    n_grp = np.add.reduceat(pair_n, gstart) if len(gstart) else np.zeros(0, np.int64)
+    gi = np.repeat(np.arange(len(gid)), np.diff(np.concatenate((gstart, [len(pg)]))))
+    a = pair_n / n_grp[gi]
+    idx = np.minimum(np.searchsorted(pairs, ppairs), max(len(pairs) - 1, 0))
+    hit = pairs[idx] == ppairs
+    W = float(np.dot(a[idx[hit]], ppair_n[hit]))
+    del idx, hit
+    n_gid = len(gid)
     if kind == "uniform":
         assert retention is not None and q is not None
         lo = up = retention * a + q * (1.0 - a)
     elif kind == "subtables":
-        A = sparse.csr_matrix((a, (pg, px)), shape=(G, m))
+        A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
         up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
         for dom, r, qq in subtables:
             member = np.zeros(m)
             member[np.asarray(dom, dtype=np.int64)] = 1.0
-            e = r * a + qq * (np.asarray(A @ member).ravel()[pg] - a)
+            e = r * a + qq * (np.asarray(A @ member).ravel()[gi] - a)
             inside = member[px] > 0
             up = np.where(inside, np.maximum(up, e), up)
             lo = np.where(inside, np.minimum(lo, e), lo)
         up = np.where(np.isfinite(up), up, 1.0)
         lo = np.where(np.isfinite(lo), lo, 0.0)
     elif kind == "decoy" and decoy_sets is not None:  # the groups' value sets are known (no row dropped)
-        A = sparse.csr_matrix((a, (pg, px)), shape=(G, m))
+        A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
         up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
         for dom in decoy_sets:
             member = np.zeros(m)
             member[np.asarray(dom, dtype=np.int64)] = 1.0
-            e = np.asarray(A @ member).ravel()[pg] / len(dom)
+            e = np.asarray(A @ member).ravel()[gi] / len(dom)
             inside = member[px] > 0
             up = np.where(inside, np.maximum(up, e), up)
             lo = np.where(inside, np.minimum(lo, e), lo)
@@ -506,31 +500,41 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     elif kind == "decoy":
         assert l_prime is not None
         lp = int(l_prime)
-        order = np.lexsort((-a, pg))
-        sg = pg[order]
+        order = np.lexsort((-a, gi))
+        sg = gi[order]
         rank = np.empty(len(a), dtype=np.int64)
         rank[order] = np.arange(len(a)) - np.searchsorted(sg, sg, side="left")
-        top = np.bincount(pg, weights=a * (rank < lp), minlength=G)
-        top1 = np.bincount(pg, weights=a * (rank < lp - 1), minlength=G)
-        up = (a + np.where(rank < lp, top[pg] - a, top1[pg])) / lp
+        top = np.bincount(gi, weights=a * (rank < lp), minlength=n_gid)
+        top1 = np.bincount(gi, weights=a * (rank < lp - 1), minlength=n_gid)
+        up = (a + np.where(rank < lp, top[gi] - a, top1[gi])) / lp
         lo = a / lp
     else:
         raise PpdpError(f"unknown randomization kind {kind!r}")
-    np_g = np.bincount(gp, minlength=G)
-    if np.array_equal(np_g, n_g):  # Σ over source rows = Σ over pairs weighted by their row counts
+    # published rows per source group (0 where none); published rows of groups the source lacks
+    ppg = ppairs // m
+    pstart = np.flatnonzero(np.concatenate(([True], ppg[1:] != ppg[:-1]))) if len(ppg) else np.zeros(0, np.int64)
+    pgid, np_grp = ppg[pstart], np.add.reduceat(ppair_n, pstart) if len(pstart) else np.zeros(0, np.int64)
+    j = np.minimum(np.searchsorted(gid, pgid), max(n_gid - 1, 0))
+    inside = (gid[j] == pgid) if n_gid else np.zeros(len(pgid), bool)
+    np_g = np.zeros(n_gid, dtype=np.int64)
+    np_g[j[inside]] = np_grp[inside]
+    excess = int(np_grp[~inside].sum()) + int(np.maximum(np_g - n_grp, 0).sum())
+    deficit = int(np.maximum(n_grp - np_g, 0).sum())
+    if excess == 0 and deficit == 0:  # Σ over source rows = Σ over pairs weighted by their row counts
         upper, lower = float(np.dot(up, pair_n)), float(np.dot(lo, pair_n))
-    else:
-        pr = rows_pair()
-        ur, lr = up[pr], lo[pr]  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme ones
-        def extreme(vals, sign):
-            o = np.lexsort((sign * vals, gs))
-            s = gs[o]
-            r = np.arange(len(o)) - np.searchsorted(s, s, side="left")
-            return float(vals[o][r < np_g[s]].sum())
-        upper = extreme(ur, -1.0) + float(np.maximum(np_g - n_g, 0).sum())
-        lower = extreme(lr, 1.0)
+    else:  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme source rows
+        def extreme(vals, sign):  # per group, the sum of its np_g largest (sign −1) / smallest values
+            o = np.lexsort((sign * vals, gi))
+            cnt = pair_n[o]
+            before = np.cumsum(cnt) - cnt  # source rows before this pair, over all groups
+            first = np.concatenate(([0], np.cumsum(n_grp)[:-1]))
+            take = np.clip(np_g[gi[o]] - (before - first[gi[o]]), 0, cnt)
+            return float(np.dot(vals[o], take))
+        upper = extreme(up, -1.0) + excess
+        lower = extreme(lo, 1.0)
     t = float(np.sqrt(n_pub * np.log(2.0 / alpha) / 2.0))
-    return {"W": W, "lower": lower, "upper": upper, "slack": t, "ok": bool(lower - t <= W <= upper + t), "n": n_pub}
+    return {"W": W, "lower": lower, "upper": upper, "slack": t, "ok": bool(lower - t <= W <= upper + t), "n": n_pub,
+            "group_deficit": deficit, "group_excess": excess}
 
 
 def largest_posterior(group: "TransitionGroup", published: np.ndarray, prior: np.ndarray | None = None) -> float:
@@ -594,5 +598,5 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
 
 
 __all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "row_groups", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
            "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask"]

@@ -28,7 +28,7 @@ from ...releases.randomized import RandomizedRelease
 from ...table import code_dtype
 from ...validation import Integer, Options, Real
 from ..base import Mechanism
-from .balancing import BalancePlan, assign_rows, balance
+from .balancing import BalancePlan, assign_rows, balance, order_by_then_random
 from .merging import STRATEGIES, counts_error, merge, subtable_stats
 from .uniform import APPLY_BLOCK, check_sensitive, data_table, schema_of
 
@@ -130,7 +130,7 @@ class SDR(Mechanism):
         sa, counts = check_sensitive(table)
         plan = self.plan(counts, table.domain(sa), sa)
         sub, y = plan.apply(table.codes(sa), rng)
-        order = np.lexsort((rng.random(table.n_rows), sub))
+        order = order_by_then_random(sub, rng.random(table.n_rows))  # = np.lexsort((u, sub))
         cols = {c: table.codes(c) for c in table.quasi}
         cols["subtable"] = sub
         cols[sa] = y
