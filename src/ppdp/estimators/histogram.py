@@ -361,20 +361,7 @@ def _replicates(est: HistogramEstimator, release) -> np.ndarray:
 def _replicate_box_sums(sats: np.ndarray, lo, hi, owner, n_queries: int) -> np.ndarray:
     """(R × queries) sums of every replicate's cube over the queries' boxes (inclusion–exclusion
     on the stacked summed-area tables, all replicates and boxes at once)."""
-    R, d = sats.shape[0], sats.ndim - 1
-    lo = np.asarray(lo, np.int64)
-    hi = np.asarray(hi, np.int64) + 1
-    out = np.zeros((R, len(lo)), np.float64)
-    for corner in range(1 << d):
-        idx: list[Any] = [slice(None)]
-        sign = 1
-        for ax in range(d):
-            if corner >> ax & 1:
-                idx.append(lo[:, ax])
-                sign = -sign
-            else:
-                idx.append(hi[:, ax])
-        out += sign * sats[tuple(idx)].astype(np.float64)
+    out = box_sums(sats, lo, hi, lead=1)
     if len(owner) == n_queries and np.array_equal(owner, np.arange(n_queries)):
         return out
     agg = sparse.csr_matrix((np.ones(len(owner)), (np.arange(len(owner)), owner)), shape=(len(owner), n_queries))

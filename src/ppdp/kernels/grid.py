@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -185,14 +185,15 @@ def summed_area(a: np.ndarray) -> np.ndarray:
     return s
 
 
-def box_sums(sat: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Sums over boxes (rows of lo, hi: inclusive cell indices, shape (B, d)) by inclusion–exclusion."""
+def box_sums(sat: np.ndarray, lo: np.ndarray, hi: np.ndarray, lead: int = 0) -> np.ndarray:
+    """Sums over boxes (rows of lo, hi: inclusive cell indices, shape (B, d)) by inclusion–exclusion;
+    ``lead`` leading axes of ``sat`` are a stack of summed-area tables (out: those axes × B)."""
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64) + 1
-    d = sat.ndim
-    out = np.zeros(len(lo), dtype=np.float64)
+    d = sat.ndim - lead
+    out = np.zeros(sat.shape[:lead] + (len(lo),), dtype=np.float64)
     for corner in range(1 << d):
-        idx = []
+        idx: list[Any] = [slice(None)] * lead
         sign = 1
         for ax in range(d):
             if corner >> ax & 1:
