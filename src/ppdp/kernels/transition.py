@@ -28,9 +28,12 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import InfeasibleError, PpdpError
+from ..table import code_dtype
 
 #: relative tolerance of every re-derivation of a γ, p, q or retention
 TOL = 1e-9
+#: rows (or schedule slots) per block of the decoy schedule and the diverted apply
+SLOT_BLOCK = 1 << 22
 
 
 # --------------------------------------------------------------------------- (ρ1, ρ2) formulas
@@ -83,7 +86,7 @@ def _first_failure(ok, hi: int) -> int:
     return lo
 
 
-def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.ndarray]:
+def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
 
     Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
@@ -100,6 +103,12 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
     groups, so the longest valid run is found by bisection and written out with array
     arithmetic. A run ends only when a value enters the block or a wrap breaks the code-order
     pattern, so there are O(#values) runs (a few hundred on OCC), not N/ℓ' iterations.
+
+    The slots are written into preallocated arrays a block at a time (no per-run lists or
+    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
+    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
+    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
+    increasing group order (the runs advance the groups; each run's groups increase).
     """
     r = np.asarray(counts, dtype=np.int64).copy()
     n = int(r.sum())
@@ -108,8 +117,11 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
     G = n // l_prime
     if G and r.max() > G:
         raise InfeasibleError(f"not eligible: a value occurs {int(r.max())} times > N/ℓ' = {G}")
-    codes = np.arange(len(r))
-    vals, grps = [], []
+    m = len(r)
+    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
+    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
+    codes = np.arange(m)
+    k = 0  # slots written
     t = 0
     while t < G:
         order = np.lexsort((codes, -r))
@@ -135,20 +147,21 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
 
         J = _first_failure(ok, G - t)
         assert J >= 1
-        if len(F):
-            vals.append(np.repeat(F, J))
-            grps.append(np.tile(np.arange(t, t + J), len(F)))
-            r[F] -= J
-        u = np.arange(a * J, dtype=np.int64)
-        pos = (p + u) % b
-        vals.append(block[pos])
-        grps.append(t + u // a)
-        r[block] -= np.bincount(pos, minlength=b)
+        for f in F:  # each F value once in every group t … t+J−1
+            values[k:k + J] = f
+            groups[k:k + J] = np.arange(t, t + J, dtype=gdt)
+            k += J
+        r[F] -= J
+        for u0 in range(0, a * J, SLOT_BLOCK):  # the cyclic walk, a block of slots at a time
+            u = np.arange(u0, min(a * J, u0 + SLOT_BLOCK), dtype=np.int64)
+            pos = (p + u) % b
+            values[k:k + len(u)] = block[pos]
+            groups[k:k + len(u)] = t + u // a
+            k += len(u)
+            r[block] -= np.bincount(pos, minlength=b)
         t += J
-    assert not r.any(), "decoy schedule did not use every tuple"
-    if not vals:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(vals).astype(np.int64), np.concatenate(grps).astype(np.int64)
+    assert not r.any() and k == n, "decoy schedule did not use every tuple"
+    return values, groups
 
 
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
@@ -563,18 +576,55 @@ def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: 
 
 def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, groups: np.ndarray,
                    l_prime: int, n_values: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows → decoy groups for a schedule ``(values, groups)``: value s's k-th tuple by id goes
-    to the k-th group (in creation order) holding s — Anatomy's "smallest id first".
+    """Rows → decoy groups for a schedule ``(values, groups)`` of :func:`decoy_schedule`: value
+    s's k-th tuple by id goes to the k-th group (in creation order) holding s — Anatomy's
+    "smallest id first". ``ids`` is a permutation of 0 … N−1.
 
-    Returns ``(group_of_row, group_values)`` with the (G, ℓ') SA codes of every group."""
-    sa = np.asarray(sa_codes, dtype=np.int64)
-    n, G, m = len(sa), len(values) // l_prime, n_values
-    # unique int64 sort keys (faster than lexsort): (value, group) per slot, (value, id) per row
-    slot_order = np.argsort(values * G + groups)
-    row_order = np.argsort(sa * n + np.asarray(ids, dtype=np.int64))
-    group_of_row = np.empty(n, dtype=np.int64)
-    group_of_row[row_order] = groups[slot_order]
-    group_values = values[np.argsort(groups * m + values)].reshape(-1, l_prime)  # a group's values are distinct
+    Returns ``(group_of_row, group_values)`` with the (G, ℓ') SA codes of every group (in
+    increasing code order), in the dtypes of ``groups`` and ``values``.
+
+    No int64 sort key: every value's slots are already in group order, so a stable sort of the
+    slots by value gives the (value, group) order — done as a counting sort a block at a time;
+    the rows in id order (the inverse of ``ids``) stably sorted by their SA code give the
+    (value, id) order — a radix sort for 8- and 16-bit codes. Indices are int32 below 2^31 rows;
+    the group values are filled value by value (each group's values in increasing order)."""
+    sa = np.asarray(sa_codes)
+    n, m = len(sa), n_values
+    G = len(values) // l_prime
+    idx = np.int32 if n < 1 << 31 else np.int64
+    counts = np.bincount(sa, minlength=m).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)  # first slot of every value
+    # slot groups in (value, group) order: a stable counting sort of the slots by value
+    by_value = np.empty(len(groups), dtype=groups.dtype)
+    nxt = start.copy()
+    for a in range(0, len(values), SLOT_BLOCK):
+        v = values[a:a + SLOT_BLOCK]
+        o = np.argsort(v, kind="stable")
+        vs = v[o]
+        cb = np.bincount(vs, minlength=m)
+        first = np.cumsum(cb) - cb  # first position of every value in the sorted block
+        by_value[nxt[vs] + np.arange(len(vs)) - first[vs]] = groups[a:a + SLOT_BLOCK][o]
+        nxt += cb
+    # rows in (value, id) order: the rows taken in id order, stably sorted by SA code
+    inv = np.empty(n, dtype=idx)
+    for a in range(0, n, SLOT_BLOCK):
+        inv[np.asarray(ids[a:a + SLOT_BLOCK])] = np.arange(a, min(n, a + SLOT_BLOCK), dtype=idx)
+    key = np.empty(n, dtype=sa.dtype)
+    for a in range(0, n, SLOT_BLOCK):
+        key[a:a + SLOT_BLOCK] = sa[inv[a:a + SLOT_BLOCK]]
+    order = np.argsort(key, kind="stable")
+    del key
+    group_of_row = np.empty(n, dtype=groups.dtype)
+    for a in range(0, n, SLOT_BLOCK):
+        group_of_row[inv[order[a:a + SLOT_BLOCK]]] = by_value[a:a + SLOT_BLOCK]
+    del order, inv
+    # every group's ℓ' distinct values in increasing order: go through the values in order
+    group_values = np.empty((G, l_prime), dtype=values.dtype)
+    fill = np.zeros(G, dtype=np.int32)
+    for s in np.flatnonzero(counts):
+        g = by_value[start[s]:start[s] + counts[s]]
+        group_values[g, fill[g]] = s
+        fill[g] += 1
     return group_of_row, group_values
 
 
@@ -588,8 +638,12 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     """
     lp = group_values.shape[1]
     n = len(group_of_row)
-    if retention is None:
-        return group_values[group_of_row, rng.integers(lp, size=n)]
+    if retention is None:  # drawn a block at a time: the same stream as one rng.integers(lp, size=n)
+        out = np.empty(n, dtype=group_values.dtype)
+        for a in range(0, n, SLOT_BLOCK):
+            g = group_of_row[a:a + SLOT_BLOCK]
+            out[a:a + len(g)] = group_values[g, rng.integers(lp, size=len(g))]
+        return out
     vals = group_values[group_of_row]
     own_pos = np.argmax(vals == np.asarray(own)[:, None], axis=1)
     other = (own_pos + 1 + rng.integers(lp - 1, size=n)) % lp
