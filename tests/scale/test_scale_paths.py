@@ -201,3 +201,26 @@ def test_diverted_release_does_not_depend_on_the_block_size(monkeypatch):
     blocked = ppdp.publish(t, ppdp.Diverted(lp), seed=11)
     assert whole.manifest["dropped"] == blocked.manifest["dropped"] == 3001 % lp
     assert whole.tables["data"].equals(blocked.tables["data"])
+
+
+def test_decoy_cooccurrence_from_narrow_group_values_matches_the_slot_matrix(monkeypatch):
+    from scipy import sparse
+
+    from ppdp.kernels import transition
+    from ppdp.kernels.transition import decoy_cooccurrence, decoy_schedule, diverted_matrix
+    monkeypatch.setattr(transition, "SLOT_BLOCK", 53)
+    rng = np.random.default_rng(16)
+    for _ in range(30):
+        m = int(rng.integers(3, 40))
+        lp = int(rng.integers(2, min(m, 8) + 1))
+        n = lp * int(rng.integers(1, 300))
+        c = np.bincount(np.concatenate([np.arange(lp), rng.integers(0, m, n - lp)]) % m, minlength=m)
+        if c.max() > n // lp:
+            continue
+        v, g = decoy_schedule(c, lp)
+        B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(n // lp, m))
+        want = np.asarray((B.T @ B).todense())
+        np.testing.assert_array_equal(decoy_cooccurrence(c, lp), want)
+        T = diverted_matrix(c, lp)
+        assert T.flags["F_CONTIGUOUS"]  # the layout the sparse product gave: later sums in the same order
+        np.testing.assert_array_equal(T[c > 0], (want / (lp * np.maximum(np.diag(want), 1.0))[:, None])[c > 0])

@@ -33,7 +33,7 @@ from ..table import code_dtype
 #: relative tolerance of every re-derivation of a γ, p, q or retention
 TOL = 1e-9
 #: rows (or schedule slots) per block of the decoy schedule and the diverted apply
-SLOT_BLOCK = 1 << 22
+SLOT_BLOCK = 1 << 20
 
 
 # --------------------------------------------------------------------------- (ρ1, ρ2) formulas
@@ -168,9 +168,7 @@ def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
     """C[x, s]: number of decoy groups holding both x and s (C[x, x] = f_x) for the group
     schedule on SA counts ``counts``."""
     c = np.asarray(counts, dtype=np.int64)
-    vals, grps = decoy_schedule(c, int(l_prime))
-    M = sparse.csr_matrix((np.ones(len(vals)), (grps, vals)), shape=(int(grps.max(initial=-1)) + 1, len(c)))
-    return np.asarray((M.T @ M).todense()).astype(np.int64)
+    return np.asfortranarray(group_cooccurrence(decoy_group_values(c, int(l_prime)), len(c)))
 
 
 def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
@@ -206,9 +204,8 @@ def diverted_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
     identity row."""
     counts = np.asarray(counts, dtype=np.int64)
     m = len(counts)
-    v, g = decoy_schedule(counts, l_prime)
-    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(len(v) // l_prime, m))
-    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    # Fortran order, as the sparse product gave it: the later matrix products sum in the same order
+    C = group_cooccurrence(decoy_group_values(counts, l_prime), m).astype(np.float64, order="F")
     f = np.diag(C).copy()
     T = C / (l_prime * np.maximum(f, 1.0))[:, None]
     empty = np.flatnonzero(f == 0)
@@ -574,6 +571,66 @@ def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: 
     return np.where(keep, local, other).astype(np.int64)
 
 
+def slots_by_value(values: np.ndarray, groups: np.ndarray, start: np.ndarray, m: int) -> np.ndarray:
+    """The schedule's slot groups in (value, group) order: a stable counting sort of the slots by
+    value, a block at a time (every value's slots are already in group order); ``start`` holds
+    every value's first position (the cumulative counts)."""
+    by_value = np.empty(len(groups), dtype=groups.dtype)
+    nxt = np.array(start, dtype=np.int64)
+    for a in range(0, len(values), SLOT_BLOCK):
+        v = values[a:a + SLOT_BLOCK]
+        o = np.argsort(v, kind="stable")
+        vs = v[o]
+        cb = np.bincount(vs, minlength=m)
+        first = np.cumsum(cb) - cb  # first position of every value in the sorted block
+        by_value[nxt[vs] + np.arange(len(vs)) - first[vs]] = groups[a:a + SLOT_BLOCK][o]
+        nxt += cb
+    return by_value
+
+
+def values_of_groups(by_value: np.ndarray, counts: np.ndarray, l_prime: int, dtype) -> np.ndarray:
+    """The (G, ℓ') distinct values of every group in increasing order, from the slot groups in
+    (value, group) order (:func:`slots_by_value`): the values are taken in order, each adding
+    itself to the next free column of its groups."""
+    counts = np.asarray(counts, dtype=np.int64)
+    G = int(counts.sum()) // l_prime
+    out = np.empty((G, l_prime), dtype=dtype)
+    fill = np.zeros(G, dtype=np.int32)
+    a = 0
+    for s, c in enumerate(counts.tolist()):
+        if c:
+            g = by_value[a:a + c]
+            out[g, fill[g]] = s
+            fill[g] += 1
+            a += c
+    return out
+
+
+def decoy_group_values(counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """The (G, ℓ') SA codes (in increasing order) of the decoy groups that the group schedule
+    builds from ``counts`` — narrow (about 10 bytes a tuple at the peak, no N-length int64)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    m = len(counts)
+    v, g = decoy_schedule(counts, l_prime, narrow=True)
+    by_value = slots_by_value(v, g, np.cumsum(counts) - counts, m)
+    del g
+    return values_of_groups(by_value, counts, l_prime, v.dtype)
+
+
+def group_cooccurrence(group_values: np.ndarray, m: int) -> np.ndarray:
+    """C[x, s] (int64): the number of groups holding both x and s, from the (G, ℓ') values of
+    the groups (each group's values distinct), a block of groups at a time."""
+    G, lp = group_values.shape
+    C = np.zeros((m, m), dtype=np.int64)
+    step = max(1, SLOT_BLOCK // max(lp, 1))
+    for a in range(0, G, step):
+        gv = group_values[a:a + step]
+        B = sparse.csr_matrix((np.ones(gv.size, dtype=np.int64), gv.ravel().astype(np.int64),
+                               np.arange(0, gv.size + 1, lp)), shape=(len(gv), m))
+        C += np.asarray((B.T @ B).todense(), dtype=np.int64)
+    return C
+
+
 def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, groups: np.ndarray,
                    l_prime: int, n_values: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows → decoy groups for a schedule ``(values, groups)`` of :func:`decoy_schedule`: value
@@ -586,45 +643,33 @@ def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, gr
     No int64 sort key: every value's slots are already in group order, so a stable sort of the
     slots by value gives the (value, group) order — done as a counting sort a block at a time;
     the rows in id order (the inverse of ``ids``) stably sorted by their SA code give the
-    (value, id) order — a radix sort for 8- and 16-bit codes. Indices are int32 below 2^31 rows;
+    (value, id) order — the same counting sort. Indices are int32 below 2^31 rows;
     the group values are filled value by value (each group's values in increasing order)."""
     sa = np.asarray(sa_codes)
     n, m = len(sa), n_values
-    G = len(values) // l_prime
     idx = np.int32 if n < 1 << 31 else np.int64
     counts = np.bincount(sa, minlength=m).astype(np.int64)
     start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)  # first slot of every value
-    # slot groups in (value, group) order: a stable counting sort of the slots by value
-    by_value = np.empty(len(groups), dtype=groups.dtype)
-    nxt = start.copy()
-    for a in range(0, len(values), SLOT_BLOCK):
-        v = values[a:a + SLOT_BLOCK]
-        o = np.argsort(v, kind="stable")
-        vs = v[o]
-        cb = np.bincount(vs, minlength=m)
-        first = np.cumsum(cb) - cb  # first position of every value in the sorted block
-        by_value[nxt[vs] + np.arange(len(vs)) - first[vs]] = groups[a:a + SLOT_BLOCK][o]
-        nxt += cb
-    # rows in (value, id) order: the rows taken in id order, stably sorted by SA code
+    by_value = slots_by_value(values, groups, start, m)
+    # rows in (value, id) order: the rows taken in id order (the inverse of ids), stably
+    # counting-sorted by SA code a block at a time; the r-th row of value s gets the group of
+    # value s's r-th slot
     inv = np.empty(n, dtype=idx)
     for a in range(0, n, SLOT_BLOCK):
         inv[np.asarray(ids[a:a + SLOT_BLOCK])] = np.arange(a, min(n, a + SLOT_BLOCK), dtype=idx)
-    key = np.empty(n, dtype=sa.dtype)
-    for a in range(0, n, SLOT_BLOCK):
-        key[a:a + SLOT_BLOCK] = sa[inv[a:a + SLOT_BLOCK]]
-    order = np.argsort(key, kind="stable")
-    del key
     group_of_row = np.empty(n, dtype=groups.dtype)
+    nxt = start.copy()
     for a in range(0, n, SLOT_BLOCK):
-        group_of_row[inv[order[a:a + SLOT_BLOCK]]] = by_value[a:a + SLOT_BLOCK]
-    del order, inv
-    # every group's ℓ' distinct values in increasing order: go through the values in order
-    group_values = np.empty((G, l_prime), dtype=values.dtype)
-    fill = np.zeros(G, dtype=np.int32)
-    for s in np.flatnonzero(counts):
-        g = by_value[start[s]:start[s] + counts[s]]
-        group_values[g, fill[g]] = s
-        fill[g] += 1
+        rows = inv[a:a + SLOT_BLOCK]
+        k = sa[rows]
+        o = np.argsort(k, kind="stable")
+        ks = k[o]
+        cb = np.bincount(ks, minlength=m)
+        first = np.cumsum(cb) - cb
+        group_of_row[rows[o]] = by_value[nxt[ks] + np.arange(len(ks)) - first[ks]]
+        nxt += cb
+    del inv
+    group_values = values_of_groups(by_value, counts, l_prime, values.dtype)
     return group_of_row, group_values
 
 
@@ -651,6 +696,6 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     return vals[np.arange(n), pick]
 
 
-__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
-           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask"]
+__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_group_values", "decoy_schedule",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "perturb_local",
+           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
