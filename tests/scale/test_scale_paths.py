@@ -154,3 +154,73 @@ def test_grouped_random_order_presorted_blocks_give_the_key_order(monkeypatch):
         groups = np.sort(np.random.default_rng(trial).integers(0, top, n)).astype(np.int32)
         want = np.argsort(groups.astype(np.int64) * n + np.random.default_rng(50 + trial).permutation(n))
         np.testing.assert_array_equal(apply.grouped_random_order(groups, np.random.default_rng(50 + trial)), want)
+
+
+def _key_groups_of_rows(sa, ids, values, groups, lp, m):
+    """The int64-key reference the narrow decoy-group assignment replaced."""
+    sa, n, G = np.asarray(sa, dtype=np.int64), len(sa), len(values) // lp
+    values, groups = np.asarray(values, dtype=np.int64), np.asarray(groups, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+    out[np.argsort(sa * n + np.asarray(ids, dtype=np.int64))] = groups[np.argsort(values * G + groups)]
+    return out, values[np.argsort(groups * m + values)].reshape(-1, lp)
+
+
+def test_narrow_decoy_groups_match_the_int64_key_sort(monkeypatch):
+    from ppdp.kernels import transition
+    from ppdp.kernels.transition import decoy_schedule, groups_of_rows
+    monkeypatch.setattr(transition, "SLOT_BLOCK", 97)  # many blocks, boundaries inside runs
+    rng = np.random.default_rng(15)
+    for trial in range(40):
+        m = int(rng.choice([3, 12, 300])) if trial % 4 else 70000  # uint8, uint16 codes
+        lp = int(rng.integers(2, min(m, 9) + 1))
+        n = lp * int(rng.integers(1, 400))
+        sa = np.concatenate([np.arange(lp), rng.integers(0, m, n - lp)]) % m
+        counts = np.bincount(sa, minlength=m)
+        if counts.max() > n // lp:
+            continue
+        v64, g64 = decoy_schedule(counts, lp)
+        v, g = decoy_schedule(counts, lp, narrow=True)
+        assert v.dtype == ppdp.table.code_dtype(m) and g.dtype == np.int32 and v64.dtype == g64.dtype == np.int64
+        np.testing.assert_array_equal(v, v64)
+        np.testing.assert_array_equal(g, g64)
+        assert all((np.diff(g64[v64 == s]) > 0).all() for s in np.flatnonzero(counts))  # slots in group order
+        ids = rng.permutation(np.arange(n, dtype=np.int32))
+        want_rows, want_vals = _key_groups_of_rows(sa, ids, v64, g64, lp, m)
+        for args in ((sa.astype(v.dtype), ids, v, g), (sa, ids.astype(np.int64), v64, g64)):
+            rows, vals = groups_of_rows(*args, lp, m)
+            np.testing.assert_array_equal(rows, want_rows)
+            np.testing.assert_array_equal(vals, want_vals)
+
+
+def test_diverted_release_does_not_depend_on_the_block_size(monkeypatch):
+    from ppdp.kernels import transition
+    t = ppdp.datasets.load("occ", 3001, seed=3)
+    lp = 3 if len(t.domain(t.sensitive[0])) >= 3 else 2
+    whole = ppdp.publish(t, ppdp.Diverted(lp), seed=11)
+    monkeypatch.setattr(transition, "SLOT_BLOCK", 61)
+    blocked = ppdp.publish(t, ppdp.Diverted(lp), seed=11)
+    assert whole.manifest["dropped"] == blocked.manifest["dropped"] == 3001 % lp
+    assert whole.tables["data"].equals(blocked.tables["data"])
+
+
+def test_decoy_cooccurrence_from_narrow_group_values_matches_the_slot_matrix(monkeypatch):
+    from scipy import sparse
+
+    from ppdp.kernels import transition
+    from ppdp.kernels.transition import decoy_cooccurrence, decoy_schedule, diverted_matrix
+    monkeypatch.setattr(transition, "SLOT_BLOCK", 53)
+    rng = np.random.default_rng(16)
+    for _ in range(30):
+        m = int(rng.integers(3, 40))
+        lp = int(rng.integers(2, min(m, 8) + 1))
+        n = lp * int(rng.integers(1, 300))
+        c = np.bincount(np.concatenate([np.arange(lp), rng.integers(0, m, n - lp)]) % m, minlength=m)
+        if c.max() > n // lp:
+            continue
+        v, g = decoy_schedule(c, lp)
+        B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(n // lp, m))
+        want = np.asarray((B.T @ B).todense())
+        np.testing.assert_array_equal(decoy_cooccurrence(c, lp), want)
+        T = diverted_matrix(c, lp)
+        assert T.flags["F_CONTIGUOUS"]  # the layout the sparse product gave: later sums in the same order
+        np.testing.assert_array_equal(T[c > 0], (want / (lp * np.maximum(np.diag(want), 1.0))[:, None])[c > 0])

@@ -28,9 +28,12 @@ import numpy as np
 from scipy import sparse
 
 from ..errors import InfeasibleError, PpdpError
+from ..table import code_dtype
 
 #: relative tolerance of every re-derivation of a γ, p, q or retention
 TOL = 1e-9
+#: rows (or schedule slots) per block of the decoy schedule and the diverted apply
+SLOT_BLOCK = 1 << 20
 
 
 # --------------------------------------------------------------------------- (ρ1, ρ2) formulas
@@ -83,7 +86,7 @@ def _first_failure(ok, hi: int) -> int:
     return lo
 
 
-def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.ndarray]:
+def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
 
     Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
@@ -100,6 +103,12 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
     groups, so the longest valid run is found by bisection and written out with array
     arithmetic. A run ends only when a value enters the block or a wrap breaks the code-order
     pattern, so there are O(#values) runs (a few hundred on OCC), not N/ℓ' iterations.
+
+    The slots are written into preallocated arrays a block at a time (no per-run lists or
+    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
+    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
+    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
+    increasing group order (the runs advance the groups; each run's groups increase).
     """
     r = np.asarray(counts, dtype=np.int64).copy()
     n = int(r.sum())
@@ -108,8 +117,11 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
     G = n // l_prime
     if G and r.max() > G:
         raise InfeasibleError(f"not eligible: a value occurs {int(r.max())} times > N/ℓ' = {G}")
-    codes = np.arange(len(r))
-    vals, grps = [], []
+    m = len(r)
+    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
+    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
+    codes = np.arange(m)
+    k = 0  # slots written
     t = 0
     while t < G:
         order = np.lexsort((codes, -r))
@@ -135,29 +147,28 @@ def decoy_schedule(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.nda
 
         J = _first_failure(ok, G - t)
         assert J >= 1
-        if len(F):
-            vals.append(np.repeat(F, J))
-            grps.append(np.tile(np.arange(t, t + J), len(F)))
-            r[F] -= J
-        u = np.arange(a * J, dtype=np.int64)
-        pos = (p + u) % b
-        vals.append(block[pos])
-        grps.append(t + u // a)
-        r[block] -= np.bincount(pos, minlength=b)
+        for f in F:  # each F value once in every group t … t+J−1
+            values[k:k + J] = f
+            groups[k:k + J] = np.arange(t, t + J, dtype=gdt)
+            k += J
+        r[F] -= J
+        for u0 in range(0, a * J, SLOT_BLOCK):  # the cyclic walk, a block of slots at a time
+            u = np.arange(u0, min(a * J, u0 + SLOT_BLOCK), dtype=np.int64)
+            pos = (p + u) % b
+            values[k:k + len(u)] = block[pos]
+            groups[k:k + len(u)] = t + u // a
+            k += len(u)
+            r[block] -= np.bincount(pos, minlength=b)
         t += J
-    assert not r.any(), "decoy schedule did not use every tuple"
-    if not vals:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(vals).astype(np.int64), np.concatenate(grps).astype(np.int64)
+    assert not r.any() and k == n, "decoy schedule did not use every tuple"
+    return values, groups
 
 
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
     """C[x, s]: number of decoy groups holding both x and s (C[x, x] = f_x) for the group
     schedule on SA counts ``counts``."""
     c = np.asarray(counts, dtype=np.int64)
-    vals, grps = decoy_schedule(c, int(l_prime))
-    M = sparse.csr_matrix((np.ones(len(vals)), (grps, vals)), shape=(int(grps.max(initial=-1)) + 1, len(c)))
-    return np.asarray((M.T @ M).todense()).astype(np.int64)
+    return np.asfortranarray(group_cooccurrence(decoy_group_values(c, int(l_prime)), len(c)))
 
 
 def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
@@ -193,9 +204,8 @@ def diverted_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
     identity row."""
     counts = np.asarray(counts, dtype=np.int64)
     m = len(counts)
-    v, g = decoy_schedule(counts, l_prime)
-    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(len(v) // l_prime, m))
-    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    # Fortran order, as the sparse product gave it: the later matrix products sum in the same order
+    C = group_cooccurrence(decoy_group_values(counts, l_prime), m).astype(np.float64, order="F")
     f = np.diag(C).copy()
     T = C / (l_prime * np.maximum(f, 1.0))[:, None]
     empty = np.flatnonzero(f == 0)
@@ -561,20 +571,105 @@ def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: 
     return np.where(keep, local, other).astype(np.int64)
 
 
+def slots_by_value(values: np.ndarray, groups: np.ndarray, start: np.ndarray, m: int) -> np.ndarray:
+    """The schedule's slot groups in (value, group) order: a stable counting sort of the slots by
+    value, a block at a time (every value's slots are already in group order); ``start`` holds
+    every value's first position (the cumulative counts)."""
+    by_value = np.empty(len(groups), dtype=groups.dtype)
+    nxt = np.array(start, dtype=np.int64)
+    for a in range(0, len(values), SLOT_BLOCK):
+        v = values[a:a + SLOT_BLOCK]
+        o = np.argsort(v, kind="stable")
+        vs = v[o]
+        cb = np.bincount(vs, minlength=m)
+        first = np.cumsum(cb) - cb  # first position of every value in the sorted block
+        by_value[nxt[vs] + np.arange(len(vs)) - first[vs]] = groups[a:a + SLOT_BLOCK][o]
+        nxt += cb
+    return by_value
+
+
+def values_of_groups(by_value: np.ndarray, counts: np.ndarray, l_prime: int, dtype) -> np.ndarray:
+    """The (G, ℓ') distinct values of every group in increasing order, from the slot groups in
+    (value, group) order (:func:`slots_by_value`): the values are taken in order, each adding
+    itself to the next free column of its groups."""
+    counts = np.asarray(counts, dtype=np.int64)
+    G = int(counts.sum()) // l_prime
+    out = np.empty((G, l_prime), dtype=dtype)
+    fill = np.zeros(G, dtype=np.int32)
+    a = 0
+    for s, c in enumerate(counts.tolist()):
+        if c:
+            g = by_value[a:a + c]
+            out[g, fill[g]] = s
+            fill[g] += 1
+            a += c
+    return out
+
+
+def decoy_group_values(counts: np.ndarray, l_prime: int) -> np.ndarray:
+    """The (G, ℓ') SA codes (in increasing order) of the decoy groups that the group schedule
+    builds from ``counts`` — narrow (about 10 bytes a tuple at the peak, no N-length int64)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    m = len(counts)
+    v, g = decoy_schedule(counts, l_prime, narrow=True)
+    by_value = slots_by_value(v, g, np.cumsum(counts) - counts, m)
+    del g
+    return values_of_groups(by_value, counts, l_prime, v.dtype)
+
+
+def group_cooccurrence(group_values: np.ndarray, m: int) -> np.ndarray:
+    """C[x, s] (int64): the number of groups holding both x and s, from the (G, ℓ') values of
+    the groups (each group's values distinct), a block of groups at a time."""
+    G, lp = group_values.shape
+    C = np.zeros((m, m), dtype=np.int64)
+    step = max(1, SLOT_BLOCK // max(lp, 1))
+    for a in range(0, G, step):
+        gv = group_values[a:a + step]
+        B = sparse.csr_matrix((np.ones(gv.size, dtype=np.int64), gv.ravel().astype(np.int64),
+                               np.arange(0, gv.size + 1, lp)), shape=(len(gv), m))
+        C += np.asarray((B.T @ B).todense(), dtype=np.int64)
+    return C
+
+
 def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, groups: np.ndarray,
                    l_prime: int, n_values: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows → decoy groups for a schedule ``(values, groups)``: value s's k-th tuple by id goes
-    to the k-th group (in creation order) holding s — Anatomy's "smallest id first".
+    """Rows → decoy groups for a schedule ``(values, groups)`` of :func:`decoy_schedule`: value
+    s's k-th tuple by id goes to the k-th group (in creation order) holding s — Anatomy's
+    "smallest id first". ``ids`` is a permutation of 0 … N−1.
 
-    Returns ``(group_of_row, group_values)`` with the (G, ℓ') SA codes of every group."""
-    sa = np.asarray(sa_codes, dtype=np.int64)
-    n, G, m = len(sa), len(values) // l_prime, n_values
-    # unique int64 sort keys (faster than lexsort): (value, group) per slot, (value, id) per row
-    slot_order = np.argsort(values * G + groups)
-    row_order = np.argsort(sa * n + np.asarray(ids, dtype=np.int64))
-    group_of_row = np.empty(n, dtype=np.int64)
-    group_of_row[row_order] = groups[slot_order]
-    group_values = values[np.argsort(groups * m + values)].reshape(-1, l_prime)  # a group's values are distinct
+    Returns ``(group_of_row, group_values)`` with the (G, ℓ') SA codes of every group (in
+    increasing code order), in the dtypes of ``groups`` and ``values``.
+
+    No int64 sort key: every value's slots are already in group order, so a stable sort of the
+    slots by value gives the (value, group) order — done as a counting sort a block at a time;
+    the rows in id order (the inverse of ``ids``) stably sorted by their SA code give the
+    (value, id) order — the same counting sort. Indices are int32 below 2^31 rows;
+    the group values are filled value by value (each group's values in increasing order)."""
+    sa = np.asarray(sa_codes)
+    n, m = len(sa), n_values
+    idx = np.int32 if n < 1 << 31 else np.int64
+    counts = np.bincount(sa, minlength=m).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)  # first slot of every value
+    by_value = slots_by_value(values, groups, start, m)
+    # rows in (value, id) order: the rows taken in id order (the inverse of ids), stably
+    # counting-sorted by SA code a block at a time; the r-th row of value s gets the group of
+    # value s's r-th slot
+    inv = np.empty(n, dtype=idx)
+    for a in range(0, n, SLOT_BLOCK):
+        inv[np.asarray(ids[a:a + SLOT_BLOCK])] = np.arange(a, min(n, a + SLOT_BLOCK), dtype=idx)
+    group_of_row = np.empty(n, dtype=groups.dtype)
+    nxt = start.copy()
+    for a in range(0, n, SLOT_BLOCK):
+        rows = inv[a:a + SLOT_BLOCK]
+        k = sa[rows]
+        o = np.argsort(k, kind="stable")
+        ks = k[o]
+        cb = np.bincount(ks, minlength=m)
+        first = np.cumsum(cb) - cb
+        group_of_row[rows[o]] = by_value[nxt[ks] + np.arange(len(ks)) - first[ks]]
+        nxt += cb
+    del inv
+    group_values = values_of_groups(by_value, counts, l_prime, values.dtype)
     return group_of_row, group_values
 
 
@@ -588,8 +683,12 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     """
     lp = group_values.shape[1]
     n = len(group_of_row)
-    if retention is None:
-        return group_values[group_of_row, rng.integers(lp, size=n)]
+    if retention is None:  # drawn a block at a time: the same stream as one rng.integers(lp, size=n)
+        out = np.empty(n, dtype=group_values.dtype)
+        for a in range(0, n, SLOT_BLOCK):
+            g = group_of_row[a:a + SLOT_BLOCK]
+            out[a:a + len(g)] = group_values[g, rng.integers(lp, size=len(g))]
+        return out
     vals = group_values[group_of_row]
     own_pos = np.argmax(vals == np.asarray(own)[:, None], axis=1)
     other = (own_pos + 1 + rng.integers(lp - 1, size=n)) % lp
@@ -597,6 +696,6 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     return vals[np.arange(n), pick]
 
 
-__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "groups_of_rows", "perturb_local",
-           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask"]
+__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_group_values", "decoy_schedule",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "perturb_local",
+           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]

@@ -51,16 +51,17 @@ def decoy_groups(sa_codes: np.ndarray, ids: np.ndarray, l_prime: int, n_values: 
     SA codes of every group. Value s's k-th tuple by id goes to the k-th group (in creation
     order) that holds s — Anatomy's "smallest id first".
     """
-    sa = np.asarray(sa_codes, dtype=np.int64)
+    sa = np.asarray(sa_codes)
     counts = np.bincount(sa, minlength=n_values or (int(sa.max()) + 1 if len(sa) else 1))
-    v, g = decoy_schedule(counts, l_prime)
+    v, g = decoy_schedule(counts, l_prime, narrow=True)
     return groups_of_rows(sa, ids, v, g, l_prime, len(counts))
 
 
 @dataclass(frozen=True, eq=False)
 class DivertedPlan:
     """The A' plan: per sensitive attribute, the decoy schedule ``(values, groups)`` built
-    from its SA counts (after the dropped rows) — one slot per tuple, G = N/ℓ' groups."""
+    from its SA counts (after the dropped rows) — one slot per tuple, G = N/ℓ' groups, narrow
+    (SA codes in the codes' dtype, int32 groups)."""
 
     l_prime: int
     counts: tuple  # one count vector per SA
@@ -72,10 +73,18 @@ class DivertedPlan:
         for own, counts, (v, g) in zip(sa_codes, self.counts, self.schedules):
             # random tuple ids, independent of the tuple contents and drawn afresh for every SA,
             # so that the SAs' decoy groups are independent (§7.2, the tensor-product model)
-            ids = rng.permutation(len(own))
+            # (int32 below 2^31 rows: the same permutation as rng.permutation(N), half the bytes)
+            ids = rng.permutation(np.arange(len(own), dtype=np.int32 if len(own) < 1 << 31 else np.int64))
             grp, gvals = groups_of_rows(own, ids, v, g, self.l_prime, len(counts))
+            del ids
             out.append(randomize_in_groups(grp, gvals, own, rng))
+            del grp, gvals
         return out
+
+
+def _kept(codes: np.ndarray, idx: np.ndarray | None) -> np.ndarray:
+    """A column's narrow codes on the kept rows (``idx`` None: every row is kept, no copy)."""
+    return codes if idx is None else codes[idx]
 
 
 # -------------------------------------------------------------------------- mechanism
@@ -123,7 +132,7 @@ class Diverted(Mechanism):
     def plan(self, counts: list[np.ndarray]) -> DivertedPlan:
         """The plan from the SA counts (one vector per sensitive attribute, after the dropped rows)."""
         cs = tuple(np.asarray(c, dtype=np.int64) for c in counts)
-        return DivertedPlan(self.l_prime, cs, tuple(decoy_schedule(c, self.l_prime) for c in cs))
+        return DivertedPlan(self.l_prime, cs, tuple(decoy_schedule(c, self.l_prime, narrow=True) for c in cs))
 
     def _publish(self, table, rng: np.random.Generator):
         lp = self.l_prime
@@ -133,17 +142,21 @@ class Diverted(Mechanism):
         keep = np.ones(n_in, dtype=bool)
         if n_drop:
             keep[rng.choice(n_in, size=n_drop, replace=False)] = False
-        idx = np.flatnonzero(keep)
-        n = len(idx)
-        own = [np.asarray(table.codes(sa)[idx], dtype=np.int64) for sa in table.sensitive]
+        n = n_in - n_drop
+        itype = np.int32 if n_in < 1 << 31 else np.int64
+        idx = np.flatnonzero(keep).astype(itype) if n_drop else None  # None: every row is kept
+        del keep
+        own = [_kept(table.codes(sa), idx) for sa in table.sensitive]
         plan = self.plan([np.bincount(o, minlength=len(table.domain(sa))) for o, sa in zip(own, table.sensitive)])
         published = dict(zip(table.sensitive, plan.apply(own, rng)))
-        shuffle = rng.permutation(n)
+        del own, plan
+        shuffle = rng.permutation(np.arange(n, dtype=itype))  # the same permutation as rng.permutation(n)
         cols = [*table.quasi, *table.sensitive]
         arrays = []
         for c in cols:
-            codes = published[c] if c in published else table.codes(c)[idx]
+            codes = published[c] if c in published else _kept(table.codes(c), idx)
             arrays.append(codes_to_labels(np.asarray(codes)[shuffle], table.domain(c)))
+        del shuffle, idx
         data = pa.Table.from_arrays(arrays, names=cols)
         pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,
