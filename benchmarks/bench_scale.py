@@ -2,7 +2,7 @@
 
 Tables: synthetic OCC- and EDU-like tables (:mod:`ppdp.datasets.synthetic`: the one-way and
 QI×SA two-way marginals of the bundled table) written once per (data, size) to a Parquet file
-under ``--cache`` (default ``/tmp/ppdp-scale``). Each (size, mechanism) then runs in its own
+under ``--cache`` (default ``benchmarks/data``, git-ignored). Each (size, mechanism) then runs in its own
 child process — so its peak memory (``ru_maxrss``) is its own — under an address-space limit
 (``--limit-gib``, default 11), one child at a time. A child:
 
@@ -22,7 +22,7 @@ seed 0 kept value '1' 83% of the time and the source fit rightly rejected it).
 
     python benchmarks/bench_scale.py --sizes 1e6,1e7 [--mechanisms fprivacy,sdr] [--data occ]
     python benchmarks/bench_scale.py --sizes 1e8 --limit-gib 8 --out scale_1e8 \
-        [--data-file /tmp/ppdp-scale/occ_100000000.parquet]   # an existing table, not regenerated
+        [--data-file benchmarks/data/occ_100000000.parquet]   # an existing table, not regenerated
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--data", default="occ", help="occ or edu (comma-separated for both)")
     ap.add_argument("--limit-gib", type=float, default=11.0, help="address-space limit of each child")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per child")
-    ap.add_argument("--cache", default="/tmp/ppdp-scale", help="where the synthetic Parquet tables are kept")
+    ap.add_argument("--cache", default=str(HERE / "data"), help="where the synthetic Parquet tables are kept")
     ap.add_argument("--tmp", default=None, help="where releases are saved (removed after each run)")
     ap.add_argument("--out", default="scale", help="result name: benchmarks/results/<out>.json")
     ap.add_argument("--src", default=str(HERE.parent / "src"), help="the ppdp source tree the children import "
