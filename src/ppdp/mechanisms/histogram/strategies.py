@@ -195,6 +195,15 @@ class _PostProcessed(HistogramMechanism):
         step = Step(self.epsilon * TOTAL_FRACTION, "noisy total count N (read by the rule)", parts=1)
         return int(budget.measure(rng, [int(x.sum())], step)[0])
 
+    def _publish(self, table, rng):
+        """The dense cube; the noisy total first when the rule reads it; then :meth:`_measure`
+        (the same measurements and post-processing a bootstrap replay runs)."""
+        spec, x = self._dense_cube(table)
+        budget = Budget(self.epsilon)
+        n_hat = self._noisy_total(budget, rng, x) if self.reads_noisy_total else None
+        plan, cells, _, extra = self._measure(budget, rng, x, n_hat)
+        return self._finish(table, spec, plan, budget, cells, extra=extra)
+
 
 class KroneckerLeastSquares(_PostProcessed):
     """Kronecker product of per-dimension two-level range strategies with weighted least squares
@@ -211,13 +220,6 @@ class KroneckerLeastSquares(_PostProcessed):
     def _measure(self, budget, rng, x, n_hat):
         plan = self._plan(x.shape)
         return plan, kron_measure(budget, rng, x, plan.cells), None, {}
-
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)
-        plan = self._plan(spec.shape)
-        budget = Budget(plan.epsilon)
-        _, cells, _, _ = self._measure(budget, rng, x, None)
-        return self._finish(table, spec, plan, budget, cells)
 
 
 class AdaptiveGrid(_PostProcessed):
@@ -247,13 +249,6 @@ class AdaptiveGrid(_PostProcessed):
                               self.profile)
         return plan, cells, None, {}
 
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)
-        budget = Budget(self.epsilon)
-        n_hat = self._noisy_total(budget, rng, x)
-        plan, cells, _, _ = self._measure(budget, rng, x, n_hat)
-        return self._finish(table, spec, plan, budget, cells)
-
 
 class MarginalsModel(_PostProcessed):
     """Noisy ``way``-dimensional marginals and private-pgm inference; see the module docstring."""
@@ -271,13 +266,6 @@ class MarginalsModel(_PostProcessed):
     def _measure(self, budget, rng, x, n_hat):
         plan = self._plan(x.shape)
         return plan, marginals_measure(budget, rng, x, plan.cells, self.way), None, {}
-
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)
-        plan = self._plan(spec.shape)
-        budget = Budget(plan.epsilon)
-        _, cells, _, _ = self._measure(budget, rng, x, None)
-        return self._finish(table, spec, plan, budget, cells)
 
 
 class DefaultHistogram(_PostProcessed):
@@ -305,10 +293,3 @@ class DefaultHistogram(_PostProcessed):
         else:
             cells = marginals_measure(budget, rng, x, plan.cells, choice["way"])
         return plan, cells, None, {"choice": choice}
-
-    def _publish(self, table, rng):
-        spec, x = self._dense_cube(table)
-        budget = Budget(self.epsilon)
-        n_hat = self._noisy_total(budget, rng, x)
-        plan, cells, _, extra = self._measure(budget, rng, x, n_hat)
-        return self._finish(table, spec, plan, budget, cells, extra=extra)
