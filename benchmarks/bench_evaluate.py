@@ -1,7 +1,7 @@
 """Wall time of one `ppdp evaluate` run on OCC with the anatomy workload (issue 5's "must show"):
 F'-privacy (θ = 8), Anatomy (ℓ = 5), SDR (0.1, 0.3), uniform (0.1, 0.3) and A' (ℓ' = 5).
 
-    /tmp/venv/bin/python benchmarks/bench_evaluate.py [--queries 5000] [--trials 3]
+    python benchmarks/bench_evaluate.py [--queries 5000] [--trials 3]
 
 Writes benchmarks/results/evaluate.json: wall and CPU seconds, the machine's load average
 (the 2 cores are shared), per-model publish/query seconds and mean relative error.
