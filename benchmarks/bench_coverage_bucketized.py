@@ -24,22 +24,13 @@ import numpy as np
 import ppdp
 from _common import provenance, write_result
 from ppdp.estimators.answers import laplace_halfwidth
-from ppdp.estimators.bucketized import draw_assignment
+from ppdp.estimators.bucketized import draw_assignment, query_row_masks
 from ppdp.queries.workloads import anatomy_workload
 
 
 def coverage_one(rel, wl, rng):
     e = rel.estimate(wl)
-    masks = rel.resolve(wl)[1]
-    n = len(rel.buckets()["qb"])
-    rows = np.ones((len(masks), n), dtype=bool)
-    sel = np.ones((len(masks), len(rel.domains[rel.sa])), dtype=bool)
-    for i, mk in enumerate(masks):
-        for c, v in mk.items():
-            if c == rel.sa:
-                sel[i] = v
-            else:
-                rows[i] &= v[rel.codes("qit", c)]
+    rows, sel = query_row_masks(rel, wl)
     truth = (rows & sel[:, draw_assignment(rel, rng)]).sum(axis=1)
     inside = (truth >= e.lower) & (truth <= e.upper)
     return float(inside.mean()), float(np.mean(e.se)), truth, e

@@ -25,7 +25,7 @@ import pytest
 
 import ppdp
 from ppdp.estimators.answers import laplace_halfwidth
-from ppdp.estimators.bucketized import draw_assignment
+from ppdp.estimators.bucketized import draw_assignment, query_row_masks
 from ppdp.queries.workloads import anatomy_workload
 
 BAND = (0.93, 0.97)
@@ -33,16 +33,7 @@ BAND = (0.93, 0.97)
 
 def _coverage(rel, wl, rng, n_tables):
     e = rel.estimate(wl)
-    masks = rel.resolve(wl)[1]
-    n = len(rel.buckets()["qb"])
-    rows = np.ones((len(masks), n), dtype=bool)  # rows meeting each query's QI predicate
-    sel = np.ones((len(masks), len(rel.domains[rel.sa])), dtype=bool)
-    for i, mk in enumerate(masks):
-        for c, v in mk.items():
-            if c == rel.sa:
-                sel[i] = v
-            else:
-                rows[i] &= v[rel.codes("qit", c)]
+    rows, sel = query_row_masks(rel, wl)
     out = []
     for _ in range(n_tables):
         truth = (rows & sel[:, draw_assignment(rel, rng)]).sum(axis=1)

@@ -242,6 +242,15 @@ def _total_step(e: float) -> Step:
     return Step(e * TOTAL_FRACTION, "noisy total count N (read by the rule)", parts=1)
 
 
+def _after_total(p, noisy_total, who: str) -> tuple[float, Step, float, int]:
+    """(ε, the noisy-total step, the ε left after it, N̂) of a plan whose rule reads N̂."""
+    e = check_epsilon(p["epsilon"])
+    if noisy_total is None:
+        raise PpdpError(f"{who} needs the noisy total (noisy_total)")
+    total = _total_step(e)
+    return e, total, e - total.epsilon, int(noisy_total)
+
+
 def agrid_steps(e_rest: float, shape, n_hat: int, alpha: float, c: float, profile: float = 0.0) -> tuple[Step, ...]:
     """AGrid's measurements with ``e_rest``: with ``profile`` > 0 first the noisy 1-way marginal of
     every dimension (``profile``·e_rest split evenly; the within-box profile), then the two grid
@@ -267,14 +276,10 @@ def _profile(p: Mapping[str, Any]) -> float:
 
 
 def _agrid_plan(p, shape, noisy_total) -> BudgetPlan:
-    e = check_epsilon(p["epsilon"])
-    if noisy_total is None:
-        raise PpdpError("the adaptive grid needs the noisy total (noisy_total)")
-    total = _total_step(e)
-    rest = e - total.epsilon
-    steps = agrid_steps(rest, shape, int(noisy_total), _fraction(p, "alpha"), float(p["c"]), _profile(p))
+    e, total, rest, n_hat = _after_total(p, noisy_total, "the adaptive grid")
+    steps = agrid_steps(rest, shape, n_hat, _fraction(p, "alpha"), float(p["c"]), _profile(p))
     return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
-                      noisy_total=int(noisy_total))
+                      noisy_total=n_hat)
 
 
 def marginal_sets(n_dims: int, way: int) -> list[tuple[int, ...]]:
@@ -337,20 +342,16 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any
 
 
 def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
-    e = check_epsilon(p["epsilon"])
-    if noisy_total is None:
-        raise PpdpError("the default histogram's rule needs the noisy total (noisy_total)")
-    total = _total_step(e)
-    rest = e - total.epsilon
-    ch = dp_choice(rest, shape, int(noisy_total))
+    e, total, rest, n_hat = _after_total(p, noisy_total, "the default histogram's rule")
+    ch = dp_choice(rest, shape, n_hat)
     if ch["algorithm"] == "kron":
         steps = kron_steps(rest, shape)
     elif ch["algorithm"] == "agrid":
-        steps = agrid_steps(rest, shape, int(noisy_total), AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
+        steps = agrid_steps(rest, shape, n_hat, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
     else:
         steps = marginal_steps(rest, shape, list(p["dims"]), ch["way"])
     return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
-                      noisy_total=int(noisy_total))
+                      noisy_total=n_hat)
 
 
 def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],

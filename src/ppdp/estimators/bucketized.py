@@ -583,6 +583,24 @@ class AnatomyEstimator(Estimator):
         return self._finish(release, est, lin_a, quad_a, lin_f, quad_f, R[:, :m].sum(axis=1), level)
 
 
+def query_row_masks(release, workload) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, sel) of a workload on a bucketized release: ``rows[q, r]`` whether QIT row r meets
+    query q's QI predicates, ``sel[q, x]`` whether SA value x meets its SA predicate. With a drawn
+    assignment ``a`` (:func:`draw_assignment`) the query's count in that table is
+    ``(rows & sel[:, a]).sum(axis=1)`` — what a coverage test compares the interval with."""
+    masks = release.resolve(workload)[1]
+    n = len(release.buckets()["qb"])
+    rows = np.ones((len(masks), n), dtype=bool)
+    sel = np.ones((len(masks), len(release.domains[release.sa])), dtype=bool)
+    for i, mk in enumerate(masks):
+        for c, v in mk.items():
+            if c == release.sa:
+                sel[i] = v
+            else:
+                rows[i] &= v[release.codes("qit", c)]
+    return rows, sel
+
+
 def draw_assignment(release, rng: np.random.Generator) -> np.ndarray:
     """One table from the model :class:`AnatomyEstimator`'s interval assumes, for a release
     whose fakes are known (σ = 0, or the custodian file): the SA code of every QIT row, each
