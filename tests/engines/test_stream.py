@@ -11,7 +11,8 @@ import pytest
 import ppdp
 from ppdp.claims import disclosure_of
 from ppdp.queries.workload import answer_exact
-from ppdp.engines.stream import Allotment, answer_stream, answer_where_stream, publish_stream, split_counts, verify_stream
+from ppdp.engines.stream import (Allotment, answer_stream, answer_where_stream, pair_counts, publish_stream, split_counts,
+                                 verify_stream)
 
 N = 20_000
 
@@ -127,3 +128,26 @@ def test_streamed_where_queries_equal_the_in_memory_answers(source, tmp_path, me
     assert np.all(np.isfinite(se)) and np.all(np.abs(got - exact) <= 6 * se + 1e-9), (got, exact, se)
     with pytest.raises(ppdp.PpdpError, match="linear"):
         answer_where_stream(out, wl, estimator="norm-sub")
+
+
+def test_pair_counts_merges_batches_exactly():
+    rng = np.random.default_rng(3)
+    dims, m = [4, 3], 5
+    batches = [{"a": rng.integers(0, 4, k), "b": rng.integers(0, 3, k), "s": rng.integers(0, m, k)}
+               for k in rng.integers(0, 40, 25)]
+    want_k, want_c = np.unique(np.concatenate([np.ravel_multi_index([b["a"], b["b"]], dims) * m + b["s"]
+                                               for b in batches]), return_counts=True)
+    for merge_at in (1, 7, 1 << 22):  # merged after every batch, now and then, once at the end
+        k, c = pair_counts(iter(batches), ["a", "b"], dims, "s", m, merge_at=merge_at)
+        assert np.array_equal(k, want_k) and np.array_equal(c, want_c)
+
+
+def test_stale_custodian_file_stops_before_any_pass(source, tmp_path):
+    _, path = source
+    out = tmp_path / "rel"
+    stale = tmp_path / "rel.custodian.json"
+    stale.write_text('{"seed": 1}\n')
+    with pytest.raises(ppdp.PpdpError, match="custodian file"):
+        publish_stream(path, ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), out, seed=2)
+    assert not out.exists() and stale.read_text() == '{"seed": 1}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["rel.custodian.json"]  # no temporary directory left

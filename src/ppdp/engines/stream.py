@@ -352,11 +352,15 @@ def diverted_eligible(mechanism: Diverted, counts: Sequence[np.ndarray], n: int,
 
 # ------------------------------------------------------------------------------ publish
 def _batches(source, columns: Sequence[str], chunk_rows: int) -> Iterator[pa.RecordBatch]:
+    """The dataset's rows in batches of at most ``chunk_rows``, file by file and row group by
+    row group, reading nothing ahead: memory stays O(chunk) however slowly the caller consumes
+    (a dataset scanner decodes ahead of a slow consumer, up to ~1 GiB)."""
     ds = pads.dataset(source, format="parquet")
-    # no read-ahead: memory stays O(chunk) (the defaults buffer up to 16 batches of 4 fragments)
-    for b in ds.to_batches(columns=list(columns), batch_size=chunk_rows, batch_readahead=0, fragment_readahead=0):
-        if b.num_rows:
-            yield b
+    for frag in ds.get_fragments():
+        with ds.filesystem.open_input_file(frag.path) as f:
+            for b in pq.ParquetFile(f).iter_batches(batch_size=chunk_rows, columns=list(columns)):
+                if b.num_rows:
+                    yield b
 
 
 def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Sequence[str] = (),
@@ -366,6 +370,14 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
     the partitioned release directory ``out``. Returns the manifest (the seed, if any, goes to
     the custodian file beside ``out``, as with ``Release.save``)."""
     t0 = time.process_time()
+    from ..releases.storage import custodian_path
+
+    target = Path(out)
+    if os.path.lexists(target) and not overwrite:  # before any pass over the data
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
+    if seed is not None and os.path.lexists(custodian_path(target)) and not overwrite:
+        raise PpdpError(f"the custodian file {str(custodian_path(target))!r} exists; choose a new directory or pass "
+                        "overwrite=True")
     schema = dataset_schema(source, quasi, sensitive, domains)
     sens = list(schema.sensitive)
     # pass 1: the sufficient statistics (SA counts)
@@ -388,8 +400,7 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
     rp = row_plan(mechanism, counts, schema)
     allots = [None if s is None else Allotment(s) for s in rp.slots]
     # pass 2: apply per chunk, scatter to spill files at random
-    target = Path(out)
-    if os.path.lexists(target) and not overwrite:
+    if os.path.lexists(target) and not overwrite:  # appeared meanwhile
         raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
     tmp = temp_path(target)
     os.mkdir(tmp)
@@ -526,17 +537,36 @@ def counted_release(manifest: dict, counts: Mapping[str, np.ndarray], group_coun
     return rel
 
 
-def _pair_counts(batches: Iterator[dict[str, np.ndarray]], qi: Sequence[str], dims: Sequence[int], sa: str, m: int):
-    """Aggregated counts of (NSA combination, SA value) pairs over a stream (sorted keys)."""
+def pair_counts(batches: Iterator[dict[str, np.ndarray]], qi: Sequence[str], dims: Sequence[int], sa: str, m: int,
+                merge_at: int = 1 << 22):
+    """Aggregated counts of (NSA combination, SA value) pairs over a stream (sorted keys). Each
+    batch is reduced to its distinct keys; the reduced batches are merged only when they
+    outgrow the merged part, so the cost is O(rows + distinct keys × log), not one re-sort of
+    every key seen so far per batch."""
     keys = np.zeros(0, dtype=np.int64)
     cnt = np.zeros(0, dtype=np.int64)
+    pend_k: list[np.ndarray] = []
+    pend_c: list[np.ndarray] = []
+    pending = 0
+
+    def merge():
+        nonlocal keys, cnt, pend_k, pend_c, pending
+        allk = np.concatenate([keys, *pend_k])
+        allc = np.concatenate([cnt, *pend_c])
+        keys, inv = np.unique(allk, return_inverse=True)
+        cnt = np.bincount(np.asarray(inv).ravel(), weights=allc, minlength=len(keys)).astype(np.int64)
+        pend_k, pend_c, pending = [], [], 0
+
     for codes in batches:
         k = np.ravel_multi_index([codes[c] for c in qi], dims) * m + codes[sa] if qi else codes[sa]
         u, c = np.unique(k, return_counts=True)
-        allk = np.concatenate([keys, u])
-        allc = np.concatenate([cnt, c])
-        keys, inv = np.unique(allk, return_inverse=True)
-        cnt = np.bincount(np.asarray(inv).ravel(), weights=allc, minlength=len(keys)).astype(np.int64)
+        pend_k.append(u)
+        pend_c.append(c)
+        pending += len(u)
+        if pending > max(len(keys), merge_at):
+            merge()
+    if pend_k or not len(keys):
+        merge()
     return keys, cnt
 
 
@@ -587,7 +617,7 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
     dims = [len(doms[c]) for c in qi]
     sa = sens[0]
     m = len(doms[sa])
-    pkeys, pcnt = _pair_counts(pub_codes(), qi, dims, sa, m)
+    pkeys, pcnt = pair_counts(pub_codes(), qi, dims, sa, m)
     rep.check(n_rows == int(manifest["n_published"]), "the parts hold n_published rows",
               f"the parts hold {n_rows} rows, the manifest says {manifest['n_published']}")
     rep.checks.append("every published label lies in its domain")
@@ -617,7 +647,7 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
                     n_src += b.num_rows
                     yield {c: label_codes(b.column(c), doms[c], c) for c in [*qi, sa]}
 
-            skeys, scnt = _pair_counts(src_codes(), qi, dims, sa, m)
+            skeys, scnt = pair_counts(src_codes(), qi, dims, sa, m)
             rep.check(n_src == int(manifest["n_input"]), "source has n_input rows",
                       f"the source has {n_src} rows, the manifest says n_input = {manifest['n_input']}")
             g_s, g_p = skeys // m, pkeys // m
@@ -721,6 +751,6 @@ def answer_where_stream(release_dir, workload, estimator: str | None = None, chu
     return total
 
 
-__all__ = ["Allotment", "CountedRelease", "DatasetSchema", "LINEAR_ESTIMATORS", "counted_release", "RowPlan", "answer_stream",
+__all__ = ["Allotment", "CountedRelease", "DatasetSchema", "LINEAR_ESTIMATORS", "counted_release", "RowPlan", "answer_stream", "pair_counts",
            "answer_where_stream", "dataset_schema", "label_codes", "publish_stream",
            "row_plan", "split_counts", "table_order", "verify_stream"]
