@@ -250,7 +250,7 @@ def parent_distribution(release, model) -> np.ndarray:
 
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
-EB_STRENGTHS = ("likelihood", "moments")
+EB_STRENGTHS = ("likelihood", "adjusted", "moments")
 EB_COVARIANCES = ("exact", "diagonal")
 EB_PARENTS = ("average", "select")
 
@@ -317,12 +317,21 @@ class _EBRows:
         Vs = np.where(live, V, 1.0)
         return -0.5 * np.where(live, np.log(Vs) + self.d**2 / Vs, 0.0).sum(axis=1)
 
-    def likelihood_rho(self) -> np.ndarray:
+    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
         """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
-        parabola through the best point and its neighbours (in log ρ)."""
+        parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
+        loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
+        (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
+        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
+        fully."""
         top = np.log(np.maximum(self.n, 1.0))
         grid = np.linspace(0.0, 1.0, EB_GRID)
-        L = np.stack([self.loglik(np.exp(g * top)) for g in grid], axis=1)  # (R, G)
+        def obj(rho):
+            ll = self.loglik(rho)
+            if not adjusted:
+                return ll
+            return ll + np.log(np.maximum(rho - 1.0, 1e-300))
+        L = np.stack([obj(np.exp(g * top)) for g in grid], axis=1)  # (R, G)
         i = np.clip(np.argmax(L, axis=1), 1, EB_GRID - 2)
         r = np.arange(len(L))
         l0, l1, l2 = L[r, i - 1], L[r, i], L[r, i + 1]
@@ -375,6 +384,17 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     the normal approximation, −½ Σ_k [log(σ²_k + τ²_k) + (x̃_k − nπ⁰_k)²/(σ²_k + τ²_k)] (used to
     choose between parents, :func:`eb_fit`).
 
+    ``strength``: ``"moments"`` (above, the default); ``"likelihood"`` — ρ maximising that
+    marginal likelihood over [1, n] (Fay & Herriot's maximum likelihood); ``"adjusted"`` — the
+    likelihood times ρ − 1, the between-predicate variance component (Li & Lahiri 2010), which
+    keeps ρ̂ off full shrinkage. ``covariance``: ``"diagonal"`` (above, the default) or
+    ``"exact"`` — the components are not independent: Cov(x̃ | x) = [nq·I + p(1−p)·diag(x) −
+    nq²·11ᵀ − pq(x1ᵀ + 1xᵀ)]/p² and Cov(x) = nρ(diag π⁰ − π⁰π⁰ᵀ), so the marginal covariance V
+    of d = x̃ − nπ⁰ (Σd = 0) acts on d's subspace as D − nρ·π⁰π⁰ᵀ with
+    D = diag(nq/p² + n(1−p)π⁰/p + nρπ⁰); the predictor is nπ⁰ + Cov(x)·V⁺d and the likelihood
+    −½(log pdet V + dᵀV⁺d), both in O(m) per row (Sherman–Morrison, then the constraint by a
+    Lagrange multiplier).
+
     Consistent (as n grows with the group fixed, w → 1 unless the row follows π⁰, where the
     shrinkage is right); biased towards n·π⁰ for a predicate whose SA distribution departs
     from its group's."""
@@ -383,7 +403,7 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     if covariance not in EB_COVARIANCES:
         raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
     R = _EBRows(Y, p, q, member, prior, covariance)
-    rho = R.likelihood_rho() if strength == "likelihood" else R.moments_rho()
+    rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
     X = R.predict(rho)
     if not return_ll:
         return X
@@ -789,6 +809,14 @@ class EmpiricalBayes(_BootstrapEstimator):
     error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
     inversion 5.91; docs/sdr.md).
 
+    Options (all chosen against on EDU and ADULT, the defaults kept; docs/sdr.md): ``strength``
+    — ρ by the method of moments (``"moments"``), by maximising the normal marginal likelihood
+    (``"likelihood"``) or the adjusted likelihood of Li & Lahiri (2010) (``"adjusted"``);
+    ``covariance`` — the inversion's and the prior's covariances as diagonal (``"diagonal"``) or
+    exactly, m × m with the known total (``"exact"``, :class:`_EBRows`); ``parents`` — the best
+    candidate parent (``"select"``) or Bayesian model averaging over them by marginal likelihood
+    (``"average"``).
+
     Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
     unbiased inversion's standard error at the fitted counts, and the interval is the
     inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
@@ -802,8 +830,9 @@ class EmpiricalBayes(_BootstrapEstimator):
     _parameter_constraints = {**_BootstrapEstimator._boot_constraints, "strength": Options(*EB_STRENGTHS),
                               "covariance": Options(*EB_COVARIANCES), "parents": Options(*EB_PARENTS)}
     _parameter_help = {**_BootstrapEstimator._boot_help,
-                       "strength": "Shrinkage strength ρ per row: likelihood (maximum of the normal marginal "
-                                   "likelihood over [1, n]) or moments (method of moments).",
+                       "strength": "Shrinkage strength ρ per row: moments (method of moments, the default), "
+                                   "likelihood (maximum of the normal marginal likelihood over [1, n]) or adjusted "
+                                   "(that likelihood times ρ − 1, Li & Lahiri 2010).",
                        "covariance": "Covariance of the inversion and the prior: exact (full m × m, closed form) "
                                      "or diagonal (components treated as independent).",
                        "parents": "average (Bayesian model averaging over the candidate parents by marginal "
