@@ -25,14 +25,19 @@ import numpy as np
 
 import ppdp
 from _common import provenance, write_result
-from ppdp.estimators.randomized import NormSub
+from ppdp.estimators.randomized import EB_COVARIANCES, EB_PARENTS, EB_STRENGTHS, EmpiricalBayes, FullIterative, NormSub
 from ppdp.queries.workloads import point_workload
 
+#: every combination of the empirical-Bayes options (the default is one of them)
+EB_VARIANTS = {f"eb({s},{c},{p})": EmpiricalBayes(strength=s, covariance=c, parents=p)
+               for s in EB_STRENGTHS for c in EB_COVARIANCES for p in EB_PARENTS}
+OBJECTS = {"norm-sub/boot-basic": NormSub(replicates=200, interval="basic"),
+           "full-iterative/bootstrap": FullIterative(variance="bootstrap"), **EB_VARIANTS}
 MECHANISMS = {
     "uniform": (ppdp.UniformPerturbation(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
     "sdr": (ppdp.SDR(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
     "global": (ppdp.GlobalRandomization(4), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
-    "diverted": (ppdp.Diverted(4), ["full-iterative", "full-closed", "iterative", "closed"]),
+    "diverted": (ppdp.Diverted(4), ["full-iterative", "full-closed", "iterative", "closed", "full-iterative/bootstrap"]),
 }
 BINS = {"0": (0, 0), "1-10": (1, 10), "11-100": (11, 100), ">100": (101, np.inf)}
 BAND = (0.93, 0.97)
@@ -47,8 +52,7 @@ def coverage(table, mech, names, wl, true, releases: int, slow_releases: int) ->
             if n == "em" and s >= slow_releases:
                 continue
             t0 = time.perf_counter()
-            E = rel.estimate(wl, estimator=NormSub(replicates=200, interval="basic") if n == "norm-sub/boot-basic"
-                             else n)
+            E = rel.estimate(wl, estimator=OBJECTS.get(n, n))
             secs[n] += time.perf_counter() - t0
             hits[n].append((E.lower <= true) & (true <= E.upper))
     out = {}
@@ -74,7 +78,11 @@ def main() -> None:
     ap.add_argument("--em-releases", type=int, default=50, help="releases for the (slow) EM bootstrap")
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--eb-variants", action="store_true", help="add every combination of the eb options")
     a = ap.parse_args()
+    if a.eb_variants:
+        for key in ("uniform", "sdr", "global"):
+            MECHANISMS[key][1].extend(EB_VARIANTS)
     t = ppdp.datasets.load("edu", n=a.rows, seed=0)
     wl = point_workload(t, a.queries, seed=0)
     true = ppdp.queries.answer_exact(t, wl)

@@ -16,6 +16,7 @@ Writes benchmarks/results/randomized_estimators[_<data>].json."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import numpy as np
 
 import ppdp
 from _common import provenance, write_result
-from ppdp.estimators.randomized import EM, MLE, EmpiricalBayes, NormSub, Inversion
+from ppdp.estimators.randomized import EB_COVARIANCES, EB_PARENTS, EB_STRENGTHS, EM, MLE, EmpiricalBayes, Inversion, NormSub
 from ppdp.metrics import relative_error
 from ppdp.queries.workloads import point_workload
 
@@ -38,13 +39,21 @@ def errors(est, true) -> dict:
     return out
 
 
-def run(data: str, seeds: int, tols: list[float], n_queries: int, workload_seed: int) -> dict:
+def run(data: str, seeds: int, tols: list[float], n_queries: int, workload_seed: int, eb_variants: bool = False,
+        only: list[str] | None = None) -> dict:
     full = ppdp.datasets.load(data)
     a_tab = ppdp.datasets.load(data, n=100_000, seed=0)
     cells = [(f"sdr{r}", full, ppdp.SDR(*r)) for r in ((0.1, 0.3), (0.2, 0.5))]
     cells += [(f"uniform{r}", full, ppdp.UniformPerturbation(*r)) for r in ((0.1, 0.3), (0.2, 0.5))]
     cells += [("global(l'=5, n=100000)", a_tab, ppdp.GlobalRandomization(5))]
     ests = {"inversion": Inversion(), "mle": MLE(), "norm-sub": NormSub(), "eb": EmpiricalBayes(), **{f"em(tol={t:g})": EM(tol=t) for t in tols}}
+    if eb_variants:
+        # every combination of the empirical-Bayes options (the choice of the default reads these
+        # on EDU and ADULT only)
+        for s, c, pa in itertools.product(EB_STRENGTHS, EB_COVARIANCES, EB_PARENTS):
+            ests[f"eb({s},{c},{pa})"] = EmpiricalBayes(strength=s, covariance=c, parents=pa)
+    if only:
+        ests = {k: v for k, v in ests.items() if any(k.startswith(o) for o in only)}
     res: dict = {}
     for label, t, mech in cells:
         wl = point_workload(t, n_queries, seed=workload_seed)
@@ -86,12 +95,16 @@ def main() -> Path:
     ap.add_argument("--queries", type=int, default=5000)
     ap.add_argument("--workload-seed", type=int, default=0)
     ap.add_argument("--em-tol", type=float, nargs="+", default=[1e-3])
+    ap.add_argument("--eb-variants", action="store_true", help="add every combination of the eb options")
+    ap.add_argument("--only", nargs="+", default=None, help="run only the estimators whose label starts so")
+    ap.add_argument("--out", default=None, help="result name (default randomized_estimators[_<data>])")
     a = ap.parse_args()
     res = {"data": a.data, "workload": f"point, {a.queries} queries, seed {a.workload_seed}",
            "release_seeds": list(range(a.seeds)), "metric": "mean relative error per true-count bin; zero_abs: "
-           "mean |estimate| on zero counts", "cells": run(a.data, a.seeds, a.em_tol, a.queries, a.workload_seed),
+           "mean |estimate| on zero counts",
+           "cells": run(a.data, a.seeds, a.em_tol, a.queries, a.workload_seed, a.eb_variants, a.only),
            **provenance(seed=0)}
-    out = write_result("randomized_estimators" + ("" if a.data == "occ" else f"_{a.data}"), res)
+    out = write_result(a.out or ("randomized_estimators" + ("" if a.data == "occ" else f"_{a.data}")), res)
     print(out)
     return out
 

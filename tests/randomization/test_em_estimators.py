@@ -166,3 +166,90 @@ def test_eb_defaults():
         assert mech.default_estimator == name
         rel = ppdp.publish(t, mech, seed=0)
         assert np.array_equal(rel.answer(POINT[:12]), rel.answer(POINT[:12], estimator=name))
+
+
+# ----------------------------------------------------------------------------- empirical Bayes options
+def _one_row(seed=1, m=5, n=200, p=0.3):
+    rng = np.random.default_rng(seed)
+    q = (1 - p) / m
+    x = rng.multinomial(n, [0.4, 0.3, 0.15, 0.1, 0.05])
+    T = q * np.ones((m, m)) + p * np.eye(m)
+    y = sum(rng.multinomial(xi, T[i]) for i, xi in enumerate(x)).astype(float)
+    return y[None], np.array([p]), np.array([q]), np.ones((1, m), dtype=bool), np.array([[0.35, 0.3, 0.2, 0.1, 0.05]])
+
+
+def test_eb_exact_covariance_against_the_dense_algebra():
+    """covariance='exact': the Sherman–Morrison and Lagrange solve equals the pseudo-inverse of the
+    dense m × m marginal covariance V = Σ + T of the inversion, and the log pseudo-determinant
+    is the sum of the logs of V's non-zero eigenvalues (V·1 = 0: the total is known)."""
+    from ppdp.estimators.randomized import _EBRows  # noqa: PLC2701 (the test reads the helper)
+
+    Y, p, q, member, prior = _one_row()
+    n, P0, rho = Y.sum(), prior[0], 7.0
+    m = Y.shape[1]
+    R = _EBRows(Y, p, q, member, prior, "exact")
+    z, logdet = R._exact(np.array([rho]))
+    pp, qq = p[0], q[0]
+    one = np.ones(m)
+    Sig = (n * qq * np.eye(m) + pp * (1 - pp) * n * np.diag(P0) - n * qq**2 * np.outer(one, one)
+           - pp * qq * n * (np.outer(P0, one) + np.outer(one, P0))) / pp**2
+    V = Sig + n * rho * (np.diag(P0) - np.outer(P0, P0))
+    assert np.abs(V @ one).max() < 1e-9
+    assert np.allclose(z[0], np.linalg.pinv(V) @ R.d[0])
+    ev = np.linalg.eigvalsh(V)
+    assert np.isclose(logdet[0], np.log(ev[ev > 1e-9]).sum())
+    assert np.allclose(np.diag(Sig), R.sig2[0])  # the diagonal model's variances are V's diagonal
+
+
+def test_eb_likelihood_strength_maximises_the_likelihood():
+    """strength='likelihood' / 'adjusted': the grid-and-parabola maximiser is within 1e-3 of the
+    maximum over a 2,001-point grid of the (adjusted) normal marginal likelihood."""
+    from ppdp.estimators.randomized import _EBRows  # noqa: PLC2701
+
+    rng = np.random.default_rng(0)
+    for cov in ("diagonal", "exact"):
+        for s in range(5):
+            Y, p, q, member, prior = _one_row(seed=s, n=int(rng.integers(50, 2000)))
+            R = _EBRows(Y, p, q, member, prior, cov)
+            grid = np.exp(np.linspace(0, np.log(Y.sum()), 2001))
+            for adjusted in (False, True):
+                def obj(r):
+                    return R.loglik(r)[0] + (np.log(max(r[0] - 1, 1e-300)) if adjusted else 0.0)
+
+                rho = R.likelihood_rho(adjusted=adjusted)
+                best = max(obj(np.array([g])) for g in grid)
+                assert 1 <= rho[0] <= Y.sum() and obj(rho) >= best - 1e-3
+                # the adjustment keeps the between-predicate variance ρ − 1 off 0
+                assert not adjusted or rho[0] > 1
+
+
+@pytest.mark.parametrize("opts", [dict(strength="likelihood", covariance="exact", parents="average"),
+                                  dict(strength="adjusted", covariance="diagonal", parents="select"),
+                                  dict(strength="moments", covariance="diagonal", parents="select"),
+                                  dict(strength="likelihood", covariance="diagonal", parents="average")],
+                         ids=lambda o: "-".join(o.values()))
+def test_eb_options_contract(opts):
+    """Every option set: non-negative, the known totals kept, a predicate's answer independent of the
+    rest of the workload, interval holding the estimate."""
+    from ppdp.estimators.randomized import EmpiricalBayes
+
+    t = _table(6000, seed=3)
+    rel = ppdp.publish(t, ppdp.UniformPerturbation(0.2, 0.5), seed=2)
+    e = EmpiricalBayes(**opts)
+    est = rel.answer(POINT, estimator=e)
+    assert est.min() >= 0
+    n_pred = answer_exact(t, [q.rsplit(" AND s", 1)[0] for q in POINT[::6]])
+    assert np.allclose(est.reshape(-1, 6).sum(axis=1), n_pred)
+    assert np.allclose(rel.answer(POINT[6:12], estimator=e), est[6:12])
+    E = rel.estimate(POINT, estimator=e)
+    assert (E.lower <= est + 1e-9).all() and (est <= E.upper + 1e-9).all()
+
+
+def test_eb_bad_options():
+    from ppdp.estimators.randomized import EmpiricalBayes, eb_shrink
+
+    with pytest.raises(ParameterError):
+        EmpiricalBayes(strength="median")
+    Y, p, q, member, prior = _one_row()
+    with pytest.raises(ParameterError):
+        eb_shrink(Y, p, q, member, prior, covariance="full")

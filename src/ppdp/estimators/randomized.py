@@ -51,6 +51,7 @@ counts next to the estimates.
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -58,6 +59,7 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from ..errors import ParameterError, QueryError
+from ..kernels.transition import decoy_group_values, diverted_matrix, receiver_counts
 from ..queries import split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
 from .base import Estimates, Estimator
@@ -246,8 +248,117 @@ def parent_distribution(release, model) -> np.ndarray:
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
 
 
+#: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
+EB_GRID = 24
+EB_STRENGTHS = ("likelihood", "adjusted", "moments")
+EB_COVARIANCES = ("exact", "diagonal")
+EB_PARENTS = ("average", "select")
+
+
+class _EBRows:
+    """The quantities of :func:`eb_shrink` that do not depend on the strength ρ, for many rows."""
+
+    def __init__(self, Y, p, q, member, prior, covariance):
+        self.member = member
+        Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
+        self.n = n = Y.sum(axis=1)
+        self.P0 = P0 = np.where(member, prior, 0.0)
+        pp, qq = p[:, None], q[:, None]
+        a, b = pp + qq, qq
+        self.xt = xt = np.where(member, (Y - n[:, None] * qq) / pp, 0.0)
+        self.mu = mu = n[:, None] * P0
+        self.d = np.where(member, xt - mu, 0.0)
+        # channel variance of x̃_k averaged over the prior (the diagonal of Σ below)
+        self.sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2, 0.0)
+        self.t = n[:, None] * P0 * (1 - P0)  # τ²_k / ρ
+        self.covariance = covariance
+        if covariance == "exact":
+            # Σ = [nq·I + p(1−p)n·diag(π⁰) − nq²·11ᵀ − pqn(π⁰1ᵀ + 1π⁰ᵀ)]/p², T = nρ(diag(π⁰) − π⁰π⁰ᵀ):
+            # on the subspace Σ_k d_k = 0 where d lives, V = Σ + T acts as M = D − nρ·π⁰π⁰ᵀ with
+            # D = diag(nq/p² + n(1−p)π⁰/p + nρπ⁰) (the 11ᵀ, π⁰1ᵀ, 1π⁰ᵀ terms vanish there)
+            self.live = member & (n > 0)[:, None]  # rows without records have nothing to estimate
+            self.D0 = np.where(self.live, n[:, None] * qq / pp**2 + n[:, None] * (1 - pp) * P0 / pp, 1.0)
+        self.m_r = member.sum(axis=1)
+
+    def moments_rho(self) -> np.ndarray:
+        """ρ by the method of moments: E Σ_k d_k² = Σ_k σ²_k + n(1 − Σπ⁰²)·ρ, cut to [1, n]."""
+        n = self.n
+        het = n * (1.0 - (self.P0**2).sum(axis=1))
+        rho = np.divide((self.d**2).sum(axis=1) - self.sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+        return np.clip(rho, 1.0, np.maximum(n, 1.0))
+
+    def _exact(self, rho):
+        """(z = V⁺d, log pdet V) per row for the exact covariance (Sherman–Morrison on M, then
+        the constraint Σ z = 0 by a Lagrange multiplier; pdet(PMP) = det M · 1ᵀM⁻¹1/m_r)."""
+        mem, n, u = self.live, self.n, self.P0
+        c = n * rho
+        D = np.where(mem, self.D0 + c[:, None] * u, 1.0)
+        Di = np.where(mem, 1.0 / D, 0.0)
+        uDu = (u * u * Di).sum(axis=1)
+        den = np.maximum(1.0 - c * uDu, 1e-300)  # > 0: c·uᵀD⁻¹u < Σπ⁰ = 1
+
+        def minv(v):
+            return Di * v + (c / den)[:, None] * (Di * u) * ((u * Di * v).sum(axis=1))[:, None]
+
+        g = minv(mem.astype(np.float64))
+        s = np.maximum(g.sum(axis=1), 1e-300)
+        z = minv(self.d)
+        z = z - g * ((z.sum(axis=1)) / s)[:, None]
+        logdet = np.where(mem, np.log(D), 0.0).sum(axis=1) + np.log(den) + np.log(s) - np.log(np.maximum(self.m_r, 1))
+        return z, logdet
+
+    def loglik(self, rho: np.ndarray) -> np.ndarray:
+        """Normal log marginal likelihood of x̃ per row at strength ρ (up to a constant)."""
+        if self.covariance == "exact":
+            z, logdet = self._exact(rho)
+            return -0.5 * (logdet + (z * self.d).sum(axis=1))
+        V = self.sig2 + self.t * rho[:, None]
+        live = self.member & (V > 0)
+        Vs = np.where(live, V, 1.0)
+        return -0.5 * np.where(live, np.log(Vs) + self.d**2 / Vs, 0.0).sum(axis=1)
+
+    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
+        """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
+        parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
+        loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
+        (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
+        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
+        fully."""
+        top = np.log(np.maximum(self.n, 1.0))
+        grid = np.linspace(0.0, 1.0, EB_GRID)
+        def obj(rho):
+            ll = self.loglik(rho)
+            if not adjusted:
+                return ll
+            return ll + np.log(np.maximum(rho - 1.0, 1e-300))
+        L = np.stack([obj(np.exp(g * top)) for g in grid], axis=1)  # (R, G)
+        i = np.clip(np.argmax(L, axis=1), 1, EB_GRID - 2)
+        r = np.arange(len(L))
+        l0, l1, l2 = L[r, i - 1], L[r, i], L[r, i + 1]
+        curv = l0 - 2 * l1 + l2
+        off = np.divide(0.5 * (l0 - l2), curv, out=np.zeros_like(l1), where=curv < -1e-12)
+        off = np.clip(off, -1.0, 1.0)
+        best = np.argmax(L, axis=1)
+        interior = (best > 0) & (best < EB_GRID - 1)
+        g = np.where(interior, (i + off) / (EB_GRID - 1), best / (EB_GRID - 1))
+        return np.exp(g * top)
+
+    def predict(self, rho: np.ndarray) -> np.ndarray:
+        """The best linear predictor at strength ρ, projected onto {x ≥ 0, Σx = n}."""
+        if self.covariance == "exact":
+            z, _ = self._exact(rho)
+            u = self.P0
+            X = self.mu + (self.n * rho)[:, None] * (u * z - u * (u * z).sum(axis=1, keepdims=True))
+        else:
+            tau2 = self.t * rho[:, None]
+            V = tau2 + self.sig2
+            w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+            X = self.mu + w * self.d
+        return norm_sub(X, self.member, self.n)
+
+
 def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
-              return_ll: bool = False) -> Any:
+              return_ll: bool = False, strength: str = "moments", covariance: str = "diagonal") -> Any:
     """Empirical-Bayes counts per row of published counts (many rows at once).
 
     Model (Fay & Herriot 1979; the Dirichlet-multinomial of small-area estimation): a row holds
@@ -273,33 +384,34 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     the normal approximation, −½ Σ_k [log(σ²_k + τ²_k) + (x̃_k − nπ⁰_k)²/(σ²_k + τ²_k)] (used to
     choose between parents, :func:`eb_fit`).
 
+    ``strength``: ``"moments"`` (above, the default); ``"likelihood"`` — ρ maximising that
+    marginal likelihood over [1, n] (Fay & Herriot's maximum likelihood); ``"adjusted"`` — the
+    likelihood times ρ − 1, the between-predicate variance component (Li & Lahiri 2010), which
+    keeps ρ̂ off full shrinkage. ``covariance``: ``"diagonal"`` (above, the default) or
+    ``"exact"`` — the components are not independent: Cov(x̃ | x) = [nq·I + p(1−p)·diag(x) −
+    nq²·11ᵀ − pq(x1ᵀ + 1xᵀ)]/p² and Cov(x) = nρ(diag π⁰ − π⁰π⁰ᵀ), so the marginal covariance V
+    of d = x̃ − nπ⁰ (Σd = 0) acts on d's subspace as D − nρ·π⁰π⁰ᵀ with
+    D = diag(nq/p² + n(1−p)π⁰/p + nρπ⁰); the predictor is nπ⁰ + Cov(x)·V⁺d and the likelihood
+    −½(log pdet V + dᵀV⁺d), both in O(m) per row (Sherman–Morrison, then the constraint by a
+    Lagrange multiplier).
+
     Consistent (as n grows with the group fixed, w → 1 unless the row follows π⁰, where the
     shrinkage is right); biased towards n·π⁰ for a predicate whose SA distribution departs
     from its group's."""
-    Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
-    n = Y.sum(axis=1)
-    P0 = np.where(member, prior, 0.0)
-    pp, qq = p[:, None], q[:, None]
-    a, b = pp + qq, qq
-    xt = np.where(member, (Y - n[:, None] * qq) / pp, 0.0)
-    mu = n[:, None] * P0
-    sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2, 0.0)
-    dev = (np.where(member, xt - mu, 0.0) ** 2).sum(axis=1)
-    het = n * (1.0 - (P0**2).sum(axis=1))
-    rho = np.divide(dev - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
-    rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
-    tau2 = n[:, None] * P0 * (1 - P0) * rho[:, None]
-    V = tau2 + sig2
-    w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
-    X = norm_sub(mu + w * (xt - mu), member, n)
+    if strength not in EB_STRENGTHS:
+        raise ParameterError(f"strength must be one of {EB_STRENGTHS}, got {strength!r}", param="strength")
+    if covariance not in EB_COVARIANCES:
+        raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
+    R = _EBRows(Y, p, q, member, prior, covariance)
+    rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
+    X = R.predict(rho)
     if not return_ll:
         return X
-    live = member & (V > 0)
-    Vs = np.where(live, V, 1.0)
-    return X, -0.5 * np.where(live, np.log(Vs) + (xt - mu) ** 2 / Vs, 0.0).sum(axis=1)
+    return X, R.loglik(rho)
 
 
-def eb_fit(S: "UniformSetup") -> np.ndarray:
+def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diagonal",
+           parents: str = "select") -> np.ndarray:
     """The empirical-Bayes counts (U, J, m) of every distinct predicate and group of ``S``, each
     row shrunk (:func:`eb_shrink`) towards the parent that explains its published counts best.
 
@@ -314,6 +426,8 @@ def eb_fit(S: "UniformSetup") -> np.ndarray:
     by marginal likelihood, empirical Bayes). Everything depends on the predicate's own
     counts and its sub-predicates', never on the other queries of the workload. The chosen
     parents are kept in ``S`` for the bootstrap."""
+    if parents not in EB_PARENTS:
+        raise ParameterError(f"parents must be one of {EB_PARENTS}, got {parents!r}", param="parents")
     U, J, m = S.Y.shape
     pi0 = S.parent
     rows, grp = S.rows
@@ -336,7 +450,8 @@ def eb_fit(S: "UniformSetup") -> np.ndarray:
     if singles:
         Ys = S.predicate_counts(singles)
         gs = np.tile(np.arange(J), len(singles))
-        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)),
+                       strength=strength, covariance=covariance)
         Xs = Xs.reshape(len(singles), J, m)
         pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
         kmax = max(len(c) for c in cond)
@@ -355,16 +470,24 @@ def eb_fit(S: "UniformSetup") -> np.ndarray:
         for i in range(kmax):
             cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
     prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
-    best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True)
+    best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True, strength=strength, covariance=covariance)
+    if parents == "average":
+        # Bayesian model averaging over the candidate parents (equal prior weights), as a running
+        # log-sum-exp: weight of candidate c ∝ exp(ll_c)
+        acc, lse = best.copy(), bll.copy()
     for cand in cands[1:]:
         cr = np.ascontiguousarray(cand).reshape(U * J, m)
-        X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True)
+        X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True, strength=strength, covariance=covariance)
+        if parents == "average":
+            new = np.logaddexp(lse, ll)
+            acc = acc * np.exp(lse - new)[:, None] + X * np.exp(ll - new)[:, None]
+            lse = new
         better = ll > bll
         best = np.where(better[:, None], X, best)
         prior = np.where(better[:, None], cr, prior)
         bll = np.where(better, ll, bll)
     S._eb_prior = prior
-    return best.reshape(U, J, m)
+    return (acc if parents == "average" else best).reshape(U, J, m)
 
 
 def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
@@ -388,15 +511,18 @@ def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray
 
 
 def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray,
-              tol: float = EM_TOL, max_iter: int = MAX_ITER, prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+              tol: float = EM_TOL, max_iter: int = MAX_ITER, prior: np.ndarray | None = None,
+              eb: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(x̂, iterations) per row of published counts for ``method`` ∈ {"mle", "em", "norm-sub", "eb"}
-    (``prior``: per row, the group's distribution, for "eb")."""
+    (``prior``: per row, the parent distribution, for "eb"; ``eb``: :func:`eb_fit`'s options)."""
     if method == "em":
         return uniform_em(rows, p, q, member, tol, max_iter)
     zero = np.zeros(len(rows), dtype=np.int64)
     if method == "eb":
         assert prior is not None
-        return eb_shrink(rows, p, q, member, prior), zero
+        o = dict(eb or {})
+        return eb_shrink(rows, p, q, member, prior, strength=o.get("strength", "moments"),
+                         covariance=o.get("covariance", "diagonal")), zero
     if method == "mle":
         return uniform_mle(rows, p, q, member), zero
     n = rows.sum(axis=1)
@@ -418,10 +544,11 @@ def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL
     return S.per_query(X).sum(axis=1), its.reshape(S.Y.shape[:2]).max(axis=1)[S.inv]
 
 
-def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER) -> tuple[np.ndarray, np.ndarray]:
+def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER,
+         eb: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     rows, grp = S.rows
     if method == "eb":
-        return eb_fit(S), np.zeros(len(rows), dtype=np.int64)
+        return eb_fit(S, **(eb or {})), np.zeros(len(rows), dtype=np.int64)
     X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter)
     return X.reshape(S.Y.shape), its
 
@@ -473,7 +600,10 @@ class _UniformChannelEstimator(Estimator):
 
     def _opts(self) -> dict[str, Any]:
         p = self.get_params()
-        return {"tol": p.get("tol", EM_TOL), "max_iter": p.get("max_iter", MAX_ITER)}
+        out = {"tol": p.get("tol", EM_TOL), "max_iter": p.get("max_iter", MAX_ITER)}
+        if self.method == "eb":
+            out["eb"] = {k: p[k] for k in ("strength", "covariance", "parents")}
+        return out
 
     def _setup(self, release, workload) -> UniformSetup | None:
         if not self.supports(release):
@@ -679,6 +809,14 @@ class EmpiricalBayes(_BootstrapEstimator):
     error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
     inversion 5.91; docs/sdr.md).
 
+    Options (all chosen against on EDU and ADULT, the defaults kept; docs/sdr.md): ``strength``
+    — ρ by the method of moments (``"moments"``), by maximising the normal marginal likelihood
+    (``"likelihood"``) or the adjusted likelihood of Li & Lahiri (2010) (``"adjusted"``);
+    ``covariance`` — the inversion's and the prior's covariances as diagonal (``"diagonal"``) or
+    exactly, m × m with the known total (``"exact"``, :class:`_EBRows`); ``parents`` — the best
+    candidate parent (``"select"``) or Bayesian model averaging over them by marginal likelihood
+    (``"average"``).
+
     Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
     unbiased inversion's standard error at the fitted counts, and the interval is the
     inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
@@ -689,10 +827,19 @@ class EmpiricalBayes(_BootstrapEstimator):
     parent held fixed)."""
 
     name = method = "eb"
-    _parameter_constraints = dict(_BootstrapEstimator._boot_constraints)
-    _parameter_help = dict(_BootstrapEstimator._boot_help)
+    _parameter_constraints = {**_BootstrapEstimator._boot_constraints, "strength": Options(*EB_STRENGTHS),
+                              "covariance": Options(*EB_COVARIANCES), "parents": Options(*EB_PARENTS)}
+    _parameter_help = {**_BootstrapEstimator._boot_help,
+                       "strength": "Shrinkage strength ρ per row: moments (method of moments, the default), "
+                                   "likelihood (maximum of the normal marginal likelihood over [1, n]) or adjusted "
+                                   "(that likelihood times ρ − 1, Li & Lahiri 2010).",
+                       "covariance": "Covariance of the inversion and the prior: exact (full m × m, closed form) "
+                                     "or diagonal (components treated as independent).",
+                       "parents": "average (Bayesian model averaging over the candidate parents by marginal "
+                                  "likelihood) or select (the single best parent)."}
 
-    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear") -> None:
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear", strength: str = "moments",
+                 covariance: str = "diagonal", parents: str = "select") -> None:
         self._set_params(locals())
 
 
@@ -867,6 +1014,20 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
         # inflate the variance, which is linear in the counts)
         Xp = (X if method == "full-iterative" else full_iterative(Ym, mats, tol, max_iter)[0])[pos]
         var = _select(Xp, a_s) - _select(Xp, [b**2 for b in b_s])
+        deltas = uncertainty.get("delta")
+        if deltas is not None and len(sel_sa) == 1 and deltas[sel_sa[0]] is not None:
+            i = sel_sa[0]
+            ds, f = deltas[i]
+            s_q = sa_sel[i][qs].astype(np.float64)
+            # the estimator's own error law: re-run on simulated releases with T rebuilt each time
+            Xfit = X if method == "full-iterative" else full_iterative(Ym, mats, tol, max_iter)[0]
+            Xs = ds.bootstrap(Xfit, f, method, tol, max_iter)  # (U, B, m)
+            dev = np.einsum("qbm,qm->qb", Xs[pos], s_q) - (Xfit[pos] * s_q).sum(axis=1)[:, None]
+            if "boot" not in uncertainty:
+                uncertainty["boot"] = np.full((len(uncertainty["var"]), dev.shape[1]), np.nan)
+            uncertainty["boot"][qs] = dev
+            var = dev.var(axis=1, ddof=1)
+            uncertainty["centre_estimate"][qs] = True
         lin = Z if method == "full-closed" else _select(full_closed(Ym, mats)[pos], [sa_sel[i][qs].astype(np.float64) for i in sel_sa])
         uncertainty["var"][qs] = np.maximum(var, 0.0)
         uncertainty["linear"][qs] = lin
@@ -912,6 +1073,7 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
     if uncertainty is not None:
         for key in ("var", "linear", "n"):
             uncertainty[key] = np.full(nq, np.nan)
+        uncertainty["centre_estimate"] = np.zeros(nq, dtype=bool)
     if nq == 0:
         return out, iters_out
     nsa_cols = sorted({c for m in rest for c in m})
@@ -943,6 +1105,12 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
     if method.startswith("full"):
         # transitions from the published SA counts: the receiver re-runs the group schedule
         Ts = [model.single.matrix for model in release.transition_models(transition_counts)]
+        if uncertainty is not None and uncertainty.get("delta") is None and uncertainty.get("variance") == "bootstrap":
+            fs = ([np.asarray(c, dtype=np.int64) for c in transition_counts] if transition_counts is not None
+                  else [receiver_counts(release.published_counts(s), lp) for s in sas])
+            uncertainty["delta"] = [(TransitionNoise.of(release, i, f, lp), f.astype(np.float64))
+                                    if transition_counts is None and len(f) <= DELTA_MAX_VALUES else None
+                                    for i, f in enumerate(fs)]
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
             out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter,
@@ -1013,6 +1181,146 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
     return out, iters_out
 
 
+# ----------------------------------------------------------------------------- A': variance with T̂ estimated
+#: the decoy schedules behind the A' variance run on the counts scaled down to at most this many
+#: tuples (the schedule is homogeneous of degree 0 in the counts, up to rounding)
+DELTA_ROWS = 50_000
+#: above this many SA values the simulation is not run: the fixed-T variance is reported
+DELTA_MAX_VALUES = 200
+#: simulated draws of the published counts per release and sensitive attribute
+DELTA_REPLICATES = 200
+#: the A' full-transition estimators' variance: the receiver's T̂ simulated, or held fixed
+A_VARIANCES = ("fixed", "bootstrap")
+#: bootstrap releases of the A' full-transition estimators' intervals
+BOOT_REPLICATES = 100
+_DELTA_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def _onehot(codes: np.ndarray, m: int) -> np.ndarray:
+    """(len(codes), m): row i is the indicator of value codes[i]."""
+    out = np.zeros((len(codes), m))
+    out[np.arange(len(codes)), codes] = 1.0
+    return out
+
+
+def _scaled(f: np.ndarray, lp: int, rows: int) -> tuple[np.ndarray, float]:
+    """(g, λ): the counts ``f`` scaled by λ ≈ rows/N to a feasible vector (a multiple of ℓ' tuples,
+    every value of f present, none above the cap), or (f, 1) when N ≤ rows."""
+    N = float(f.sum())
+    if N <= rows:
+        return f.astype(np.int64), 1.0
+    tot = (rows // lp) * lp
+    share = f * (tot / N)
+    g = np.where(f > 0, np.maximum(np.floor(share), 1), 0).astype(np.int64)
+    rest = tot - int(g.sum())
+    if rest > 0:
+        g[np.argsort(-(share - g), kind="stable")[:rest]] += 1
+    elif rest < 0:
+        g[np.argsort(-g, kind="stable")[:-rest]] -= 1
+    return receiver_counts(g, lp), tot / N
+
+
+class TransitionNoise:
+    """The published counts' own randomness, for the variance of the full-transition A'
+    estimators with the receiver's matrix T̂ = T(f') rebuilt from the published counts f'.
+
+    From the receiver's counts f̂ (``receiver_counts`` of f') alone: the decoy schedule on f̂
+    gives the group value sets V_τ (``vals`` (K, ℓ')) and how many groups have each (c_τ,
+    ``mult``); each group publishes ℓ' independent uniform draws from its values, so the picks
+    of the groups of set τ are Z_τ ~ Multinomial(ℓ'c_τ, uniform on V_τ) and f' = Σ_τ Z_τ (the
+    mechanism's exact law of the published counts given the table's counts). ``Z`` (B, K, ℓ')
+    holds B draws, ``W`` (B, m, m) the receiver's T(f'*)⁻¹ rebuilt from each (``receiver_counts``,
+    decoy schedule, as the receiver does). Seeded from the counts: the same release always gives
+    the same variance. On more than ``DELTA_ROWS`` tuples the schedules run on the counts scaled
+    to that size, with the draws' deviations rescaled to the release's size."""
+
+    def __init__(self, f: np.ndarray, lp: int):
+        f = np.asarray(f, dtype=np.int64)
+        m = len(f)
+        g, lam = _scaled(f, lp, DELTA_ROWS)
+        gv = decoy_group_values(g, lp)
+        vals, cnt = np.unique(np.asarray(gv, dtype=np.int64), axis=0, return_counts=True)
+        self.lp, self.vals = lp, vals
+        self.n_type = lp * cnt / lam  # rows in the groups of each set, at the release's size
+        B = DELTA_REPLICATES
+        seed = int.from_bytes(np.asarray([lp, *f.tolist()], dtype=np.int64).tobytes(), "little") % (1 << 63)
+        rng = np.random.default_rng(seed)
+        Zs = rng.multinomial(np.repeat((lp * cnt)[None, :], B, axis=0), np.full(lp, 1.0 / lp))  # (B, K, ℓ')
+        self.Z = cnt[None, :, None] / lam + (Zs - cnt[None, :, None]) / np.sqrt(lam)
+        F = self.Z.reshape(B, -1) @ _onehot(vals.ravel(), m)  # (B, m): Σ_τ Z_τ
+        F = np.rint(F).astype(np.int64)
+        F[np.arange(B), np.argmax(f)] += f.sum() - F.sum(axis=1)  # keep N
+        self.W = np.empty((B, m, m))
+        self.T = np.empty((B, m, m))
+        for b in range(B):
+            gb, _ = _scaled(receiver_counts(np.maximum(F[b], 0), lp), lp, DELTA_ROWS)
+            self.T[b] = diverted_matrix(gb, lp)
+            self.W[b] = np.linalg.pinv(self.T[b])
+        self.rng_seed = seed
+
+    def bootstrap(self, X: np.ndarray, f: np.ndarray, method: str, tol: float, max_iter: int,
+                  replicates: int = BOOT_REPLICATES) -> np.ndarray:
+        """(U, B, m): the estimator ``method`` re-run on ``replicates`` simulated releases of the rows
+        of U predicates whose fitted SA counts are ``X`` (U, m), each with the receiver's matrix
+        rebuilt from that release's simulated published counts: in draw b every group set τ
+        publishes the picks Z_τ,b (:class:`TransitionNoise`), P's K_τ = ℓ'c_τ·π_τ rows in those groups
+        publish a uniform subset of them (multivariate hypergeometric, drawn value by value), and
+        the receiver's T_b = T(f'_b) is the one rebuilt from f'_b = Σ_τ Z_τ,b."""
+        lp, vals = self.lp, self.vals
+        B = min(replicates, len(self.T))
+        U, m = X.shape
+        share = np.divide(np.clip(X, 0.0, f), f, out=np.zeros_like(X, dtype=np.float64), where=f > 0)
+        pi = np.clip(share[:, vals].mean(axis=2), 0.0, 1.0)  # (U, K)
+        nt = np.rint(self.n_type).astype(np.int64)
+        Z = np.maximum(np.rint(self.Z[:B]).astype(np.int64), 0)  # (B, K, ℓ')
+        Z[:, :, -1] += nt[None, :] - Z.sum(axis=2)
+        Z = np.maximum(Z, 0)
+        K = np.minimum(np.rint(pi * nt).astype(np.int64), nt)  # (U, K)
+        rng = np.random.default_rng(self.rng_seed + 1)
+        left = np.broadcast_to(Z.sum(axis=2)[None], (U, B, len(nt))).copy()
+        need = np.broadcast_to(K[:, None, :], (U, B, len(nt))).copy()
+        Y = np.zeros((U, B, m))
+        for j in range(lp):
+            good = np.broadcast_to(Z[None, :, :, j], left.shape)
+            h = rng.hypergeometric(good, np.maximum(left - good, 0), np.minimum(need, left)) if j < lp - 1 else need
+            Y += h @ _onehot(vals[:, j], m)
+            left = left - good
+            need = need - h
+        Tb = self.T[:B]
+        if method == "full-closed":
+            return np.einsum("ubm,bmk->ubk", Y, self.W[:B])
+        # the iterative Bayesian update with each draw's own T_b, stopped per row as full_iterative
+        Xs = Y.copy()
+        Yt = np.ascontiguousarray(np.transpose(Y, (1, 0, 2)))  # (B, U, m)
+        Xt = Yt.copy()
+        Tt = np.transpose(Tb, (0, 2, 1))
+        active = np.ones((B, U), dtype=bool)
+        with threadpool_limits(limits=1, user_api="blas"):
+            for _ in range(max_iter):
+                if not active.any():
+                    break
+                D = Xt @ Tb
+                ratio = np.divide(Yt, D, out=np.zeros_like(Yt), where=D > 0)
+                new = Xt * (ratio @ Tt)
+                moved = (np.abs(new - Xt) > tol * np.maximum(np.abs(Xt), 1.0)).any(axis=2)
+                Xt = np.where(active[:, :, None], new, Xt)
+                active &= moved
+        Xs = np.transpose(Xt, (1, 0, 2))
+        return Xs
+
+    @classmethod
+    def of(cls, release, i: int, f: np.ndarray, lp: int) -> "TransitionNoise":
+        """Cached per release, sensitive attribute and counts."""
+        key = (i, bytes(np.asarray(f, dtype=np.int64)))
+        try:
+            cache = _DELTA_CACHE.setdefault(release, {})
+        except TypeError:  # not weakly referenceable: no cache
+            return cls(f, lp)
+        if key not in cache:
+            cache[key] = cls(f, lp)
+        return cache[key]
+
+
 # ----------------------------------------------------------------------------- A' estimator objects
 class CountVectors(Constraint):
     """A list of count vectors (non-negative integers), one per sensitive attribute."""
@@ -1070,20 +1378,41 @@ class DivertedEstimator(Estimator):
         [0, n_P] and widened to hold the estimate. SA-only counts (Theorem 3): f'_s ~
         Binomial(ℓ'·f_s, 1/ℓ'). The 4-state estimators with two or more constrained SAs
         report NaN. The averaging over the decoy groups ignores the correlation the shared
-        groups induce between rows (measured coverage: benchmarks/bench_coverage_randomized.py)."""
+        groups induce between rows (measured coverage: benchmarks/bench_coverage_randomized.py).
+
+        ``variance="bootstrap"`` (full-transition estimators, queries constraining one SA): a
+        parametric bootstrap over the mechanism's own randomness with the receiver's transition
+        rebuilt per replicate (:meth:`TransitionNoise.bootstrap`): the published counts are drawn
+        from their exact law given the fitted counts (every decoy group publishes ℓ' uniform
+        draws from its values, so Var f'_s = f_s(1 − 1/ℓ'), and no count is pushed over the
+        N/ℓ' cap by a too-wide draw), P's rows publish a hypergeometric share of their groups'
+        draws, the receiver's matrix is rebuilt from each replicate's counts and the estimator
+        re-run; se = the replicates' standard deviation, interval = estimate ± z·se cut to
+        [0, n_P]. The spread matches the estimator's over releases; its bias does not show
+        (docs/sdr.md)."""
         if not self.supports(release):
             raise ParameterError(f"estimator {self.name!r} does not apply to a {release.manifest.get('mechanism')} release",
                                  param="estimator")
         _, masks = release.resolve(workload)
-        unc: dict = {}
+        unc: dict = {"variance": self.get_params().get("variance", "fixed"), "level": level}
         est, _ = diverted_estimates(release, masks, self.method, uncertainty=unc, **self._options())
         se = np.sqrt(unc["var"])
         z = float(stats.norm.ppf(0.5 + level / 2))
-        lo = np.clip(unc["linear"] - z * se, 0.0, unc["n"])
-        hi = np.clip(unc["linear"] + z * se, 0.0, unc["n"])
-        method = ("closed form: variance of the linear transition inversion given the table, rows randomized "
-                  "independently with the receiver's transition, fitted counts plugged in; its normal "
-                  "interval cut to [0, n_P] and widened to hold the estimate")
+        centre = np.where(unc["centre_estimate"], est, unc["linear"])
+        lo = np.clip(centre - z * se, 0.0, unc["n"])
+        hi = np.clip(centre + z * se, 0.0, unc["n"])
+        if unc.get("delta") is not None and unc["centre_estimate"].any():
+            method = (f"se: parametric bootstrap over the mechanism's randomness ({BOOT_REPLICATES} simulated releases "
+                      "from the fitted counts: the groups' uniform draws, the receiver's transition rebuilt from each "
+                      f"release's simulated published counts, {self.method} re-run); interval: estimate ± z·se cut to "
+                      "[0, n_P]. It measures the estimator's spread, not its bias (the iterative update stops early "
+                      "and is biased towards the published distribution): it under-covers (docs/sdr.md); queries "
+                      "constraining several SAs: closed form as variance='fixed'")
+        else:
+            method = ("closed form: variance of the linear transition inversion given the table, rows randomized "
+                      "independently with the receiver's transition, fitted counts plugged in; its normal "
+                      "interval cut to [0, n_P] and widened to hold the estimate; conservative (the receiver's "
+                      "transition is estimated, docs/sdr.md)")
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
 
 
@@ -1092,12 +1421,15 @@ class FullIterative(DivertedEstimator):
 
     name = method = "full-iterative"
     _parameter_constraints = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None),
-                              "transition_counts": Optional(CountVectors())}
+                              "transition_counts": Optional(CountVectors()), "variance": Options(*A_VARIANCES)}
     _parameter_help = {"tol": "Stop when no component moves by more than this (relative; the paper uses 1 %).",
                        "max_iter": "Iteration cap.",
-                       "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only)."}
+                       "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only).",
+                       "variance": "fixed: closed form with the receiver's transition held fixed (the default); "
+                                   "bootstrap: the estimator re-run on simulated releases, transition rebuilt each time."}
 
-    def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None):
+    def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None,
+                 variance: str = "fixed"):
         self._set_params(locals())
 
 
@@ -1105,10 +1437,11 @@ class FullClosed(DivertedEstimator):
     """A': x̂ = y T⁻¹ with the full transition (unbiased with the true T; can be negative)."""
 
     name = method = "full-closed"
-    _parameter_constraints = {"transition_counts": Optional(CountVectors())}
-    _parameter_help = {"transition_counts": FullIterative._parameter_help["transition_counts"]}
+    _parameter_constraints = {"transition_counts": Optional(CountVectors()), "variance": Options(*A_VARIANCES)}
+    _parameter_help = {"transition_counts": FullIterative._parameter_help["transition_counts"],
+                       "variance": FullIterative._parameter_help["variance"]}
 
-    def __init__(self, transition_counts=None):
+    def __init__(self, transition_counts=None, variance: str = "fixed"):
         self._set_params(locals())
 
 
