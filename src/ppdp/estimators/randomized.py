@@ -357,6 +357,45 @@ class _EBRows:
         return norm_sub(X, self.member, self.n)
 
 
+class _MomentsLikelihood:
+    """:func:`eb_loglik` at the default options (method-of-moments strength, diagonal
+    covariance) for many candidate priors of the same rows: what depends on the published
+    counts only (n, x̃, the channel terms) is computed once."""
+
+    def __init__(self, Y, p, q, member):
+        self.member = member
+        self.memf = member.astype(np.float64)
+        Y = np.asarray(Y, dtype=np.float64) * self.memf
+        self.n = n = Y.sum(axis=1)
+        a, b = p + q, q
+        self.xt = (Y - n[:, None] * q[:, None]) / p[:, None] * self.memf
+        self.ca = (n * a * (1 - a) / p**2)[:, None]  # n·a(1−a)/p²
+        self.cb = (n * b * (1 - b) / p**2)[:, None]  # n·b(1−b)/p²
+
+    def __call__(self, prior: np.ndarray) -> np.ndarray:
+        n = self.n
+        P0 = prior * self.memf
+        d = self.xt - n[:, None] * P0
+        sig2 = (P0 * (self.ca - self.cb) + self.cb) * self.memf
+        het = n * (1.0 - np.einsum("ij,ij->i", P0, P0))
+        dd = np.einsum("ij,ij->i", d, d)
+        rho = np.divide(dd - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+        rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
+        V = sig2 + (n * rho)[:, None] * P0 * (1 - P0)
+        live = self.member & (V > 0)
+        Vs = np.where(live, V, 1.0)
+        return -0.5 * np.where(live, np.log(Vs) + d * d / Vs, 0.0).sum(axis=1)
+
+
+def eb_loglik(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
+              strength: str = "moments", covariance: str = "diagonal") -> np.ndarray:
+    """Each row's log marginal likelihood under ``prior`` at its fitted strength, as
+    ``eb_shrink(..., return_ll=True)`` returns it, without the prediction and its projection."""
+    R = _EBRows(Y, p, q, member, prior, covariance)
+    rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
+    return R.loglik(rho)
+
+
 def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
               return_ll: bool = False, strength: str = "moments", covariance: str = "diagonal") -> Any:
     """Empirical-Bayes counts per row of published counts (many rows at once).
@@ -470,6 +509,21 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
         for i in range(kmax):
             cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
     prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
+    if parents == "select":  # the likelihoods choose the parent; one prediction, at the chosen one
+        fast = _MomentsLikelihood(rows, p, q, member) if (strength, covariance) == ("moments", "diagonal") else None
+
+        def loglik(pr):
+            return fast(pr) if fast is not None else eb_loglik(rows, p, q, member, pr, strength, covariance)
+
+        bll = loglik(prior)
+        for cand in cands[1:]:
+            cr = np.ascontiguousarray(cand).reshape(U * J, m)
+            ll = loglik(cr)
+            better = ll > bll
+            prior = np.where(better[:, None], cr, prior)
+            bll = np.where(better, ll, bll)
+        S._eb_prior = prior
+        return eb_shrink(rows, p, q, member, prior, strength=strength, covariance=covariance).reshape(U, J, m)
     best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True, strength=strength, covariance=covariance)
     if parents == "average":
         # Bayesian model averaging over the candidate parents (equal prior weights), as a running
