@@ -14,6 +14,7 @@ boolean mask matrix (queries × combinations) times the combination weights (a B
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
@@ -28,7 +29,7 @@ _CHUNK_BITS = 1 << 29
 #: (group, key) cells counted in one table when grouping rows by integer keys
 _COUNT_CELLS = 1 << 26
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
-_BLOCK_BYTES = 1 << 23
+_BLOCK_BYTES = 1 << 25
 #: labels of one super-column (its label table: labels × query words)
 _PACK_LABELS = 4096
 #: bit b of byte v, for every byte value
@@ -115,9 +116,8 @@ class CountIndex:
 
     def _count_keys(self, inv: np.ndarray, n_c: int):
         """Rows counted per (group ``inv``, integer key): a dense (n_c × K) float64 array, or a
-        CSR matrix when large and mostly zero. One bincount over the (group, key) cells; when
-        they are too many for one table, the rows are first split into blocks of groups (a
-        radix partition) and each block is counted on its own (no sort of the rows)."""
+        CSR matrix when large and mostly zero. One bincount over the (group, key) cells, or a
+        sort of the rows' cells when there are too many cells for one table."""
         K = self.K
         cells = n_c * K
         if cells <= _COUNT_CELLS:
@@ -128,21 +128,12 @@ class CountIndex:
             if len(nz) > _SPARSE_DENSITY * cells:
                 return sums.reshape(n_c, K).astype(np.float64)
             return _csr_from_cells(nz, sums[nz], n_c, K)
-        span = max(1, _COUNT_CELLS // K)  # groups per block
-        n_blocks = -(-n_c // span)
-        block = inv // span
-        order = np.argsort(block.astype(np.uint16 if n_blocks < 2**16 else np.int64), kind="stable")
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(block, minlength=n_blocks))])
-        del block
-        nzs, vals = [], []
-        for i in range(n_blocks):
-            rows = order[bounds[i] : bounds[i + 1]]
-            c0 = i * span
-            sums = np.bincount((inv[rows].astype(np.int64) - c0) * K + self.keys[rows], minlength=span * K)
-            nz = np.flatnonzero(sums)
-            nzs.append(nz + c0 * K)
-            vals.append(sums[nz])
-        return _csr_from_cells(np.concatenate(nzs), np.concatenate(vals), n_c, K)
+        # too many cells for one table: sort the rows' cell numbers (the cost is the rows',
+        # not the cells')
+        srt = np.sort(inv.astype(np.int64) * K + self.keys)
+        starts = np.flatnonzero(np.concatenate([[True], srt[1:] != srt[:-1]]))
+        counts = np.diff(np.append(starts, len(srt)))
+        return _csr_from_cells(srt[starts], counts, n_c, K)
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -262,13 +253,14 @@ class CountIndex:
         """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
 
         The bits are read a byte (8 queries) at a time: each non-zero byte of combination c in
-        byte column j adds W[c] to the cell (j, byte value) of a (byte columns · 256 × K)
-        table — one sparse product over the non-zero bytes, whose cost is the matching pairs',
-        not the queries × combinations' — and query 8j + b is then the sum of the cells (j, v)
-        of the byte values v with bit b set (a small dense product)."""
+        byte column j adds W[c] to the cell (j, byte value) of a (K × byte columns · 256)
+        table H — one sparse product over the non-zero bytes, whose cost is the matching
+        pairs', not the queries × combinations' — and query 8j + b is then the sum of the
+        cells (j, v) of the byte values v with bit b set (H times a fixed 0/1 matrix)."""
         n_c, n_words = bits.shape
         nb = n_words * 8
-        out = np.zeros((self.K, nb * 256), dtype=np.float64)
+        out = np.zeros((self.K, nb * 8), dtype=np.float64)
+        expand = _byte_bits(nb)
         is_sparse = sparse.issparse(W)
         block = max(1, _BLOCK_BYTES // nb)
         for a in range(0, n_c, block):
@@ -288,14 +280,19 @@ class CountIndex:
             np.cumsum(np.count_nonzero(by2, axis=1), out=indptr[1:])
             # combinations × cells: one entry per non-zero byte
             B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
-            Wb = W[a:b]
+            Wb = W[a:b] if (a, b) != (0, n_c) else W
             if is_sparse:
-                out += (Wb.T.tocsr() @ B).toarray()
+                out += (Wb.T.tocsr() @ B @ expand).toarray()
             else:
-                out += (B.T @ np.asarray(Wb, dtype=np.float64)).T
-        # (K, byte column, value) · (value, bit) → (K, byte column, bit): query 8j + b
-        R = (out.reshape(self.K * nb, 256) @ _BIT_TABLE.astype(np.float64)).reshape(self.K, nb * 8)
-        return np.ascontiguousarray(R[:, :nq].T)
+                out += (B.T @ np.asarray(Wb, dtype=np.float64)).T @ expand
+        return np.ascontiguousarray(out[:, :nq].T)
+
+
+@functools.lru_cache(maxsize=16)
+def _byte_bits(nb: int) -> sparse.csr_matrix:
+    """(nb·256 × nb·8) 0/1: cell (byte column j, byte value v) → the queries 8j + b of v's set bits b."""
+    cell, bit = np.nonzero(np.tile(_BIT_TABLE, (nb, 1)))
+    return sparse.csr_matrix((np.ones(len(cell)), (cell, (cell // 256) * 8 + bit)), shape=(nb * 256, nb * 8))
 
 
 def _csr_from_cells(nz: np.ndarray, vals: np.ndarray, n_rows: int, K: int) -> sparse.csr_matrix:
