@@ -30,6 +30,8 @@ _CHUNK_BITS = 1 << 29
 _COUNT_CELLS = 1 << 26
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
 _BLOCK_BYTES = 1 << 25
+#: a sparse grouping of at most this many keys is summed against the query bytes densely
+_DENSE_KEYS = 32
 #: labels of one super-column (its label table: labels × query words)
 _PACK_LABELS = 4096
 #: bit b of byte v, for every byte value
@@ -261,7 +263,6 @@ class CountIndex:
         nb = n_words * 8
         out = np.zeros((self.K, nb * 8), dtype=np.float64)
         expand = _byte_bits(nb)
-        is_sparse = sparse.issparse(W)
         block = max(1, _BLOCK_BYTES // nb)
         for a in range(0, n_c, block):
             b = min(n_c, a + block)
@@ -281,7 +282,9 @@ class CountIndex:
             # combinations × cells: one entry per non-zero byte
             B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
             Wb = W[a:b] if (a, b) != (0, n_c) else W
-            if is_sparse:
+            if sparse.issparse(Wb) and self.K <= _DENSE_KEYS:  # few keys: one dense pass beats two sparse ones
+                Wb = Wb.toarray()
+            if sparse.issparse(Wb):
                 out += (Wb.T.tocsr() @ B @ expand).toarray()
             else:
                 out += (B.T @ np.asarray(Wb, dtype=np.float64)).T @ expand
