@@ -32,6 +32,8 @@ _COUNT_CELLS = 1 << 26
 _BLOCK_BYTES = 1 << 25
 #: a sparse grouping of at most this many keys is summed against the query bytes densely
 _DENSE_KEYS = 32
+#: cells of a densified grouping kept for the next workload
+_MAX_DENSE_KEPT = 1 << 21
 #: labels of one super-column (its label table: labels × query words)
 _PACK_LABELS = 4096
 #: bit b of byte v, for every byte value
@@ -63,6 +65,7 @@ class CountIndex:
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
         self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
         self._pack_cache: dict[tuple[str, ...], list] = {}
+        self._wt: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._integral = keys.ndim == 1
 
     # ------------------------------------------------------------ grouping
@@ -249,9 +252,9 @@ class CountIndex:
             g = np.take(lut, code, axis=0)
             bits = g if bits is None else np.bitwise_and(bits, g, out=bits)
         assert bits is not None
-        return self._reduce(bits, W, nq)
+        return self._reduce(bits, W, nq, cols)
 
-    def _reduce(self, bits: np.ndarray, W, nq: int) -> np.ndarray:
+    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] = ()) -> np.ndarray:
         """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
 
         The bits are read a byte (8 queries) at a time: each non-zero byte of combination c in
@@ -281,14 +284,30 @@ class CountIndex:
             np.cumsum(np.count_nonzero(by2, axis=1), out=indptr[1:])
             # combinations × cells: one entry per non-zero byte
             B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
-            Wb = W[a:b] if (a, b) != (0, n_c) else W
-            if sparse.issparse(Wb) and self.K <= _DENSE_KEYS:  # few keys: one dense pass beats two sparse ones
-                Wb = Wb.toarray()
-            if sparse.issparse(Wb):
-                out += (Wb.T.tocsr() @ B @ expand).toarray()
+            Wb = self._product_form(W, cols) if (a, b) == (0, n_c) else self._product_form(W[a:b])
+            if sparse.issparse(Wb):  # W's transpose
+                out += (Wb @ B @ expand).toarray()
             else:
                 out += (B.T @ np.asarray(Wb, dtype=np.float64)).T @ expand
         return np.ascontiguousarray(out[:, :nq].T)
+
+    def _product_form(self, W, cols: tuple[str, ...] | None = None):
+        """W as :meth:`_reduce` multiplies it: dense when it has few keys (one dense pass beats
+        two sparse ones), else its transpose as CSR; kept beside a cached grouping (``cols``)."""
+        got = self._wt.get(cols) if cols is not None else None
+        if got is not None and got[0] is W:
+            return got[1]
+        if not sparse.issparse(W):
+            out = W
+        elif self.K <= _DENSE_KEYS:
+            out = W.toarray()
+        else:
+            out = W.T.tocsr()
+        # the transpose costs what the grouping does; a densified one only when small
+        if cols is not None and cols in self._groups and self._groups[cols][1] is W and \
+                (sparse.issparse(out) or (out is not W and out.size <= _MAX_DENSE_KEPT)):
+            self._wt[cols] = (W, out)
+        return out
 
 
 @functools.lru_cache(maxsize=16)
