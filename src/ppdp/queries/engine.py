@@ -329,11 +329,10 @@ def combine(codes: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:
     """Row-major combined key of per-column codes (``np.ravel_multi_index`` without its
     per-column int64 copies): int32 when the product of ``dims`` allows, else int64."""
     prod = float(np.prod(dims, dtype=float))
-    kt = np.int32 if prod < 2**31 else np.int64
-    key = np.array(codes[0], dtype=kt)
+    key: np.ndarray = np.array(codes[0], dtype=np.int32 if prod < 2**31 else np.int64)
     for c, d in zip(codes[1:], dims[1:]):
-        key *= kt(d)
-        key += c
+        np.multiply(key, d, out=key, casting="unsafe")
+        np.add(key, c, out=key, casting="unsafe")
     return key
 
 
