@@ -135,7 +135,10 @@ class CountIndex:
             return _csr_from_cells(nz, sums[nz], n_c, K)
         # too many cells for one table: sort the rows' cell numbers (the cost is the rows',
         # not the cells')
-        srt = np.sort(inv.astype(np.int64) * K + self.keys)
+        srt = inv.astype(np.int64)
+        srt *= K
+        srt += self.keys
+        srt.sort()
         starts = np.flatnonzero(np.concatenate([[True], srt[1:] != srt[:-1]]))
         counts = np.diff(np.append(starts, len(srt)))
         return _csr_from_cells(srt[starts], counts, n_c, K)
