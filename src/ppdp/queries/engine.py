@@ -6,10 +6,29 @@ of rows that satisfy q's predicates on the *other* columns:
 
     R[q, k] = Σ_rows  [row meets q] · w[row, k]
 
-:class:`CountIndex` computes R for a workload without a Python loop over rows: queries are
-grouped by the set of columns they constrain; for each set the rows are collapsed to their
-distinct value combinations (a group-by, cached), and R for a chunk of queries is one
-boolean mask matrix (queries × combinations) times the combination weights (a BLAS matmul).
+:class:`CountIndex` computes R for a workload without a Python loop over rows or queries:
+
+- *Groupings.* Queries are grouped by the set of columns they constrain. The rows are
+  collapsed once to their distinct combinations of every indexed column (one dense-keyed
+  group-by over N rows, with the weights summed per combination); the grouping of a smaller
+  column set is *projected* from the smallest grouping already built that contains it (a
+  group-by over that grouping's combinations, never over the N rows again). Groupings are
+  cached on the index, so a second workload costs only its queries.
+- *Queries as bits.* A chunk of up to 64·2^k queries is evaluated over a grouping's n_c
+  combinations as an (n_c × words) uint64 matrix, bit q of a row set when the combination
+  meets query q. Each query's predicate is a boolean table over each column's domain; the
+  columns are packed into a few *super-columns* of ≤ 4,096 joint labels, whose label table
+  (labels × words) is the outer AND of the columns' packed tables, and a combination's bits
+  are the AND of one row gathered per super-column. Cost: n_c · words per super-column —
+  1/64 of a per-query boolean mask.
+- *Sums a byte at a time.* R = bitsᵀ·W is read in bytes (8 queries): each non-zero byte of
+  combination c in byte column j adds W[c] to the cell (j, byte value) of a (K × 256·bytes)
+  table — one sparse product over the non-zero bytes, whose number follows the matching
+  (query, combination) pairs, not queries × combinations — and query 8j + b is the sum of
+  the cells (j, v) over the byte values v with bit b set (a fixed 0/1 matrix).
+
+Integer keys (counts) are summed exactly in float64, so the answers do not depend on the
+chunking or the order of the queries; float weights agree up to rounding.
 """
 
 from __future__ import annotations
