@@ -48,7 +48,7 @@ _CHUNK_BITS = 1 << 29
 #: (group, key) cells counted in one table when grouping rows by integer keys
 _COUNT_CELLS = 1 << 26
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
-_BLOCK_BYTES = 1 << 25
+_BLOCK_BYTES = 1 << 23
 #: a sparse grouping of at most this many keys is summed against the query bytes densely
 _DENSE_KEYS = 32
 #: cells of a densified grouping kept for the next workload
