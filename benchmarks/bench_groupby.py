@@ -24,7 +24,9 @@ imported, the release loaded, nothing else built), then:
 Wall and CPU seconds (``time.process_time``) are both reported: the machine is a shared
 2-core one (see ``load_average`` per family); targets ≤ 2 s per GROUP BY and ≤ 5 s for the
 5,000 queries. ``before`` holds the figures measured before the per-type bucketized path
-and the sparse count index (same benchmark, earlier code).
+and the sparse count index (same benchmark, earlier code); ``before_mask_matrices`` those
+before the bit-parallel count index (queries as bits over each column set's distinct
+combinations, summed a byte of queries at a time: :mod:`ppdp.queries.engine`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,18 @@ BEFORE = {"fprivacy": {"groupby_cold_seconds": 13.122, "groupby_warm_seconds": 0
                        "groupby_cold_cpu_seconds_main": 9.249, "groupby_cold_seconds_main": 108.544},
           "uniform": {"queries_5000_cold_seconds": 4.1}, "global": {"queries_5000_cold_seconds": 5.5},
           "sdr": {"queries_5000_cold_seconds": 8.3}, "diverted": {"queries_5000_cold_seconds": 10.3}}
+#: the 5,000 queries with the per-query boolean mask matrices (queries × combinations, one
+#: BLAS / sparse product per column set) that the bit-parallel index replaced: this
+#: benchmark's run of 2026-11-23 08:26 UTC (commit d270dd0, load 5–10)
+BEFORE_MASKS = {
+    "fprivacy": {"queries_cold_cpu_seconds": 10.026, "queries_warm_cpu_seconds": 4.763, "queries_5000_cold_seconds": 21.083, "queries_5000_warm_seconds": 9.077},
+    "fprivacy_s2": {"queries_cold_cpu_seconds": 15.226, "queries_warm_cpu_seconds": 4.743, "queries_5000_cold_seconds": 36.79, "queries_5000_warm_seconds": 10.062},
+    "anatomy": {"queries_cold_cpu_seconds": 9.829, "queries_warm_cpu_seconds": 4.298, "queries_5000_cold_seconds": 10.049, "queries_5000_warm_seconds": 4.32},
+    "uniform": {"queries_cold_cpu_seconds": 9.739, "queries_warm_cpu_seconds": 4.266, "queries_5000_cold_seconds": 10.099, "queries_5000_warm_seconds": 4.689},
+    "sdr": {"queries_cold_cpu_seconds": 7.188, "queries_warm_cpu_seconds": 4.906, "queries_5000_cold_seconds": 8.026, "queries_5000_warm_seconds": 5.834},
+    "global": {"queries_cold_cpu_seconds": 9.312, "queries_warm_cpu_seconds": 3.871, "queries_5000_cold_seconds": 12.027, "queries_5000_warm_seconds": 5.8},
+    "diverted": {"queries_cold_cpu_seconds": 10.854, "queries_warm_cpu_seconds": 5.943, "queries_5000_cold_seconds": 16.561, "queries_5000_warm_seconds": 9.176},
+}
 
 
 def mechanism(name: str, edu):
@@ -168,6 +182,8 @@ def main(rows: int, names: list[str], releases: str | None, save: str | None, sr
                 entry["meets_5s_cold_cpu"] = (entry.get("queries_cold_cpu_seconds") or 1e9) <= 5.0
                 if name in BEFORE:
                     entry["before"] = BEFORE[name]
+                if name in BEFORE_MASKS:
+                    entry["before_mask_matrices"] = BEFORE_MASKS[name]
             except Exception as exc:  # a family failing must not hide the others
                 entry["error"] = f"{type(exc).__name__}: {exc}"[:300]
             res["families"][name] = entry

@@ -217,12 +217,12 @@ def _bucket_types(release) -> dict | None:
             return None
     n_ent = np.diff(np.append(start, len(sb)))
     # one ST row per (bucket, value): otherwise the exactness check below does not hold
-    if m <= 64:  # each bucket's values as a bit set: as many bits as ST rows
+    if m <= 64 and nb * m > 1 << 30:  # each bucket's values as a bit set: as many bits as ST rows
         bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
         if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, start)), n_ent):
             return None
         del bits
-    else:
+    else:  # a table of (bucket, value) cells: as many distinct cells as ST rows
         key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
         seen = np.zeros(nb * m, dtype=bool)
         seen[key] = True

@@ -6,14 +6,34 @@ of rows that satisfy q's predicates on the *other* columns:
 
     R[q, k] = Σ_rows  [row meets q] · w[row, k]
 
-:class:`CountIndex` computes R for a workload without a Python loop over rows: queries are
-grouped by the set of columns they constrain; for each set the rows are collapsed to their
-distinct value combinations (a group-by, cached), and R for a chunk of queries is one
-boolean mask matrix (queries × combinations) times the combination weights (a BLAS matmul).
+:class:`CountIndex` computes R for a workload without a Python loop over rows or queries:
+
+- *Groupings.* Queries are grouped by the set of columns they constrain. The rows are
+  collapsed once to their distinct combinations of every indexed column (one dense-keyed
+  group-by over N rows, with the weights summed per combination); the grouping of a smaller
+  column set is *projected* from the smallest grouping already built that contains it (a
+  group-by over that grouping's combinations, never over the N rows again). Groupings are
+  cached on the index, so a second workload costs only its queries.
+- *Queries as bits.* A chunk of up to 64·2^k queries is evaluated over a grouping's n_c
+  combinations as an (n_c × words) uint64 matrix, bit q of a row set when the combination
+  meets query q. Each query's predicate is a boolean table over each column's domain; the
+  columns are packed into a few *super-columns* of ≤ 4,096 joint labels, whose label table
+  (labels × words) is the outer AND of the columns' packed tables, and a combination's bits
+  are the AND of one row gathered per super-column. Cost: n_c · words per super-column —
+  1/64 of a per-query boolean mask.
+- *Sums a byte at a time.* R = bitsᵀ·W is read in bytes (8 queries): each non-zero byte of
+  combination c in byte column j adds W[c] to the cell (j, byte value) of a (K × 256·bytes)
+  table — one sparse product over the non-zero bytes, whose number follows the matching
+  (query, combination) pairs, not queries × combinations — and query 8j + b is the sum of
+  the cells (j, v) over the byte values v with bit b set (a fixed 0/1 matrix).
+
+Integer keys (counts) are summed exactly in float64, so the answers do not depend on the
+chunking or the order of the queries; float weights agree up to rounding.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
@@ -23,7 +43,20 @@ from threadpoolctl import threadpool_limits
 
 #: derived groupings larger than this (combinations × keys, or stored entries when sparse) are not kept
 _MAX_CACHED_CELLS = 16_000_000
-_CHUNK_CELLS = 16_000_000  # queries × combinations per mask matrix
+#: queries × combinations per chunk of query bits (64 MiB of words)
+_CHUNK_BITS = 1 << 29
+#: (group, key) cells counted in one table when grouping rows by integer keys
+_COUNT_CELLS = 1 << 26
+#: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
+_BLOCK_BYTES = 1 << 23
+#: a sparse grouping of at most this many keys is summed against the query bytes densely
+_DENSE_KEYS = 32
+#: cells of a densified grouping kept for the next workload
+_MAX_DENSE_KEPT = 1 << 21
+#: labels of one super-column (its label table: labels × query words)
+_PACK_LABELS = 4096
+#: bit b of byte v, for every byte value
+_BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(bool)
 #: an integer-keyed grouping of more (combinations × keys) than this, at most
 #: :data:`_SPARSE_DENSITY` non-zero, is kept as a sparse matrix: its derived groupings then
 #: cost its non-zeros, and a chunk of queries is a sparse mask times it
@@ -50,7 +83,8 @@ class CountIndex:
         self.n = len(keys)
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
         self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
-        self._f32: dict[tuple[str, ...], np.ndarray] = {}
+        self._pack_cache: dict[tuple[str, ...], list] = {}
+        self._wt: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._integral = keys.ndim == 1
 
     # ------------------------------------------------------------ grouping
@@ -59,26 +93,35 @@ class CountIndex:
         """Distinct combinations: (unique combined keys, inverse). Dense counting when the
         product of the domain sizes is small, a sort otherwise."""
         prod = float(np.prod(dims, dtype=float))
-        key = np.ravel_multi_index([c.astype(np.intp, copy=False) for c in codes], dims) if prod < 2**62 else None
-        if key is None:  # pragma: no cover - astronomically large domains
+        if prod >= 2**62:  # pragma: no cover - astronomically large domains
             stacked = np.stack(codes, axis=1)
             uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
             return uniq, inv.ravel(), True
+        key = combine(codes, dims)
         if prod <= max(4 * len(key), 1 << 20):
-            present = np.zeros(int(prod), dtype=np.int64)
-            present[key] = 1
+            present = np.zeros(int(prod), dtype=bool)
+            present[key] = True
             uniq = np.flatnonzero(present)
-            rank = np.cumsum(present) - 1
+            del present
+            # each key's rank among the present ones: written at the present keys only (the
+            # rest of the table is never touched, so a large sparse domain costs its keys)
+            rank = np.empty(int(prod), dtype=np.int32 if len(uniq) < 2**31 else np.int64)
+            rank[uniq] = np.arange(len(uniq), dtype=rank.dtype)
             return uniq, rank[key], False
         uniq, inv = np.unique(key, return_inverse=True)
         return uniq, inv.ravel(), False
+
+    def _unravel(self, uniq: np.ndarray, cols: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Each column's codes of the combined keys ``uniq``, in narrow integers."""
+        dims = [self.sizes[c] for c in cols]
+        return {c: narrow(v, self.sizes[c]) for c, v in zip(cols, np.unravel_index(uniq, dims))}
 
     def _weights(self, inv: np.ndarray, n_c: int, weights=None):
         """Sum per-row weights into n_c groups (``inv``: group of each row); ``weights`` (rows ×
         K, dense or sparse) default: the index's own. Integer keys give exact counts, kept
         sparse when large and mostly zero (:data:`_SPARSE_MIN_CELLS`)."""
         if weights is None and self.keys.ndim == 1:
-            return self._collect(inv.astype(np.int64) * self.K + self.keys, None, n_c)
+            return self._count_keys(inv, n_c)
         if weights is not None and sparse.issparse(weights):  # derived from a sparse grouping: O(its non-zeros)
             agg = sparse.csc_matrix((np.ones(len(inv)), inv.astype(np.int32), np.arange(len(inv) + 1)),
                                     shape=(n_c, len(inv)))
@@ -95,27 +138,29 @@ class CountIndex:
         agg = sparse.csr_matrix((np.ones(len(inv)), (inv, np.arange(len(inv)))), shape=(n_c, len(inv)))
         return np.asarray(agg @ w)
 
-    def _collect(self, flat: np.ndarray, data: np.ndarray | None, n_c: int):
-        """Sums of ``data`` (default 1) per flat cell (group × K + key): a dense (n_c × K)
-        float64 array, or a CSR matrix when large and sparse."""
-        cells = n_c * self.K
-        if cells <= 1 << 28:
-            sums = np.bincount(flat, weights=data, minlength=cells)
+    def _count_keys(self, inv: np.ndarray, n_c: int):
+        """Rows counted per (group ``inv``, integer key): a dense (n_c × K) float64 array, or a
+        CSR matrix when large and mostly zero. One bincount over the (group, key) cells, or a
+        sort of the rows' cells when there are too many cells for one table."""
+        K = self.K
+        cells = n_c * K
+        if cells <= _COUNT_CELLS:
+            sums = np.bincount(inv.astype(np.int64) * K + self.keys, minlength=cells)
             if cells <= _SPARSE_MIN_CELLS:
-                return sums.reshape(n_c, self.K).astype(np.float64, copy=False)
+                return sums.reshape(n_c, K).astype(np.float64)
             nz = np.flatnonzero(sums)
             if len(nz) > _SPARSE_DENSITY * cells:
-                return sums.reshape(n_c, self.K).astype(np.float64, copy=False)
-            vals = sums[nz].astype(np.float64, copy=False)
-        else:
-            nz, inv = np.unique(flat, return_inverse=True)
-            vals = np.bincount(inv.ravel(), weights=data, minlength=len(nz)).astype(np.float64, copy=False)
-            keep = vals != 0
-            nz, vals = nz[keep], vals[keep]
-        rows, cols = np.divmod(nz, self.K)
-        indptr = np.zeros(n_c + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=n_c), out=indptr[1:])
-        return sparse.csr_matrix((vals, cols.astype(np.int32), indptr), shape=(n_c, self.K))
+                return sums.reshape(n_c, K).astype(np.float64)
+            return _csr_from_cells(nz, sums[nz], n_c, K)
+        # too many cells for one table: sort the rows' cell numbers (the cost is the rows',
+        # not the cells')
+        srt = inv.astype(np.int64)
+        srt *= K
+        srt += self.keys
+        srt.sort()
+        starts = np.flatnonzero(np.concatenate([[True], srt[1:] != srt[:-1]]))
+        counts = np.diff(np.append(starts, len(srt)))
+        return _csr_from_cells(srt[starts], counts, n_c, K)
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -126,8 +171,7 @@ class CountIndex:
             else:
                 dims = [self.sizes[c] for c in cols]
                 uniq, inv, stacked = self._distinct([self.columns[c] for c in cols], dims)
-                combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
-                         else dict(zip(cols, np.unravel_index(uniq, dims))))
+                combo = {c: uniq[:, i] for i, c in enumerate(cols)} if stacked else self._unravel(uniq, cols)
                 self._base = (combo, self._weights(inv, len(uniq)))
         return self._base
 
@@ -149,8 +193,7 @@ class CountIndex:
                     parent_combo, parent_W = pc, pw
             dims = [self.sizes[c] for c in cols]
             uniq, inv, stacked = self._distinct([parent_combo[c] for c in cols], dims)
-            combo = ({c: uniq[:, i] for i, c in enumerate(cols)} if stacked
-                     else dict(zip(cols, np.unravel_index(uniq, dims))))
+            combo = {c: uniq[:, i] for i, c in enumerate(cols)} if stacked else self._unravel(uniq, cols)
             g = (combo, self._weights(inv, len(uniq), parent_W))
         w_g: Any = g[1]
         if (w_g.nnz if sparse.issparse(w_g) else w_g.size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
@@ -158,9 +201,14 @@ class CountIndex:
         return g
 
     # ------------------------------------------------------------- answers
-    def _super_columns(self, cols: tuple[str, ...], combo: Mapping[str, np.ndarray], limit: int = 4096):
+    def _packs(self, cols: tuple[str, ...], combo: Mapping[str, np.ndarray], limit: int = _PACK_LABELS):
         """Pack columns into few "super-columns" whose joint domain is ≤ ``limit`` labels, so a
-        query's mask over combinations needs one gather per super-column, not per column."""
+        query's bits over the combinations need one gather per super-column, not per column:
+        ``[(columns, their domain sizes, the super-column's code of every combination)]``,
+        cached beside the grouping."""
+        got = self._pack_cache.get(cols)
+        if got is not None and len(got[0][2]) == len(next(iter(combo.values()))):
+            return got
         order = sorted(cols, key=lambda c: self.sizes[c])
         packs: list[list[str]] = []
         for c in reversed(order):  # largest first, first-fit
@@ -173,8 +221,9 @@ class CountIndex:
         out = []
         for p in packs:
             dims = [self.sizes[c] for c in p]
-            code = np.ravel_multi_index([combo[c].astype(np.intp, copy=False) for c in p], dims) if len(p) > 1 else combo[p[0]]
-            out.append((p, dims, code))
+            out.append((p, dims, combine([combo[c] for c in p], dims)))
+        if cols in self._groups:
+            self._pack_cache[cols] = out
         return out
 
     def sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
@@ -194,41 +243,127 @@ class CountIndex:
             combo, W = self.group(cols)
             qarr = np.asarray(qidx)
             if not cols:
-                out[qarr] = W[0]
+                out[qarr] = np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel()
                 continue
             n_c = W.shape[0]
-            is_sparse = sparse.issparse(W)
-            # integer weights whose total stays below 2^24 are summed exactly in float32 (half the
-            # memory traffic); the converted grouping is kept beside the grouping
-            Wm = W
-            if self._integral and self.n < 2**24 and not is_sparse:
-                Wm = self._f32.get(cols)
-                if Wm is None or Wm.shape != W.shape:
-                    Wm = W.astype(np.float32)
-                    if cols in self._groups:
-                        self._f32[cols] = Wm
-            packs = self._super_columns(cols, combo)
-            step = max(1, _CHUNK_CELLS // max(n_c, 1))
+            packs = self._packs(cols, combo)
+            # queries per chunk: 64 × a power of two (one bit each in the words of every combination)
+            step = 64 << max(0, int(np.log2(max(1, _CHUNK_BITS // max(n_c, 1) // 64))))
             for s in range(0, len(qidx), step):
                 chunk = qidx[s : s + step]
-                M = None
-                for p, dims, code in packs:
-                    lut = np.stack([masks[q][p[0]] for q in chunk])
-                    for c in p[1:]:  # outer AND over the packed columns → (k, Π dims)
-                        nxt = np.stack([masks[q][c] for q in chunk])
-                        lut = (lut[:, :, None] & nxt[:, None, :]).reshape(len(chunk), -1)
-                    part = np.take(lut, code, axis=1)
-                    M = part if M is None else np.logical_and(M, part, out=M)
-                assert M is not None  # every combination packs at least one column
-                if is_sparse:  # the matching combinations only
-                    r, c = np.nonzero(M)
-                    indptr = np.zeros(len(chunk) + 1, dtype=np.int64)
-                    np.cumsum(np.bincount(r, minlength=len(chunk)), out=indptr[1:])
-                    Ms = sparse.csr_matrix((np.ones(len(c)), c.astype(np.int32), indptr), shape=(len(chunk), n_c))
-                    out[qarr[s : s + step]] = (Ms @ Wm).toarray()
-                else:
-                    out[qarr[s : s + step]] = M.astype(Wm.dtype) @ Wm
+                out[qarr[s : s + step]] = self._chunk_sums(chunk, masks, packs, W, cols)
         return out
+
+    def _chunk_sums(self, chunk: list[int], masks, packs, W, cols) -> np.ndarray:
+        """R for one chunk of queries over one grouping: each query is a bit in a row of
+        uint64 words per combination (the AND of its columns' domain-mask bits, gathered
+        through each super-column's label table), then the set bits — the (query,
+        combination) pairs that match — are summed against the weights: as a sparse
+        product when few match, as a dense one when many do."""
+        nq = len(chunk)
+        n_words = 1 << int(np.ceil(np.log2(-(-nq // 64))))  # a power of two: byte columns by shifts
+        bits = None
+        for p, dims, code in packs:
+            lut = None
+            for c in p:  # outer AND over the packed columns → (Π dims, words)
+                m = np.zeros((self.sizes[c], n_words * 64), dtype=bool)
+                m[:, :nq] = np.stack([masks[q][c] for q in chunk], axis=1)
+                w = np.packbits(m, axis=1, bitorder="little").view(np.uint64)
+                lut = w if lut is None else (lut[:, None, :] & w[None, :, :]).reshape(-1, n_words)
+            assert lut is not None
+            g = np.take(lut, code, axis=0)
+            bits = g if bits is None else np.bitwise_and(bits, g, out=bits)
+        assert bits is not None
+        return self._reduce(bits, W, nq, cols)
+
+    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] = ()) -> np.ndarray:
+        """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
+
+        The bits are read a byte (8 queries) at a time: each non-zero byte of combination c in
+        byte column j adds W[c] to the cell (j, byte value) of a (K × byte columns · 256)
+        table H — one sparse product over the non-zero bytes, whose cost is the matching
+        pairs', not the queries × combinations' — and query 8j + b is then the sum of the
+        cells (j, v) of the byte values v with bit b set (H times a fixed 0/1 matrix)."""
+        n_c, n_words = bits.shape
+        nb = n_words * 8
+        out = np.zeros((self.K, nb * 8), dtype=np.float64)
+        expand = _byte_bits(nb)
+        block = max(1, _BLOCK_BYTES // nb)
+        for a in range(0, n_c, block):
+            b = min(n_c, a + block)
+            by2 = bits[a:b].view(np.uint8)
+            by = by2.ravel()
+            nz = np.flatnonzero(by)
+            if not len(nz):
+                continue
+            rows = b - a
+            # cell (byte column j, byte value v) = 256·j + v, with j = index mod nb (nb a power of two)
+            cell = (nz & (nb - 1)).astype(np.int32)
+            cell <<= 8
+            cell |= by[nz]
+            del nz
+            indptr = np.zeros(rows + 1, dtype=np.int64)
+            np.cumsum(np.count_nonzero(by2, axis=1), out=indptr[1:])
+            # combinations × cells: one entry per non-zero byte
+            B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
+            Wb = self._product_form(W, cols) if (a, b) == (0, n_c) else self._product_form(W[a:b])
+            if sparse.issparse(Wb):  # W's transpose
+                out += (Wb @ B @ expand).toarray()
+            else:
+                out += (B.T @ np.asarray(Wb, dtype=np.float64)).T @ expand
+        return np.ascontiguousarray(out[:, :nq].T)
+
+    def _product_form(self, W, cols: tuple[str, ...] | None = None):
+        """W as :meth:`_reduce` multiplies it: dense when it has few keys (one dense pass beats
+        two sparse ones), else its transpose as CSR; kept beside a cached grouping (``cols``)."""
+        got = self._wt.get(cols) if cols is not None else None
+        if got is not None and got[0] is W:
+            return got[1]
+        if not sparse.issparse(W):
+            out = W
+        elif self.K <= _DENSE_KEYS:
+            out = W.toarray()
+        else:
+            out = W.T.tocsr()
+        # the transpose costs what the grouping does; a densified one only when small
+        if cols is not None and cols in self._groups and self._groups[cols][1] is W and \
+                (sparse.issparse(out) or (out is not W and out.size <= _MAX_DENSE_KEPT)):
+            self._wt[cols] = (W, out)
+        return out
+
+
+@functools.lru_cache(maxsize=16)
+def _byte_bits(nb: int) -> sparse.csr_matrix:
+    """(nb·256 × nb·8) 0/1: cell (byte column j, byte value v) → the queries 8j + b of v's set bits b."""
+    cell, bit = np.nonzero(np.tile(_BIT_TABLE, (nb, 1)))
+    return sparse.csr_matrix((np.ones(len(cell)), (cell, (cell // 256) * 8 + bit)), shape=(nb * 256, nb * 8))
+
+
+def _csr_from_cells(nz: np.ndarray, vals: np.ndarray, n_rows: int, K: int) -> sparse.csr_matrix:
+    """A CSR (n_rows × K) from sorted flat cells (row × K + column) and their values."""
+    rows, cols = np.divmod(nz, K)
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    return sparse.csr_matrix((vals.astype(np.float64), cols.astype(np.int32), indptr), shape=(n_rows, K))
+
+
+def combine(codes: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:
+    """Row-major combined key of per-column codes (``np.ravel_multi_index`` without its
+    per-column int64 copies): int32 when the product of ``dims`` allows, else int64."""
+    prod = float(np.prod(dims, dtype=float))
+    key: np.ndarray = np.array(codes[0], dtype=np.int32 if prod < 2**31 else np.int64)
+    for c, d in zip(codes[1:], dims[1:]):
+        np.multiply(key, d, out=key, casting="unsafe")
+        np.add(key, c, out=key, casting="unsafe")
+    return key
+
+
+def narrow(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` (codes below ``size``) in the narrowest of int8/int16/int32/int64."""
+    for t in (np.int8, np.int16, np.int32):
+        if size <= np.iinfo(t).max:
+            return a.astype(t, copy=False)
+    return a.astype(np.int64, copy=False)
 
 
 def split_masks(masks: Sequence[Mapping[str, np.ndarray]], column: str, size: int):
