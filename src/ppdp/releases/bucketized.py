@@ -524,6 +524,31 @@ class BucketizedRelease(Release):
                          "sizes": blocked_bincount(qb, nb), "m": m, "ids": ids, "key": key}
         return self._decoded
 
+    def adopt_writer_decoding(self, sizes: np.ndarray) -> bool:
+        """For the writer, whose files are in the dense form already — QIT ``bid`` = 0 … n_buckets − 1
+        in id order with ``sizes[g]`` rows each (none empty), one Arrow chunk per column, the ST's SA
+        dictionary = the domain: :meth:`buckets` then views the Arrow columns (zero-copy) instead
+        of decoding them again. Returns whether it did (else :meth:`buckets` decodes as usual)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        qit, st = self.tables.get("qit"), self.tables.get("st")
+        if qit is None or st is None or "fake" in st.column_names or (len(sizes) and int(sizes.min()) < 1):
+            return False
+        cols = [qit.column("bid"), st.column("bid"), st.column(self.sa), st.column("count")]
+        if any(c.num_chunks != 1 for c in cols) or not pa.types.is_dictionary(cols[2].type):
+            return False
+        sa_col = cols[2].chunk(0)
+        if sa_col.dictionary.to_pylist() != [str(x) for x in self.domains[self.sa]]:
+            return False
+        qb, sb, cnt = (c.chunk(0).to_numpy(zero_copy_only=False) for c in (cols[0], cols[1], cols[3]))
+        sc = sa_col.indices.to_numpy(zero_copy_only=False)
+        if len(qb) != int(sizes.sum()) or (len(qb) and (int(qb[0]) != 0 or int(qb[-1]) != len(sizes) - 1)):
+            return False
+        key = (id(self.tables.get("qit")), id(self.tables.get("st")), id(self.manifest.get("schema")))
+        self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": None, "n_buckets": len(sizes),
+                         "sizes": sizes, "m": len(self.domains[self.sa]), "ids": np.arange(len(sizes), dtype=np.int64),
+                         "key": key}
+        return True
+
     def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The ST rows as (dense bucket, SA code, real count) when the real counts are known
         without a matrix — σ = 0, or a published fake flag (fakes count 0) — else None. The
