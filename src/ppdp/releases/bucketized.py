@@ -53,7 +53,12 @@ def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
     """Loss, MSE, n_buckets and the size histogram of a list of bucket sizes (Def. 3)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     loss = int(((sizes - 1) ** 2).sum())
-    uniq, cnt = np.unique(sizes, return_counts=True)
+    if len(sizes) and 0 <= int(sizes.min()) and int(sizes.max()) <= 1 << 20:  # sizes are small: count them
+        hist = np.bincount(sizes)
+        uniq = np.flatnonzero(hist)
+        cnt = hist[uniq]
+    else:
+        uniq, cnt = np.unique(sizes, return_counts=True)
     return {
         "loss": loss,
         "mse": loss / (n_rows - 1) if n_rows > 1 else 0.0,
@@ -266,6 +271,29 @@ def same_rows(a: Sequence[Any], b: Sequence[Any], dims: Sequence[int]) -> bool:
         return False
     kb.sort()
     return bool(np.array_equal(ka, kb))
+
+
+def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -> bool:
+    """Whether no (bucket ``sb``, value ``sc``) pair repeats among the ST rows. Rows grouped by
+    bucket with m ≤ 64 values: each bucket's values as a 64-bit set (OR per bucket, then a
+    popcount = its number of rows), a block of whole buckets at a time, O(rows); otherwise a
+    sort of the narrow pair keys."""
+    if m <= 64 and len(sb) and all(bool((np.diff(sb[a:a + DISCLOSURE_BLOCK + 1]) >= 0).all())
+                                   for a in range(0, len(sb), DISCLOSURE_BLOCK)):
+        one = np.uint64(1)
+        for a, b in bucket_blocks(sb):
+            bsb = sb[a:b]
+            starts = np.flatnonzero(np.concatenate(([True], bsb[1:] != bsb[:-1])))
+            bits = np.left_shift(one, sc[a:b].astype(np.uint64))
+            rows = np.diff(np.append(starts, len(bsb)))
+            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, starts)), rows):
+                return False
+        return True
+    pair: Any = sb.astype(np.int32 if n_buckets * m < 2**31 else np.int64)  # narrow key, sorted in place
+    pair *= m
+    pair += sc
+    pair.sort()
+    return not bool((pair[1:] == pair[:-1]).any())
 
 
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -513,7 +541,7 @@ class BucketizedRelease(Release):
         del rank
         if sb is None:
             raise ReleaseError("st.parquet names bucket ids that no QIT row has")
-        sc = self.codes("st", self.sa)
+        sc = self.narrow_codes("st", self.sa)
         cnt = narrow_ints(st.column("count"))
         m = len(self.domains[self.sa])
         nb = len(ids)
@@ -523,6 +551,37 @@ class BucketizedRelease(Release):
         self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": fake, "n_buckets": nb,
                          "sizes": blocked_bincount(qb, nb), "m": m, "ids": ids, "key": key}
         return self._decoded
+
+    def narrow_codes(self, table: str, column: str) -> np.ndarray:
+        """:meth:`codes` of a dictionary-encoded column in the narrowest signed type of 2 bytes or
+        more (int16 up to 2^15 labels, else int32), a chunk at a time (no combined copy)."""
+        col = self._table(table, [column]).column(column)
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        dom = self.domains[column]
+        if not all(pa.types.is_dictionary(c.type) and c.null_count == 0 for c in chunks):
+            return self.codes(table, column)
+        out = np.empty(len(col), dtype=np.int16 if len(dom) <= 1 << 15 else np.int32)
+        pos = 0
+        for c in chunks:
+            lut = labels_to_codes(c.dictionary.cast(pa.string()), dom, column).astype(out.dtype)
+            idx = c.indices.to_numpy(zero_copy_only=False)
+            out[pos:pos + len(idx)] = lut[idx]
+            pos += len(idx)
+        return out
+
+    def check_labels(self, table: str, column: str) -> None:
+        """ReleaseError unless every label of the column lies in its domain: for a dictionary
+        column, its dictionary's labels and in-range indices (no pass of gathers over the rows)."""
+        col = self._table(table, [column]).column(column)
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        if not all(pa.types.is_dictionary(c.type) and c.null_count == 0 for c in chunks):
+            self.codes(table, column)
+            return
+        for c in chunks:
+            labels_to_codes(c.dictionary.cast(pa.string()), self.domains[column], column)
+            idx = c.indices.to_numpy(zero_copy_only=False)
+            if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(c.dictionary)):
+                raise ReleaseError(f"column {column!r} has dictionary indices outside its dictionary")
 
     def adopt_writer_decoding(self, sizes: np.ndarray) -> bool:
         """For the writer, whose files are in the dense form already — QIT ``bid`` = 0 … n_buckets − 1
@@ -724,7 +783,7 @@ class BucketizedRelease(Release):
                       "certificate proven_optimal does not match its method")
         b = self.buckets()
         for c in self.quasi:
-            self.codes("qit", c)  # raises ReleaseError on a label outside the domain
+            self.check_labels("qit", c)  # raises ReleaseError on a label outside the domain
         rep.checks.append("every published label lies in its domain")
         m, sizes = b["m"], b["sizes"]
         n = len(b["qb"])
@@ -736,14 +795,9 @@ class BucketizedRelease(Release):
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
-        pair = b["sb"].astype(np.int32 if len(sizes) * m < 2**31 else np.int64)  # narrow key, sorted in place
-        pair *= m
-        pair += b["sc"]
-        pair.sort()
-        rep.check(not bool((pair[1:] == pair[:-1]).any()), "each SA value appears at most once per bucket in ST",
+        rep.check(st_values_distinct(b["sb"], b["sc"], len(sizes), m), "each SA value appears at most once per bucket in ST",
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
-        del pair
         st_tot = blocked_bincount(b["sb"], len(sizes), weights=b["count"]).astype(np.int64)
         rep.check(np.array_equal(st_tot, sizes + sigma), "ST counts per bucket = QIT size + σ",
                   f"{int((st_tot != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
@@ -834,7 +888,7 @@ class BucketizedRelease(Release):
                 return
         if cols:
             dims = [len(self.domains[c]) for c in cols]
-            rep.check(same_rows([(lambda c=c: self.codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
+            rep.check(same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
                       "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
         src_counts = table.counts(sa)
@@ -850,5 +904,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]
