@@ -2,14 +2,19 @@
 
 A plan is a counts matrix ``counts[j, i]`` = number of records with SA code ``i`` that go
 to bucket ``j`` (Wang et al. 2011, §4.3: RecordPartition + round-robin assignment produce
-exactly such a matrix). Applying it needs no Python loop over rows:
+exactly such a matrix), stored as bucket types with multiplicities. Applying it needs no
+Python loop over rows and no sort of the rows by bucket (:func:`apply_plan`):
 
-1. every row gets a random key; rows are ordered by (SA code, key), so within an SA value
-   the order is a uniformly random permutation (the row's *rank within its SA value*);
-2. the k-th row of SA value ``i`` in that order goes to the bucket whose cumulative count
-   range for ``i`` contains k (``np.repeat`` of bucket ids by ``counts[:, i]``);
-3. bucket ids are relabelled by a random permutation so that ids reveal nothing about the
-   order in which the planner produced the buckets.
+1. bucket ids are drawn by a random permutation, so that ids reveal nothing about the order
+   in which the planner produced the buckets;
+2. the QIT is laid out bucket by bucket in id order, each bucket's SA values in a random
+   order of its own (:func:`qit_template`);
+3. the rows of SA value ``i``, in a uniformly random order (:func:`value_random_order`), fill
+   the template's places of value ``i`` in order.
+
+Every assignment of records to buckets that the counts allow is then equally likely, and so
+is every order inside a bucket. (:func:`assign_buckets` / :func:`assign_typed` give the same
+distribution by dealing the rows of each value to buckets by the cumulative counts.)
 
 The sensitive table needs no rows at all (:func:`st_table`: the relabelled counts plus the
 fake values), and the manifest is built by one function (:func:`release_from_plan`) that
@@ -204,6 +209,10 @@ def counting_order(keys: np.ndarray, n_keys: int, block: int = ORDER_BLOCK) -> t
     return out, np.asarray(counts, dtype=np.int64)
 
 
+#: rows per pile (on average over the table) of :func:`value_random_order`
+PILE_ROWS = 1 << 16
+
+
 def value_random_order(codes: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Rows sorted by ``codes`` (below ``m``) with a uniformly random order inside each value,
     and the count of each value.
@@ -215,7 +224,7 @@ def value_random_order(codes: np.ndarray, m: int, rng: np.random.Generator) -> t
     int32 below 2^31 rows."""
     n = len(codes)
     piles = 1
-    while 2 * piles * m <= 1 << 16 and 2 * piles << 16 <= n:  # piles of ≥ 2^16 rows on average
+    while 2 * piles * m <= 1 << 16 and 2 * piles * PILE_ROWS <= n:  # piles of ≥ PILE_ROWS rows on average
         piles *= 2
     if piles == 1:
         order, counts = counting_order(codes, m)
