@@ -376,6 +376,36 @@ def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: n
             "buckets_certain": int(certain.sum())}
 
 
+def typed_disclosure(types: np.ndarray, type_of: np.ndarray, labels) -> dict[str, Any]:
+    """:func:`sparse_disclosure` of a release without fakes whose bucket g holds the real counts
+    ``types[type_of[g]]`` (buckets in dense order): the same result from the bucket types,
+    O(n_types·m + n_buckets)."""
+    types = np.asarray(types, dtype=np.int64)
+    type_of = np.asarray(type_of)
+    labels = list(labels)
+    K, m = types.shape
+    size_k = types.sum(axis=1)
+    mult = np.bincount(type_of, minlength=K)
+    n = int((size_k * mult).sum())
+    if len(type_of) * m == 0:
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                "max_posterior_value": None, "buckets_certain": 0}
+    post = types / np.maximum(size_k, 1)[:, None]
+    best = post.argmax(axis=1)                         # the first value at the maximum
+    top = post[np.arange(K), best]
+    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & (mult > 0)
+    per = np.bincount(best[certain], weights=(size_k * mult)[certain], minlength=m).astype(np.int64)
+    total = int(per.sum())
+    live = mult > 0
+    mx = float(top[live].max())
+    g = int(np.flatnonzero((top == mx)[type_of])[0])  # the first bucket reaching it, then its first value
+    x = int(np.flatnonzero(post[type_of[g]] == mx)[0])
+    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+            "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[x],
+            "buckets_certain": int(mult[certain].sum())}
+
+
 def _chunks(col) -> list[np.ndarray]:
     """The chunks of an Arrow integer column (or a NumPy array) as NumPy arrays (zero-copy when
     the chunk allows)."""
@@ -583,11 +613,14 @@ class BucketizedRelease(Release):
             if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(c.dictionary)):
                 raise ReleaseError(f"column {column!r} has dictionary indices outside its dictionary")
 
-    def adopt_writer_decoding(self, sizes: np.ndarray) -> bool:
+    def adopt_writer_decoding(self, sizes: np.ndarray, types: np.ndarray | None = None,
+                              type_of: np.ndarray | None = None) -> bool:
         """For the writer, whose files are in the dense form already — QIT ``bid`` = 0 … n_buckets − 1
         in id order with ``sizes[g]`` rows each (none empty), one Arrow chunk per column, the ST's SA
         dictionary = the domain: :meth:`buckets` then views the Arrow columns (zero-copy) instead
-        of decoding them again. Returns whether it did (else :meth:`buckets` decodes as usual)."""
+        of decoding them again, and, given the bucket ``types`` (real counts, n_types × m) and
+        each bucket's type, :meth:`disclosure` reads them (σ = 0: O(n_types·m + n_buckets)).
+        Returns whether it did (else :meth:`buckets` decodes as usual)."""
         sizes = np.asarray(sizes, dtype=np.int64)
         qit, st = self.tables.get("qit"), self.tables.get("st")
         if qit is None or st is None or "fake" in st.column_names or (len(sizes) and int(sizes.min()) < 1):
@@ -606,6 +639,10 @@ class BucketizedRelease(Release):
         self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": None, "n_buckets": len(sizes),
                          "sizes": sizes, "m": len(self.domains[self.sa]), "ids": np.arange(len(sizes), dtype=np.int64),
                          "key": key}
+        if types is not None and type_of is not None:
+            t = np.asarray(types, dtype=np.int64)
+            if t.shape[1:] == (self._decoded["m"],) and np.array_equal(t.sum(axis=1)[type_of], sizes):
+                self._decoded.update(types=t, type_of=np.asarray(type_of))
         return True
 
     def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -738,7 +775,9 @@ class BucketizedRelease(Release):
         if cached is not None and cached[0] == stamp:  # publish states it twice (the writer, then ppdp.publish)
             return dict(cached[1])
         d = None
-        if self.fake_values == 0 or b["fake_rows"] is not None:
+        if self.fake_values == 0 and b.get("types") is not None:  # the writer's bucket types
+            d = typed_disclosure(b["types"], b["type_of"], self.domains[self.sa])
+        elif self.fake_values == 0 or b["fake_rows"] is not None:
             d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
         if d is None:
             d = bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
@@ -904,5 +943,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

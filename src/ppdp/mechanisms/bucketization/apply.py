@@ -358,7 +358,7 @@ def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa:
 def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.Table, st: pa.Table,
                       quasi: Sequence[str], domains: Mapping[str, Sequence[str]],
                       numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None,
-                      custodian: Mapping | None = None) -> BucketizedRelease:
+                      custodian: Mapping | None = None, type_of: np.ndarray | None = None) -> BucketizedRelease:
     """The release (manifest + files) of an applied plan; the one manifest builder of every engine.
 
     ``relabelled``: the counts matrix in published bucket order, or just the bucket sizes in
@@ -374,7 +374,7 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
                 **dict(extra or {}), "certificate": plan.certificate(rel if (rel := np.asarray(relabelled)).ndim == 1 else rel.sum(axis=1))}
     release = BucketizedRelease(manifest, {"qit": qit, "st": st}, custodian)
     if rel.ndim == 1:  # the writer's files are in the dense form: no second decoding for the disclosure
-        release.adopt_writer_decoding(rel)
+        release.adopt_writer_decoding(rel, plan.types if type_of is not None else None, type_of)
     # what the files disclose (ppdp.publish re-states it and refuses a release disclosing every record)
     release.manifest["disclosure"] = disclosure_of(release)
     return release
@@ -540,7 +540,8 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
     st, custodian = st_table_typed(types, type_of, fake_bid, fake_code, rng, sa, table.domain(sa))
     custodian.update(learned)
     numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
-    return release_from_plan(plan, sizes, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
+    return release_from_plan(plan, sizes, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian,
+                             type_of=type_of)
 
 
 __all__ = ["assign_buckets", "assign_typed", "st_table_typed", "counting_order", "value_random_order",
