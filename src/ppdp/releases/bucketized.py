@@ -257,14 +257,19 @@ def same_rows(a: Sequence[Any], b: Sequence[Any], dims: Sequence[int]) -> bool:
         sb_ = np.stack([c() for c in b], axis=1).astype(np.int64)
         return bool(np.array_equal(sa_[np.lexsort(sa_.T[::-1])], sb_[np.lexsort(sb_.T[::-1])]))
     ka = key(a)
-    if cells <= 1 << 28:
-        ca = blocked_bincount(ka, int(cells))
+    if cells <= 1 << 28:  # one count array: + each row of a, − each row of b, a block at a time
+        count = blocked_bincount(ka, int(cells))
         n_a = len(ka)
         del ka
         kb = key(b)
         if len(kb) != n_a:
             return False
-        return bool(np.array_equal(ca, blocked_bincount(kb, int(cells))))
+        for s in range(0, len(kb), 1 << 23):
+            c = np.bincount(kb[s:s + (1 << 23)], minlength=len(count))
+            if len(c) > len(count):  # a row of b outside a's cells
+                return False
+            count -= c
+        return not bool(count.any())
     ka.sort()
     kb = key(b)
     if len(kb) != len(ka):
