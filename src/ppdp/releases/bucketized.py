@@ -411,24 +411,6 @@ def typed_disclosure(types: np.ndarray, type_of: np.ndarray, labels) -> dict[str
             "buckets_certain": int(mult[certain].sum())}
 
 
-def narrow_dictionaries(table: pa.Table) -> pa.Table:
-    """``table`` with the indices of its dictionary columns in int16 where the dictionary has at
-    most 2^15 labels (a Parquet reader returns int32): the same labels, half the memory of a
-    loaded QIT. Other columns, and columns already that narrow, are kept as they are."""
-    for i, field in enumerate(table.schema):
-        t = field.type
-        if not pa.types.is_dictionary(t) or t.index_type.bit_width <= 16:
-            continue
-        col = table.column(i)
-        if col.null_count or any(len(c.dictionary) > 1 << 15 for c in col.chunks):
-            continue
-        chunks = [pa.DictionaryArray.from_arrays(pa.array(c.indices.to_numpy(zero_copy_only=False).astype(np.int16)),
-                                                 c.dictionary) for c in col.chunks]
-        table = table.set_column(i, field.name, pa.chunked_array(chunks, pa.dictionary(pa.int16(), t.value_type)))
-        del col, chunks
-    return table
-
-
 def _chunks(col) -> list[np.ndarray]:
     """The chunks of an Arrow integer column (or a NumPy array) as NumPy arrays (zero-copy when
     the chunk allows)."""
@@ -537,9 +519,6 @@ class BucketizedRelease(Release):
                  custodian: Mapping[str, Any] | None = None):
         super().__init__(manifest, tables, custodian)
         self._decoded: dict[str, Any] | None = None
-        for name in ("qit", "st"):
-            if name in self.tables:
-                self.tables[name] = narrow_dictionaries(self.tables[name])
 
     # ------------------------------------------------------------ structure
     @property
