@@ -301,6 +301,37 @@ def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -
     return not bool((pair[1:] == pair[:-1]).any())
 
 
+#: rows per block of :func:`same_rows_blocked` in the source comparison
+ROW_BLOCK = 1 << 22
+
+
+def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
+    """:func:`same_rows` for a cube of ≤ 2^28 cells, each side given as blocks of rows (lists of
+    per-column code arrays): one count array, + every row of a, − every row of b, so neither
+    side's cell index is ever held whole."""
+    cells = int(np.prod(np.asarray(dims, dtype=float)))
+    count = np.zeros(cells, dtype=np.int64)
+    for sign, blocks in ((1, a_blocks), (-1, b_blocks)):
+        for cols in blocks:
+            k: Any = None
+            for col, d in zip(cols, dims):
+                if k is None:
+                    k = np.asarray(col).astype(np.int32 if cells < 2**31 else np.int64)
+                else:
+                    k *= d
+                    k += col
+            if k is None or not len(k):
+                continue
+            c = np.bincount(k, minlength=cells)
+            if len(c) > cells:  # a code outside its domain
+                return False
+            if sign > 0:
+                count += c
+            else:
+                count -= c
+    return not bool(count.any())
+
+
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(bid, return_inverse=True)`` in O(N + max id) by counting when the ids are
     non-negative and not sparse (a writer's ids are a permutation of 0 … n_buckets − 1), by
@@ -618,6 +649,22 @@ class BucketizedRelease(Release):
             if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(c.dictionary)):
                 raise ReleaseError(f"column {column!r} has dictionary indices outside its dictionary")
 
+    def code_block(self, table: str, columns: Sequence[str], start: int, length: int) -> list[np.ndarray]:
+        """The codes of rows ``start`` … ``start + length − 1`` of each column (dictionary chunks
+        decoded through their dictionary; O(length) memory)."""
+        out = []
+        for c in columns:
+            col = self._table(table, [c]).column(c).slice(start, length)
+            parts = []
+            for ch in col.chunks:
+                if pa.types.is_dictionary(ch.type) and ch.null_count == 0:
+                    lut = labels_to_codes(ch.dictionary.cast(pa.string()), self.domains[c], c)
+                    parts.append(lut[ch.indices.to_numpy(zero_copy_only=False)])
+                else:
+                    parts.append(labels_to_codes(ch, self.domains[c], c))
+            out.append(np.concatenate(parts) if len(parts) != 1 else parts[0])
+        return out
+
     def adopt_writer_decoding(self, sizes: np.ndarray, types: np.ndarray | None = None,
                               type_of: np.ndarray | None = None) -> bool:
         """For the writer, whose files are in the dense form already — QIT ``bid`` = 0 … n_buckets − 1
@@ -932,7 +979,13 @@ class BucketizedRelease(Release):
                 return
         if cols:
             dims = [len(self.domains[c]) for c in cols]
-            rep.check(same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
+            n_q, n_t = len(self._table("qit", cols)), table.n_rows
+            blocks = int(np.prod(np.asarray(dims, dtype=float))) <= 1 << 28
+            same = (same_rows_blocked((self.code_block("qit", cols, a, ROW_BLOCK) for a in range(0, n_q, ROW_BLOCK)),
+                                      ([table.codes(c)[a:a + ROW_BLOCK] for c in cols] for a in range(0, n_t, ROW_BLOCK)),
+                                      dims) if blocks else
+                    same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims))
+            rep.check(same,
                       "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
         src_counts = table.counts(sa)
@@ -948,5 +1001,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows_blocked", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]
