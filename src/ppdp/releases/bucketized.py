@@ -302,7 +302,7 @@ def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -
 
 
 #: rows per block of :func:`same_rows_blocked` in the source comparison
-ROW_BLOCK = 1 << 22
+ROW_BLOCK = 1 << 24
 
 
 def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
