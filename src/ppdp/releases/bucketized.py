@@ -302,7 +302,7 @@ def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -
 
 
 #: rows per block of :func:`same_rows_blocked` in the source comparison
-ROW_BLOCK = 1 << 24
+ROW_BLOCK = 1 << 23
 
 
 def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
@@ -314,12 +314,14 @@ def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
     for sign, blocks in ((1, a_blocks), (-1, b_blocks)):
         for cols in blocks:
             k: Any = None
-            for col, d in zip(cols, dims):
+            for col, d in zip(cols, dims):  # a column may be a callable (decoded when its turn comes)
+                col = np.asarray(col() if callable(col) else col)
                 if k is None:
-                    k = np.asarray(col).astype(np.int32 if cells < 2**31 else np.int64)
+                    k = col.astype(np.int32 if cells < 2**31 else np.int64)
                 else:
                     k *= d
                     k += col
+                del col
             if k is None or not len(k):
                 continue
             c = np.bincount(k, minlength=cells)
@@ -659,6 +661,7 @@ class BucketizedRelease(Release):
             for ch in col.chunks:
                 if pa.types.is_dictionary(ch.type) and ch.null_count == 0:
                     lut = labels_to_codes(ch.dictionary.cast(pa.string()), self.domains[c], c)
+                    lut = lut.astype(np.int16 if len(self.domains[c]) <= 1 << 15 else np.int32)
                     parts.append(lut[ch.indices.to_numpy(zero_copy_only=False)])
                 else:
                     parts.append(labels_to_codes(ch, self.domains[c], c))
@@ -981,7 +984,8 @@ class BucketizedRelease(Release):
             dims = [len(self.domains[c]) for c in cols]
             n_q, n_t = len(self._table("qit", cols)), table.n_rows
             blocks = int(np.prod(np.asarray(dims, dtype=float))) <= 1 << 28
-            same = (same_rows_blocked((self.code_block("qit", cols, a, ROW_BLOCK) for a in range(0, n_q, ROW_BLOCK)),
+            same = (same_rows_blocked(([(lambda c=c, a=a: self.code_block("qit", [c], a, ROW_BLOCK)[0]) for c in cols]
+                                       for a in range(0, n_q, ROW_BLOCK)),
                                       ([table.codes(c)[a:a + ROW_BLOCK] for c in cols] for a in range(0, n_t, ROW_BLOCK)),
                                       dims) if blocks else
                     same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims))
