@@ -202,8 +202,8 @@ def test_tampered_count_fails_verify(tmp_path):
 
 
 def test_tampered_label_fails_verify(tmp_path):
-    def concentrate(df):  # move a bucket's values onto its most frequent one
-        g = df.bid.iloc[0]
+    def concentrate(df):  # move the values of a bucket listing several onto one of them
+        g = df.bid[df.bid.duplicated()].iloc[0]
         rows = df.index[df.bid == g]
         df.loc[rows, "s"] = df.loc[rows[0], "s"]
 

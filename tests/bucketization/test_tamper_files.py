@@ -216,29 +216,41 @@ def fakes_removed(d, t):
 
 def fake_turned_real(d, t):
     """A fake's count raised to 2 and a real count-2 value of the same bucket lowered to 1
-    (per-bucket totals kept): the fake now poses as a real value."""
+    (per-bucket totals kept): the fake now poses as a real value. The lowered value is one
+    whose total the thresholds reveal (f' < 1) and that is nowhere a fake: its listed total
+    then falls below its real total. (With values whose totals nothing reveals, the edit can
+    be another valid release.)"""
     st = _st(d)
     fk = _fakes(d)
+    thr = json.loads((d / "manifest.json").read_text())["certificate"]["thresholds"]
+    faked = {v for _, v in fk}
     is_fake = np.array([(b, str(v)) in fk for b, v in zip(st.bid, st[SA].astype(str))])
+    pinned = np.array([thr.get(str(v), 1.0) < 1 and str(v) not in faked for v in st[SA].astype(str)])
     for g in st.bid.unique():
         rows = st.index[st.bid == g]
         f = [r for r in rows if is_fake[r]]
-        two = [r for r in rows if not is_fake[r] and st.loc[r, "count"] >= 2]
+        two = [r for r in rows if not is_fake[r] and st.loc[r, "count"] == 2 and pinned[r]]
         if f and two:
             st.loc[f[0], "count"] += 1
             st.loc[two[0], "count"] -= 1
             break
+    else:
+        raise AssertionError("no bucket with a fake and a pinned real count-2 value")
     _write(d, "st", st)
 
 
 def custodian_fake_moved(d, t):
-    """The custodian file names a real value as the fake (and the fake as real)."""
+    """The custodian file names a real value listed more than once as the fake (and the fake as
+    real). (Swapping the fake with a real count-1 value of its bucket gives another valid fake
+    placement: only the source table's SA totals tell them apart.)"""
     st = _st(d)
     fk = _fakes(d)
     c = json.loads(d.with_name(d.name + ".custodian.json").read_text())
-    b0, v0 = c["fake"]["bid"][0], c["fake"]["value"][0]
-    real = st[(st.bid == b0) & (st[SA].astype(str) != v0)]
-    c["fake"]["value"][0] = str(real[SA].iloc[0])
+    i = next(i for i, (b, v) in enumerate(zip(c["fake"]["bid"], c["fake"]["value"]))
+             if ((st.bid == b) & (st[SA].astype(str) != v) & (st["count"] >= 2)).any())
+    b0, v0 = c["fake"]["bid"][i], c["fake"]["value"][i]
+    real = st[(st.bid == b0) & (st[SA].astype(str) != v0) & (st["count"] >= 2)]
+    c["fake"]["value"][i] = str(real[SA].iloc[0])
     assert (b0, v0) in fk
     d.with_name(d.name + ".custodian.json").write_text(json.dumps(c))
 

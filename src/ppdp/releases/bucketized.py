@@ -53,7 +53,12 @@ def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
     """Loss, MSE, n_buckets and the size histogram of a list of bucket sizes (Def. 3)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     loss = int(((sizes - 1) ** 2).sum())
-    uniq, cnt = np.unique(sizes, return_counts=True)
+    if len(sizes) and 0 <= int(sizes.min()) and int(sizes.max()) <= 1 << 20:  # sizes are small: count them
+        hist = np.bincount(sizes)
+        uniq = np.flatnonzero(hist)
+        cnt = hist[uniq]
+    else:
+        uniq, cnt = np.unique(sizes, return_counts=True)
     return {
         "loss": loss,
         "mse": loss / (n_rows - 1) if n_rows > 1 else 0.0,
@@ -252,20 +257,81 @@ def same_rows(a: Sequence[Any], b: Sequence[Any], dims: Sequence[int]) -> bool:
         sb_ = np.stack([c() for c in b], axis=1).astype(np.int64)
         return bool(np.array_equal(sa_[np.lexsort(sa_.T[::-1])], sb_[np.lexsort(sb_.T[::-1])]))
     ka = key(a)
-    if cells <= 1 << 28:
-        ca = blocked_bincount(ka, int(cells))
+    if cells <= 1 << 28:  # one count array: + each row of a, − each row of b, a block at a time
+        count = blocked_bincount(ka, int(cells))
         n_a = len(ka)
         del ka
         kb = key(b)
         if len(kb) != n_a:
             return False
-        return bool(np.array_equal(ca, blocked_bincount(kb, int(cells))))
+        for s in range(0, len(kb), 1 << 23):
+            c = np.bincount(kb[s:s + (1 << 23)], minlength=len(count))
+            if len(c) > len(count):  # a row of b outside a's cells
+                return False
+            count -= c
+        return not bool(count.any())
     ka.sort()
     kb = key(b)
     if len(kb) != len(ka):
         return False
     kb.sort()
     return bool(np.array_equal(ka, kb))
+
+
+def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -> bool:
+    """Whether no (bucket ``sb``, value ``sc``) pair repeats among the ST rows. Rows grouped by
+    bucket with m ≤ 64 values: each bucket's values as a 64-bit set (OR per bucket, then a
+    popcount = its number of rows), a block of whole buckets at a time, O(rows); otherwise a
+    sort of the narrow pair keys."""
+    if m <= 64 and len(sb) and all(bool((np.diff(sb[a:a + DISCLOSURE_BLOCK + 1]) >= 0).all())
+                                   for a in range(0, len(sb), DISCLOSURE_BLOCK)):
+        one = np.uint64(1)
+        for a, b in bucket_blocks(sb):
+            bsb = sb[a:b]
+            starts = np.flatnonzero(np.concatenate(([True], bsb[1:] != bsb[:-1])))
+            bits = np.left_shift(one, sc[a:b].astype(np.uint64))
+            rows = np.diff(np.append(starts, len(bsb)))
+            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, starts)), rows):
+                return False
+        return True
+    pair: Any = sb.astype(np.int32 if n_buckets * m < 2**31 else np.int64)  # narrow key, sorted in place
+    pair *= m
+    pair += sc
+    pair.sort()
+    return not bool((pair[1:] == pair[:-1]).any())
+
+
+#: rows per block of :func:`same_rows_blocked` in the source comparison
+ROW_BLOCK = 1 << 23
+
+
+def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
+    """:func:`same_rows` for a cube of ≤ 2^28 cells, each side given as blocks of rows (lists of
+    per-column code arrays): one count array, + every row of a, − every row of b, so neither
+    side's cell index is ever held whole."""
+    cells = int(np.prod(np.asarray(dims, dtype=float)))
+    count = np.zeros(cells, dtype=np.int64)
+    for sign, blocks in ((1, a_blocks), (-1, b_blocks)):
+        for cols in blocks:
+            k: Any = None
+            for col, d in zip(cols, dims):  # a column may be a callable (decoded when its turn comes)
+                col = np.asarray(col() if callable(col) else col)
+                if k is None:
+                    k = col.astype(np.int32 if cells < 2**31 else np.int64)
+                else:
+                    k *= d
+                    k += col
+                del col
+            if k is None or not len(k):
+                continue
+            c = np.bincount(k, minlength=cells)
+            if len(c) > cells:  # a code outside its domain
+                return False
+            if sign > 0:
+                count += c
+            else:
+                count -= c
+    return not bool(count.any())
 
 
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -346,6 +412,36 @@ def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: n
             "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
             "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[flat % m],
             "buckets_certain": int(certain.sum())}
+
+
+def typed_disclosure(types: np.ndarray, type_of: np.ndarray, labels) -> dict[str, Any]:
+    """:func:`sparse_disclosure` of a release without fakes whose bucket g holds the real counts
+    ``types[type_of[g]]`` (buckets in dense order): the same result from the bucket types,
+    O(n_types·m + n_buckets)."""
+    types = np.asarray(types, dtype=np.int64)
+    type_of = np.asarray(type_of)
+    labels = list(labels)
+    K, m = types.shape
+    size_k = types.sum(axis=1)
+    mult = np.bincount(type_of, minlength=K)
+    n = int((size_k * mult).sum())
+    if len(type_of) * m == 0:
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                "max_posterior_value": None, "buckets_certain": 0}
+    post = types / np.maximum(size_k, 1)[:, None]
+    best = post.argmax(axis=1)                         # the first value at the maximum
+    top = post[np.arange(K), best]
+    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & (mult > 0)
+    per = np.bincount(best[certain], weights=(size_k * mult)[certain], minlength=m).astype(np.int64)
+    total = int(per.sum())
+    live = mult > 0
+    mx = float(top[live].max())
+    g = int(np.flatnonzero((top == mx)[type_of])[0])  # the first bucket reaching it, then its first value
+    x = int(np.flatnonzero(post[type_of[g]] == mx)[0])
+    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+            "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[x],
+            "buckets_certain": int(mult[certain].sum())}
 
 
 def _chunks(col) -> list[np.ndarray]:
@@ -513,7 +609,7 @@ class BucketizedRelease(Release):
         del rank
         if sb is None:
             raise ReleaseError("st.parquet names bucket ids that no QIT row has")
-        sc = self.codes("st", self.sa)
+        sc = self.narrow_codes("st", self.sa)
         cnt = narrow_ints(st.column("count"))
         m = len(self.domains[self.sa])
         nb = len(ids)
@@ -523,6 +619,86 @@ class BucketizedRelease(Release):
         self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": fake, "n_buckets": nb,
                          "sizes": blocked_bincount(qb, nb), "m": m, "ids": ids, "key": key}
         return self._decoded
+
+    def narrow_codes(self, table: str, column: str) -> np.ndarray:
+        """:meth:`codes` of a dictionary-encoded column in the narrowest signed type of 2 bytes or
+        more (int16 up to 2^15 labels, else int32), a chunk at a time (no combined copy)."""
+        col = self._table(table, [column]).column(column)
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        dom = self.domains[column]
+        if not all(pa.types.is_dictionary(c.type) and c.null_count == 0 for c in chunks):
+            return self.codes(table, column)
+        out = np.empty(len(col), dtype=np.int16 if len(dom) <= 1 << 15 else np.int32)
+        pos = 0
+        for c in chunks:
+            lut = labels_to_codes(c.dictionary.cast(pa.string()), dom, column).astype(out.dtype)
+            idx = c.indices.to_numpy(zero_copy_only=False)
+            out[pos:pos + len(idx)] = lut[idx]
+            pos += len(idx)
+        return out
+
+    def check_labels(self, table: str, column: str) -> None:
+        """ReleaseError unless every label of the column lies in its domain: for a dictionary
+        column, its dictionary's labels and in-range indices (no pass of gathers over the rows)."""
+        col = self._table(table, [column]).column(column)
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        if not all(pa.types.is_dictionary(c.type) and c.null_count == 0 for c in chunks):
+            self.codes(table, column)
+            return
+        for c in chunks:
+            labels_to_codes(c.dictionary.cast(pa.string()), self.domains[column], column)
+            idx = c.indices.to_numpy(zero_copy_only=False)
+            if len(idx) and (int(idx.min()) < 0 or int(idx.max()) >= len(c.dictionary)):
+                raise ReleaseError(f"column {column!r} has dictionary indices outside its dictionary")
+
+    def code_block(self, table: str, columns: Sequence[str], start: int, length: int) -> list[np.ndarray]:
+        """The codes of rows ``start`` … ``start + length − 1`` of each column (dictionary chunks
+        decoded through their dictionary; O(length) memory)."""
+        out = []
+        for c in columns:
+            col = self._table(table, [c]).column(c).slice(start, length)
+            parts = []
+            for ch in col.chunks:
+                if pa.types.is_dictionary(ch.type) and ch.null_count == 0:
+                    lut = labels_to_codes(ch.dictionary.cast(pa.string()), self.domains[c], c)
+                    lut = lut.astype(np.int16 if len(self.domains[c]) <= 1 << 15 else np.int32)
+                    parts.append(lut[ch.indices.to_numpy(zero_copy_only=False)])
+                else:
+                    parts.append(labels_to_codes(ch, self.domains[c], c))
+            out.append(np.concatenate(parts) if len(parts) != 1 else parts[0])
+        return out
+
+    def adopt_writer_decoding(self, sizes: np.ndarray, types: np.ndarray | None = None,
+                              type_of: np.ndarray | None = None) -> bool:
+        """For the writer, whose files are in the dense form already — QIT ``bid`` = 0 … n_buckets − 1
+        in id order with ``sizes[g]`` rows each (none empty), one Arrow chunk per column, the ST's SA
+        dictionary = the domain: :meth:`buckets` then views the Arrow columns (zero-copy) instead
+        of decoding them again, and, given the bucket ``types`` (real counts, n_types × m) and
+        each bucket's type, :meth:`disclosure` reads them (σ = 0: O(n_types·m + n_buckets)).
+        Returns whether it did (else :meth:`buckets` decodes as usual)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        qit, st = self.tables.get("qit"), self.tables.get("st")
+        if qit is None or st is None or "fake" in st.column_names or (len(sizes) and int(sizes.min()) < 1):
+            return False
+        cols = [qit.column("bid"), st.column("bid"), st.column(self.sa), st.column("count")]
+        if any(c.num_chunks != 1 for c in cols) or not pa.types.is_dictionary(cols[2].type):
+            return False
+        sa_col = cols[2].chunk(0)
+        if sa_col.dictionary.to_pylist() != [str(x) for x in self.domains[self.sa]]:
+            return False
+        qb, sb, cnt = (c.chunk(0).to_numpy(zero_copy_only=False) for c in (cols[0], cols[1], cols[3]))
+        sc = sa_col.indices.to_numpy(zero_copy_only=False)
+        if len(qb) != int(sizes.sum()) or (len(qb) and (int(qb[0]) != 0 or int(qb[-1]) != len(sizes) - 1)):
+            return False
+        key = (id(self.tables.get("qit")), id(self.tables.get("st")), id(self.manifest.get("schema")))
+        self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": None, "n_buckets": len(sizes),
+                         "sizes": sizes, "m": len(self.domains[self.sa]), "ids": np.arange(len(sizes), dtype=np.int64),
+                         "key": key}
+        if types is not None and type_of is not None:
+            t = np.asarray(types, dtype=np.int64)
+            if t.shape[1:] == (self._decoded["m"],) and np.array_equal(t.sum(axis=1)[type_of], sizes):
+                self._decoded.update(types=t, type_of=np.asarray(type_of))
+        return True
 
     def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The ST rows as (dense bucket, SA code, real count) when the real counts are known
@@ -654,7 +830,9 @@ class BucketizedRelease(Release):
         if cached is not None and cached[0] == stamp:  # publish states it twice (the writer, then ppdp.publish)
             return dict(cached[1])
         d = None
-        if self.fake_values == 0 or b["fake_rows"] is not None:
+        if self.fake_values == 0 and b.get("types") is not None:  # the writer's bucket types
+            d = typed_disclosure(b["types"], b["type_of"], self.domains[self.sa])
+        elif self.fake_values == 0 or b["fake_rows"] is not None:
             d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
         if d is None:
             d = bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
@@ -699,7 +877,7 @@ class BucketizedRelease(Release):
                       "certificate proven_optimal does not match its method")
         b = self.buckets()
         for c in self.quasi:
-            self.codes("qit", c)  # raises ReleaseError on a label outside the domain
+            self.check_labels("qit", c)  # raises ReleaseError on a label outside the domain
         rep.checks.append("every published label lies in its domain")
         m, sizes = b["m"], b["sizes"]
         n = len(b["qb"])
@@ -711,14 +889,9 @@ class BucketizedRelease(Release):
         rep.check(n == int(self.manifest["n_published"]), "QIT has n_published rows",
                   f"qit.parquet has {n} rows, the manifest says n_published = {self.manifest['n_published']}")
         # ST rows: one per (bucket, value), positive counts
-        pair = b["sb"].astype(np.int32 if len(sizes) * m < 2**31 else np.int64)  # narrow key, sorted in place
-        pair *= m
-        pair += b["sc"]
-        pair.sort()
-        rep.check(not bool((pair[1:] == pair[:-1]).any()), "each SA value appears at most once per bucket in ST",
+        rep.check(st_values_distinct(b["sb"], b["sc"], len(sizes), m), "each SA value appears at most once per bucket in ST",
                   "st.parquet repeats an SA value within a bucket (fake values must be distinct and absent from the real values)")
         rep.check(bool((b["count"] >= 1).all()), "ST counts are ≥ 1", "st.parquet has counts < 1")
-        del pair
         st_tot = blocked_bincount(b["sb"], len(sizes), weights=b["count"]).astype(np.int64)
         rep.check(np.array_equal(st_tot, sizes + sigma), "ST counts per bucket = QIT size + σ",
                   f"{int((st_tot != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
@@ -809,7 +982,14 @@ class BucketizedRelease(Release):
                 return
         if cols:
             dims = [len(self.domains[c]) for c in cols]
-            rep.check(same_rows([(lambda c=c: self.codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims),
+            n_q, n_t = len(self._table("qit", cols)), table.n_rows
+            blocks = int(np.prod(np.asarray(dims, dtype=float))) <= 1 << 28
+            same = (same_rows_blocked(([(lambda c=c, a=a: self.code_block("qit", [c], a, ROW_BLOCK)[0]) for c in cols]
+                                       for a in range(0, n_q, ROW_BLOCK)),
+                                      ([table.codes(c)[a:a + ROW_BLOCK] for c in cols] for a in range(0, n_t, ROW_BLOCK)),
+                                      dims) if blocks else
+                    same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims))
+            rep.check(same,
                       "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
         src_counts = table.counts(sa)
@@ -825,5 +1005,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows_blocked", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

@@ -2,14 +2,19 @@
 
 A plan is a counts matrix ``counts[j, i]`` = number of records with SA code ``i`` that go
 to bucket ``j`` (Wang et al. 2011, §4.3: RecordPartition + round-robin assignment produce
-exactly such a matrix). Applying it needs no Python loop over rows:
+exactly such a matrix), stored as bucket types with multiplicities. Applying it needs no
+Python loop over rows and no sort of the rows by bucket (:func:`apply_plan`):
 
-1. every row gets a random key; rows are ordered by (SA code, key), so within an SA value
-   the order is a uniformly random permutation (the row's *rank within its SA value*);
-2. the k-th row of SA value ``i`` in that order goes to the bucket whose cumulative count
-   range for ``i`` contains k (``np.repeat`` of bucket ids by ``counts[:, i]``);
-3. bucket ids are relabelled by a random permutation so that ids reveal nothing about the
-   order in which the planner produced the buckets.
+1. bucket ids are drawn by a random permutation, so that ids reveal nothing about the order
+   in which the planner produced the buckets;
+2. the QIT is laid out bucket by bucket in id order, each bucket's SA values in a random
+   order of its own (:func:`qit_template`);
+3. the rows of SA value ``i``, in a uniformly random order (:func:`value_random_order`), fill
+   the template's places of value ``i`` in order.
+
+Every assignment of records to buckets that the counts allow is then equally likely, and so
+is every order inside a bucket. (:func:`assign_buckets` / :func:`assign_typed` give the same
+distribution by dealing the rows of each value to buckets by the cumulative counts.)
 
 The sensitive table needs no rows at all (:func:`st_table`: the relabelled counts plus the
 fake values), and the manifest is built by one function (:func:`release_from_plan`) that
@@ -19,7 +24,7 @@ every engine calls; :func:`apply_plan` is the in-memory (NumPy) apply of a
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -175,6 +180,95 @@ def grouped_random_order(groups: np.ndarray, rng: np.random.Generator) -> np.nda
     return np.argsort(key, kind="stable" if presorted else None)
 
 
+def counting_order(keys: np.ndarray, n_keys: int, block: int = ORDER_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of ``keys`` (non-negative ints below ``n_keys``) in key order, equal keys
+    in their order (a stable counting sort), and the count of each key. Positions are int32
+    below 2^31 rows, else int64. A block at a time — a radix argsort of the block's narrow
+    keys, then each key's run written at its place — so no int64 array of N is made."""
+    n = len(keys)
+    out = np.empty(n, dtype=np.int32 if n < 1 << 31 else np.int64)
+    kd = np.uint8 if n_keys <= 1 << 8 else np.uint16 if n_keys <= 1 << 16 else np.int64
+    per_block = []
+    for a in range(0, n, block):
+        c = np.bincount(keys[a:a + block], minlength=n_keys)
+        if len(c) != n_keys:
+            raise PpdpError(f"a key ≥ {n_keys} in a counting sort")
+        per_block.append(c)
+    counts = np.sum(per_block, axis=0, dtype=np.int64) if per_block else np.zeros(n_keys, np.int64)
+    nxt = np.cumsum(counts) - counts  # where each key's next row goes
+    for i, a in enumerate(range(0, n, block)):
+        k = np.asarray(keys[a:a + block]).astype(kd, copy=False)
+        o = np.argsort(k, kind="stable")
+        c = per_block[i]
+        dest = np.repeat(nxt - (np.cumsum(c) - c), c)
+        dest += np.arange(len(k))
+        o += a
+        out[dest] = o
+        nxt += c
+        del k, o, dest
+    return out, np.asarray(counts, dtype=np.int64)
+
+
+#: rows per pile (on average over the table) of :func:`value_random_order`
+PILE_ROWS = 1 << 16
+
+
+def value_random_order(codes: np.ndarray, m: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Rows sorted by ``codes`` (below ``m``) with a uniformly random order inside each value,
+    and the count of each value.
+
+    Cache-friendly (Rao 1961, Sandelius 1962): every row draws one of P piles of its value
+    uniformly (P a power of two, so the draw is exact), a counting sort by (value, pile) puts
+    the piles in order, and each pile — small enough for the cache — is shuffled by
+    Fisher–Yates. Uniform piles, each uniformly shuffled, give a uniform order. Positions are
+    int32 below 2^31 rows."""
+    n = len(codes)
+    piles = 1
+    while 2 * piles * m <= 1 << 16 and 2 * piles * PILE_ROWS <= n:  # piles of ≥ PILE_ROWS rows on average
+        piles *= 2
+    if piles == 1:
+        order, counts = counting_order(codes, m)
+    else:
+        key = np.empty(n, dtype=np.uint16)
+        for a in range(0, n, ORDER_BLOCK):
+            c = np.asarray(codes[a:a + ORDER_BLOCK]).astype(np.uint16)
+            c *= piles
+            c += rng.integers(0, piles, size=len(c), dtype=np.uint16)
+            key[a:a + len(c)] = c
+        order, counts = counting_order(key, m * piles)
+        del key
+    ends = np.cumsum(counts)
+    for a, b in zip((ends - counts).tolist(), ends.tolist()):
+        if b - a > 1:
+            rng.shuffle(order[a:b])
+    return order, counts.reshape(m, piles).sum(axis=1)
+
+
+def shuffle_segments(out: np.ndarray, starts: np.ndarray, width: int, rows, rng: np.random.Generator,
+                     block: int = ORDER_BLOCK) -> None:
+    """Segments of ``width`` values, each in a uniformly random order of its own
+    (``Generator.permuted``): ``rows(a, b)`` gives segments a … b − 1 as a (b − a) × width
+    array, written to ``out[starts[i] : starts[i] + width]``; a block of segments at a time."""
+    k = len(starts)
+    step = max(1, block // max(width, 1))
+    col = np.arange(width, dtype=np.int64)
+    for a in range(0, k, step):
+        r = np.array(rows(a, min(k, a + step)))
+        rng.permuted(r, axis=1, out=r)
+        out[starts[a:a + step].astype(np.int64)[:, None] + col] = r
+
+
+def by_width(widths: np.ndarray):
+    """``(w, ids)`` for every width w > 0 present in ``widths``: the positions holding it, in
+    increasing order (int32)."""
+    top = int(widths.max(initial=0))
+    ids, count = counting_order(widths, top + 1)
+    ends = np.cumsum(count)
+    for w in np.flatnonzero(count).tolist():
+        if w > 0:
+            yield w, ids[int(ends[w] - count[w]):int(ends[w])]
+
+
 def dictionary_column(codes: np.ndarray, domain: Sequence[str]) -> pa.DictionaryArray:
     """Codes as an Arrow dictionary column with int16 indices up to 32,768 labels (else int32):
     2 bytes a row instead of 4. (Not int8: pandas would then view the indices zero-copy and
@@ -187,41 +281,55 @@ def dictionary_column(codes: np.ndarray, domain: Sequence[str]) -> pa.Dictionary
 def st_table_typed(types: np.ndarray, type_of: np.ndarray, fake_bid: np.ndarray, fake_code: np.ndarray,
                    rng: np.random.Generator, sa: str, labels) -> tuple[pa.Table, dict]:
     """:func:`st_table` for a typed setting (``types[type_of]`` is the relabelled counts matrix)
-    and fakes given as (bucket, value) pairs: the same rows and the same random draws, without
-    an n_buckets × m matrix."""
+    and fakes given as (bucket, value) pairs, without an n_buckets × m matrix: the ST rows of
+    the buckets of one type are that type's values (and each bucket's fakes) in a random order
+    of their own (:func:`shuffle_segments`), written in place — O(ST rows), no sort.
+
+    Every bucket's fakes are σ values it lacks (:func:`draw_plan_fakes_typed`), so a row's
+    count is its type's count of the value, or 1 for a fake."""
     types = np.asarray(types, dtype=np.int64)
-    nz_type, nz_code = np.nonzero(types)                  # per type, its values in code order
-    nnz = np.bincount(nz_type, minlength=len(types))
-    off = np.cumsum(nnz) - nnz
-    per_bucket = nnz[type_of]
-    n_rows = int(per_bucket.sum())
-    ix = np.int32 if max(n_rows, len(type_of), types.size) < 1 << 31 else np.int64  # 4-byte row arrays
-    rb = np.repeat(np.arange(len(type_of), dtype=ix), per_bucket)   # bucket-major
-    k = np.repeat(type_of.astype(ix), per_bucket)
-    j: np.ndarray = np.arange(n_rows, dtype=ix)
-    j -= np.repeat((np.cumsum(per_bucket) - per_bucket).astype(ix), per_bucket)
-    pos: np.ndarray = off.astype(ix)[k]
-    pos += j
-    del j
-    rc = nz_code[pos].astype(np.int16 if types.shape[1] <= 1 << 15 else np.int64)
-    del pos
-    cnt_dtype = np.int32 if int(types.max(initial=0)) < 1 << 31 else np.int64
-    rcount = types.astype(cnt_dtype)[k, rc]
-    del k
-    if len(fake_bid):
-        rb = np.concatenate([rb, np.asarray(fake_bid).astype(rb.dtype)])
-        rc = np.concatenate([rc, np.asarray(fake_code).astype(rc.dtype)])
-        rcount = np.concatenate([rcount, np.ones(len(fake_bid), dtype=rcount.dtype)])
-    st_order = grouped_random_order(rb, rng)  # value order inside a bucket is random
-    st = {"bid": pa.array(rb[st_order], pa.int64())}
-    del rb
-    st[sa] = dictionary_column(rc[st_order], labels)
-    del rc
-    st["count"] = pa.array(rcount[st_order], pa.int64())
-    del rcount, st_order
+    type_of = np.asarray(type_of)
+    K, m = types.shape
+    nb = len(type_of)
+    fake_bid = np.asarray(fake_bid, dtype=np.int64)
+    fake_code = np.asarray(fake_code, dtype=np.int64)
+    sigma = len(fake_bid) // nb if nb else 0
+    if len(fake_bid) != sigma * nb or (sigma and not np.array_equal(fake_bid, np.repeat(np.arange(nb), sigma))):
+        raise PpdpError("fake values must be σ per bucket, listed bucket by bucket")
+    nnz = (types > 0).sum(axis=1)
+    width = nnz[type_of] + sigma                       # ST rows of each bucket
+    st_start = np.cumsum(width) - width
+    n_rows = int(width.sum())
+    code_dt = np.int16 if m <= 1 << 15 else np.int32
+    st_code = np.empty(n_rows, dtype=code_dt)
+    fakes = fake_code.astype(code_dt).reshape(nb, sigma)
+    for w, ids in by_width(width):                     # the buckets of w ST rows, in id order
+        of_w = np.flatnonzero(nnz + sigma == w)         # their types, each one's values in a row
+        content = np.stack([np.flatnonzero(types[k]).astype(code_dt) for k in of_w])
+        local = np.zeros(K, dtype=np.int64)
+        local[of_w] = np.arange(len(of_w))
+        t = type_of[ids]
+
+        def rows(a, b, ids=ids, t=t, content=content, local=local):
+            real = content[local[t[a:b]]]
+            return np.concatenate([real, fakes[ids[a:b]]], axis=1) if sigma else real
+
+        shuffle_segments(st_code, st_start[ids], w, rows, rng)
+    # count of each row: its type's count of the value, 1 for a fake (a value the type lacks)
+    table = np.maximum(types, 1).ravel()
+    st_count = np.empty(n_rows, dtype=np.int64)
+    tk = np.repeat(type_of.astype(np.int32 if K * m < 1 << 31 else np.int64), width)
+    for a in range(0, n_rows, ORDER_BLOCK):
+        key = tk[a:a + ORDER_BLOCK] * m
+        key += st_code[a:a + ORDER_BLOCK]
+        st_count[a:a + len(key)] = table[key]
+    del tk
+    st = {"bid": pa.array(np.repeat(np.arange(nb, dtype=np.int64), width), pa.int64()),
+          sa: dictionary_column(st_code, labels), "count": pa.array(st_count, pa.int64())}
+    del st_code, st_count
     labels = [str(x) for x in labels]
-    custodian = ({"fake": {"bid": np.asarray(fake_bid, dtype=np.int64).tolist(),
-                           "value": [labels[c] for c in np.asarray(fake_code).tolist()]}} if len(fake_bid) else {})
+    custodian = ({"fake": {"bid": fake_bid.tolist(), "value": [labels[c] for c in fake_code.tolist()]}}
+                 if len(fake_bid) else {})
     return pa.table(st), custodian
 
 
@@ -250,7 +358,7 @@ def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa:
 def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.Table, st: pa.Table,
                       quasi: Sequence[str], domains: Mapping[str, Sequence[str]],
                       numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None,
-                      custodian: Mapping | None = None) -> BucketizedRelease:
+                      custodian: Mapping | None = None, type_of: np.ndarray | None = None) -> BucketizedRelease:
     """The release (manifest + files) of an applied plan; the one manifest builder of every engine.
 
     ``relabelled``: the counts matrix in published bucket order, or just the bucket sizes in
@@ -265,6 +373,8 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 **dict(extra or {}), "certificate": plan.certificate(rel if (rel := np.asarray(relabelled)).ndim == 1 else rel.sum(axis=1))}
     release = BucketizedRelease(manifest, {"qit": qit, "st": st}, custodian)
+    if rel.ndim == 1:  # the writer's files are in the dense form: no second decoding for the disclosure
+        release.adopt_writer_decoding(rel, plan.types if type_of is not None else None, type_of)
     # what the files disclose (ppdp.publish re-states it and refuses a release disclosing every record)
     release.manifest["disclosure"] = disclosure_of(release)
     return release
@@ -300,10 +410,83 @@ def draw_plan_fakes_typed(plan: BucketizationPlan, type_of: np.ndarray, rng: np.
     return np.concatenate(bids), np.concatenate(codes)
 
 
+def qit_template(types: np.ndarray, type_of: np.ndarray, starts: np.ndarray, n: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """The SA value of every QIT row: bucket ``g`` (of type ``type_of[g]``) at rows
+    ``starts[g]`` onwards, its values in a random order of its own. uint8 codes up to 256
+    values (uint16 up to 2^16)."""
+    types = np.asarray(types, dtype=np.int64)
+    K, m = types.shape
+    out = np.empty(n, dtype=np.uint8 if m <= 1 << 8 else np.uint16 if m <= 1 << 16 else np.int32)
+    sizes = types.sum(axis=1)
+    for w, ids in by_width(sizes[type_of]):
+        of_w = np.flatnonzero(sizes == w)                          # the types of this size …
+        content = np.stack([np.repeat(np.arange(m, dtype=out.dtype), types[k]) for k in of_w])
+        local = np.zeros(K, dtype=np.int64)
+        local[of_w] = np.arange(len(of_w))                         # … and each one's row of content
+        t = type_of[ids]
+        shuffle_segments(out, starts[ids], w, lambda a, b: content[local[t[a:b]]], rng)
+    return out
+
+
+def packed_gather(columns: Sequence[np.ndarray], sizes: Sequence[int], order: np.ndarray,
+                  block: int = ORDER_BLOCK) -> list[np.ndarray]:
+    """``[c[order] for c in columns]`` (codes below ``sizes``) as int16 arrays (int32 above 2^15
+    labels), with one random-access gather per 64 bits of codes instead of one per column: the
+    codes are packed side by side into uint32/uint64 words, the words gathered, then unpacked,
+    all a block at a time."""
+    bits = [max(1, (int(d) - 1).bit_length()) for d in sizes]
+    groups: list[list[int]] = []
+    used = 64
+    for i, b in enumerate(bits):
+        if used + b > 64:
+            groups.append([])
+            used = 0
+        groups[-1].append(i)
+        used += b
+    n = len(order)
+    out: list[np.ndarray] = [np.empty(0)] * len(columns)
+    for g in groups:
+        width = sum(bits[i] for i in g)
+        wd: Any = np.uint32 if width <= 32 else np.uint64
+        word: Any = np.zeros(len(columns[g[0]]), dtype=wd)
+        shift = 0
+        shifts = []
+        for i in g:
+            shifts.append(shift)
+            for a in range(0, len(word), block):
+                w: Any = np.asarray(columns[i][a:a + block]).astype(wd)
+                w <<= wd(shift)
+                word[a:a + block] |= w
+            shift += bits[i]
+        got: Any = np.empty(n, dtype=wd)
+        for a in range(0, n, block):
+            got[a:a + block] = word[order[a:a + block]]
+        del word
+        for i, sh in zip(g, shifts):
+            col = np.empty(n, dtype=np.int16 if sizes[i] <= 1 << 15 else np.int32)
+            mask = wd((1 << bits[i]) - 1)
+            for a in range(0, n, block):
+                w = got[a:a + block] >> wd(sh)
+                w &= mask
+                col[a:a + len(w)] = w
+            out[i] = col
+        del got
+    return out
+
+
 def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> BucketizedRelease:
     """Apply ``plan`` to the rows of ``table`` in memory: rows → buckets, σ fake values per
     bucket, QIT (rows grouped by bucket, random order inside) and ST. Works on the typed plan:
-    memory O(N) plus O(n_buckets) for the bucket types, never n_buckets × m."""
+    memory O(N) plus O(n_buckets) for the bucket types, never n_buckets × m.
+
+    The QIT is made without sorting rows by bucket: bucket ids are drawn at random (the
+    planner's bucket j is published as ``perm[j]``), the buckets laid out in id order with
+    each bucket's SA values in a random order of their own (:func:`qit_template`), and the
+    rows of each SA value, in a uniformly random order (:func:`value_random_order`), fill that
+    value's QIT rows in order. So every assignment of records to buckets that the plan's
+    counts allow is equally likely, as is every order inside a bucket — the distribution of
+    :func:`assign_typed` + :func:`grouped_random_order`, in O(N) with int32 row indices."""
     sa = plan.sa
     if table.sa != sa or tuple(table.domain(sa)) != plan.labels:
         raise SchemaError(f"the plan is for SA {sa!r} with {len(plan.labels)} labels; the table's SA is "
@@ -311,26 +494,55 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
     for c in table.quasi:
         table.codes(c)  # SchemaError on an unknown column
     assert plan.multiplicity is not None
-    bid, type_of = assign_typed(table.codes(sa), plan.types, plan.multiplicity, rng)
+    types = np.asarray(plan.types, dtype=np.int64)
+    mult = np.asarray(plan.multiplicity, dtype=np.int64)
+    if (types < 0).any() or (mult < 0).any():
+        raise PpdpError("the bucket setting has negative counts")
+    K, m = types.shape
+    n_buckets = int(mult.sum())
+    sa_codes = table.codes(sa)
+    n = len(sa_codes)
+    # bucket ids at random: planner bucket j is published as perm[j]
+    perm = rng.permutation(n_buckets).astype(np.int64)
+    type_of = np.empty(n_buckets, dtype=np.int32 if K < 1 << 31 else np.int64)
+    type_of[perm] = np.repeat(np.arange(K, dtype=type_of.dtype), mult)
+    sizes = plan.type_sizes[type_of]
+    if int(sizes.sum()) != n:
+        raise PpdpError("the bucket setting does not match the table's SA counts (plan and data disagree)")
+    starts = np.cumsum(sizes) - sizes
+    del perm
+    template = qit_template(types, type_of, starts, n, rng)
+    slots, _ = counting_order(template, m)             # QIT rows of each SA value, in row order
+    del template
+    rows, observed = value_random_order(sa_codes, m, rng)
+    if not np.array_equal((types * mult[:, None]).sum(axis=0), observed):
+        raise PpdpError("the bucket setting does not match the table's SA counts (plan and data disagree)")
+    qit_order = np.empty(n, dtype=rows.dtype)          # the source row of every QIT row
+    for a in range(0, n, ORDER_BLOCK):
+        qit_order[slots[a:a + ORDER_BLOCK]] = rows[a:a + ORDER_BLOCK]
+    del slots, rows
+    qi_codes = dict(zip(table.quasi, packed_gather([table.codes(c) for c in table.quasi],
+                                                   [len(table.domain(c)) for c in table.quasi], qit_order)))
+    del qit_order
+    bid = np.repeat(np.arange(n_buckets, dtype=np.int64), sizes)  # QIT rows grouped by id, in id order
     forbidden = None
     # given + learned (associations.py, §6) negative associations; the learned ones go into the certificate
     # (the per-bucket counts are expanded from the types only when learning is on)
-    plan, associations, learned = with_learned_associations(plan, bid, lambda: plan.types[type_of],
-                                                            {c: table.codes(c) for c in table.quasi}, table.domains)
+    plan, associations, learned = with_learned_associations(plan, bid, lambda: types[type_of], qi_codes,
+                                                            table.domains)
     if associations:  # validated even when σ = 0
-        forbidden = negative_association_mask(bid, len(type_of), {c: table.codes(c) for c in table.quasi},
-                                              table.domains, sa, associations)
+        forbidden = negative_association_mask(bid, n_buckets, qi_codes, table.domains, sa, associations)
     fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, forbidden)
     del forbidden
-    qit_order = grouped_random_order(bid, rng)  # grouped by (random) bucket id, random inside
-    qit = {c: dictionary_column(table.codes(c)[qit_order], table.domain(c)) for c in table.quasi}
-    qit["bid"] = pa.array(bid[qit_order], pa.int64())
-    del qit_order, bid
-    st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, table.domain(sa))
+    qit = {c: dictionary_column(qi_codes.pop(c), table.domain(c)) for c in table.quasi}
+    qit["bid"] = pa.array(bid, pa.int64())
+    del bid
+    st, custodian = st_table_typed(types, type_of, fake_bid, fake_code, rng, sa, table.domain(sa))
     custodian.update(learned)
     numeric = {c: table.numeric_values(c) for c in (*table.quasi, sa)}
-    sizes = plan.type_sizes[type_of]
-    return release_from_plan(plan, sizes, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian)
+    return release_from_plan(plan, sizes, pa.table(qit), st, table.quasi, table.domains, numeric, custodian=custodian,
+                             type_of=type_of)
 
 
-__all__ = ["assign_buckets", "assign_typed", "st_table_typed", "draw_plan_fakes_typed", "dictionary_column", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]
+__all__ = ["assign_buckets", "assign_typed", "st_table_typed", "counting_order", "value_random_order",
+           "shuffle_segments", "qit_template", "packed_gather", "draw_plan_fakes_typed", "dictionary_column", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]
