@@ -86,30 +86,11 @@ def _first_failure(ok, hi: int) -> int:
     return lo
 
 
-def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
-
-    Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
-    group (0 … N/ℓ'−1, in creation order) it goes to. Group g takes one tuple from each of
-    the ℓ' values with the most remaining tuples (ties: smaller code first).
-
-    The greedy is evaluated in runs instead of one group at a time. At any moment the values
-    split into F (strictly above the ℓ'-th largest remaining count L: each is taken by every
-    group), a block at level L (possibly with the level L−1 values when those are exactly the
-    block's smaller codes) and values below. Inside the block the greedy takes the a = ℓ' − |F|
-    largest by (count, −code) — a cyclic walk over the block in code order, a units per group.
-    That walk stays exact while the F values remain strictly above it and the values below stay
-    strictly below the lowest level it touches; both conditions are monotone in the number of
-    groups, so the longest valid run is found by bisection and written out with array
-    arithmetic. A run ends only when a value enters the block or a wrap breaks the code-order
-    pattern, so there are O(#values) runs (a few hundred on OCC), not N/ℓ' iterations.
-
-    The slots are written into preallocated arrays a block at a time (no per-run lists or
-    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
-    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
-    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
-    increasing group order (the runs advance the groups; each run's groups increase).
-    """
+def _decoy_runs(counts: np.ndarray, l_prime: int):
+    """The decoy schedule's runs (see :func:`decoy_schedule`), each as ``(t, J, F, block, p, a)``:
+    groups t … t+J−1 each hold every value of F and a window of a consecutive block values
+    (cyclically, in code order) — group t+j the block positions (p + a·j + i) mod |block|,
+    i < a. Works on the counts alone (O(#values) runs, no per-slot work)."""
     r = np.asarray(counts, dtype=np.int64).copy()
     n = int(r.sum())
     if n % l_prime:
@@ -117,11 +98,7 @@ def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tu
     G = n // l_prime
     if G and r.max() > G:
         raise InfeasibleError(f"not eligible: a value occurs {int(r.max())} times > N/ℓ' = {G}")
-    m = len(r)
-    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
-    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
-    codes = np.arange(m)
-    k = 0  # slots written
+    codes = np.arange(len(r))
     t = 0
     while t < G:
         order = np.lexsort((codes, -r))
@@ -147,28 +124,101 @@ def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tu
 
         J = _first_failure(ok, G - t)
         assert J >= 1
+        yield t, J, F, block, p, a
+        r[F] -= J
+        # block position i is hit by the walk u ∈ [0, a·J) with (p + u) ≡ i (mod b)
+        d = (np.arange(b) - p) % b
+        r[block] -= np.maximum(a * J - d + b - 1, 0) // b
+        t += J
+    assert not r.any(), "decoy schedule did not use every tuple"
+
+
+def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
+
+    Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
+    group (0 … N/ℓ'−1, in creation order) it goes to. Group g takes one tuple from each of
+    the ℓ' values with the most remaining tuples (ties: smaller code first).
+
+    The greedy is evaluated in runs (:func:`_decoy_runs`) instead of one group at a time. At
+    any moment the values split into F (strictly above the ℓ'-th largest remaining count L:
+    each is taken by every group), a block at level L (possibly with the level L−1 values when
+    those are exactly the block's smaller codes) and values below. Inside the block the greedy
+    takes the a = ℓ' − |F| largest by (count, −code) — a cyclic walk over the block in code
+    order, a units per group. That walk stays exact while the F values remain strictly above
+    it and the values below stay strictly below the lowest level it touches; both conditions
+    are monotone in the number of groups, so the longest valid run is found by bisection and
+    written out with array arithmetic. A run ends only when a value enters the block or a wrap
+    breaks the code-order pattern, so there are O(#values) runs (a few hundred on OCC), not
+    N/ℓ' iterations.
+
+    The slots are written into preallocated arrays a block at a time (no per-run lists or
+    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
+    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
+    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
+    increasing group order (the runs advance the groups; each run's groups increase).
+    """
+    r = np.asarray(counts, dtype=np.int64)
+    n = int(r.sum())
+    G = n // l_prime
+    m = len(r)
+    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
+    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
+    k = 0  # slots written
+    for t, J, F, block, p, a in _decoy_runs(r, l_prime):
+        b = len(block)
         for f in F:  # each F value once in every group t … t+J−1
             values[k:k + J] = f
             groups[k:k + J] = np.arange(t, t + J, dtype=gdt)
             k += J
-        r[F] -= J
         for u0 in range(0, a * J, SLOT_BLOCK):  # the cyclic walk, a block of slots at a time
             u = np.arange(u0, min(a * J, u0 + SLOT_BLOCK), dtype=np.int64)
-            pos = (p + u) % b
-            values[k:k + len(u)] = block[pos]
+            values[k:k + len(u)] = block[(p + u) % b]
             groups[k:k + len(u)] = t + u // a
             k += len(u)
-            r[block] -= np.bincount(pos, minlength=b)
-        t += J
-    assert not r.any() and k == n, "decoy schedule did not use every tuple"
+    assert k == n, "decoy schedule did not use every tuple"
     return values, groups
+
+
+def decoy_group_types(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.ndarray]:
+    """The decoy groups of the schedule on ``counts`` as types: ``(sets, weights)`` — the
+    (K, ℓ') SA codes of each group type (increasing in each row) and the number of groups of
+    that type (summing to N/ℓ'), from the runs alone (no per-slot work: O(#values²) per run).
+
+    In a run of J groups, group j's block window starts at (p + a·j) mod b, which has period
+    P = b / gcd(a, b): min(P, J) types, the first J mod P of them once more than the others.
+    A set may appear as several types (from different runs)."""
+    sets, weights = [], []
+    for _t, J, F, block, p, a in _decoy_runs(counts, l_prime):
+        b = len(block)
+        K = min(b // int(np.gcd(a, b)), J)
+        starts = (p + a * np.arange(K, dtype=np.int64)) % b
+        win = block[(starts[:, None] + np.arange(a)) % b]
+        rows = np.concatenate([np.broadcast_to(F, (K, len(F))), win], axis=1)
+        sets.append(np.sort(rows, axis=1))
+        w = np.full(K, J // K, dtype=np.int64)
+        w[:J % K] += 1
+        weights.append(w)
+    if not sets:
+        return np.zeros((0, l_prime), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(sets).astype(np.int64), np.concatenate(weights)
+
+
+def types_cooccurrence(sets: np.ndarray, weights: np.ndarray, m: int) -> np.ndarray:
+    """C[x, s] (int64): the number of groups holding both x and s, for group types ``sets``
+    (K × ℓ', distinct values per row) with multiplicities ``weights``."""
+    K, lp = sets.shape
+    B = sparse.csr_matrix((np.ones(K * lp, dtype=np.int64), sets.ravel(), np.arange(0, K * lp + 1, lp)), shape=(K, m))
+    W = sparse.csr_matrix((np.repeat(np.asarray(weights, dtype=np.int64), lp), sets.ravel(),
+                           np.arange(0, K * lp + 1, lp)), shape=(K, m))
+    return np.asarray((B.T @ W).todense(), dtype=np.int64)
 
 
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
     """C[x, s]: number of decoy groups holding both x and s (C[x, x] = f_x) for the group
     schedule on SA counts ``counts``."""
     c = np.asarray(counts, dtype=np.int64)
-    return np.asfortranarray(group_cooccurrence(decoy_group_values(c, int(l_prime)), len(c)))
+    return np.asfortranarray(types_cooccurrence(*decoy_group_types(c, int(l_prime)), len(c)))
 
 
 def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
@@ -205,7 +255,7 @@ def diverted_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.int64)
     m = len(counts)
     # Fortran order, as the sparse product gave it: the later matrix products sum in the same order
-    C = group_cooccurrence(decoy_group_values(counts, l_prime), m).astype(np.float64, order="F")
+    C = types_cooccurrence(*decoy_group_types(counts, l_prime), m).astype(np.float64, order="F")
     f = np.diag(C).copy()
     T = C / (l_prime * np.maximum(f, 1.0))[:, None]
     empty = np.flatnonzero(f == 0)
@@ -366,12 +416,10 @@ def diverted_leak(counts: np.ndarray, l_prime: int) -> dict:
     """
     counts = np.asarray(counts, dtype=np.int64)
     lp = int(l_prime)
-    v, g = decoy_schedule(counts, lp)
-    G = len(v) // lp
-    if G == 0:
+    if int(counts.sum()) // lp == 0:
+        decoy_group_types(counts, lp)  # the schedule's own checks (N a multiple of ℓ', eligibility)
         return {"closed_fraction": 0.0, "swap_advantage": 1.0, "max_posterior": 1.0}
-    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(G, len(counts)))
-    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    C = types_cooccurrence(*decoy_group_types(counts, lp), len(counts)).astype(np.float64)
     f = np.diag(C).copy()
     present = np.flatnonzero(f > 0)
     Cp = C[np.ix_(present, present)]
@@ -571,6 +619,42 @@ def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: 
     return np.where(keep, local, other).astype(np.int64)
 
 
+def counting_order(keys: np.ndarray, n_keys: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """The rows stably ordered by their small non-negative integer ``keys`` (< ``n_keys``): a
+    counting sort a block at a time, into int32 positions below 2^31 rows (no int64 argsort of
+    N). ``rows`` (a permutation of 0 … N−1) gives the order in which rows are taken — ties
+    keep it; None: row order."""
+    n = len(keys)
+    idx = np.int32 if n < 1 << 31 else np.int64
+    kd = np.uint8 if n_keys <= 1 << 8 else np.uint16 if n_keys <= 1 << 16 else np.int64  # radix sorts below 2^16
+    nxt = np.zeros(n_keys, dtype=np.int64)
+    for a in range(0, n, SLOT_BLOCK):
+        nxt += np.bincount(keys[a:a + SLOT_BLOCK], minlength=n_keys)
+    nxt = np.cumsum(nxt) - nxt  # first position of every key
+    out = np.empty(n, dtype=idx)
+    for a in range(0, n, SLOT_BLOCK):
+        r = np.arange(a, min(n, a + SLOT_BLOCK), dtype=idx) if rows is None else rows[a:a + SLOT_BLOCK]
+        k = np.asarray(keys[r] if rows is not None else keys[a:a + SLOT_BLOCK]).astype(kd, copy=False)
+        o = np.argsort(k, kind="stable")
+        ks = k[o]
+        cb = np.bincount(ks, minlength=n_keys)
+        first = np.cumsum(cb) - cb
+        out[nxt[ks] + np.arange(len(ks)) - first[ks]] = r[o]
+        nxt += cb
+    return out
+
+
+def random_grouped_order(keys: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
+    """A random order of the rows grouped by key: the rows of key 0 first, then key 1 …, each
+    key's rows in uniformly random order — a random permutation (int32 below 2^31 rows, the
+    same permutation as ``rng.permutation(N)``), then a stable counting sort by key
+    (:func:`counting_order`): O(N), 8 bytes a row, no float keys, no argsort of N."""
+    n = len(keys)
+    perm = np.arange(n, dtype=np.int32 if n < 1 << 31 else np.int64)
+    rng.shuffle(perm)
+    return counting_order(keys, n_keys, perm)
+
+
 def slots_by_value(values: np.ndarray, groups: np.ndarray, start: np.ndarray, m: int) -> np.ndarray:
     """The schedule's slot groups in (value, group) order: a stable counting sort of the slots by
     value, a block at a time (every value's slots are already in group order); ``start`` holds
@@ -696,6 +780,6 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     return vals[np.arange(n), pick]
 
 
-__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_group_values", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "perturb_local",
-           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
+__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
+           "perturbation_params", "posterior_retained", "random_grouped_order", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]

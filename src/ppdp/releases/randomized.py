@@ -23,7 +23,7 @@ from ..claims.retention import RetentionClaim
 from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..queries import CountIndex
-from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_group_values, randomization_fit, receiver_counts, row_groups
+from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_group_types, randomization_fit, receiver_counts, row_groups
 from ..table import code_dtype
 from .base import Release, VerifyReport, labels_to_codes, register_family
 
@@ -223,7 +223,7 @@ class RandomizedRelease(Release):
                 if int(self.manifest.get("dropped", 0)) == 0 and len(xs) % claim.l_prime == 0:
                     counts = np.bincount(xs, minlength=m)
                     if counts.max(initial=0) <= len(xs) // claim.l_prime:
-                        sets = np.unique(decoy_group_values(counts, claim.l_prime), axis=0)  # narrow, no N-length int64
+                        sets = np.unique(decoy_group_types(counts, claim.l_prime)[0], axis=0)  # from the schedule's runs: no per-slot work
                 fit = randomization_fit(gs, xs, gp, yp, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
             elif model.kind == "sdr":
                 subs = [(grp.domain, float(grp.matrix[0, 0]), float(cast(float, grp.q))) for grp in model.groups]

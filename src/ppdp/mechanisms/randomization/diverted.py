@@ -31,11 +31,10 @@ from ...claims.diverted import DivertedClaim
 from ...errors import InfeasibleError, SchemaError
 from ...kernels.transition import (decoy_schedule, diverted_matrix, groups_of_rows, randomize_in_groups,  # noqa: F401
                                    receiver_counts)
-from ...releases.base import codes_to_labels
 from ...releases.randomized import RandomizedRelease
 from ...validation import Integer
 from ..base import Mechanism
-from .uniform import schema_of
+from .uniform import dictionary_column, schema_of
 
 __all__ = ["Diverted", "DivertedPlan", "decoy_groups", "decoy_schedule", "randomize_in_groups", "receiver_counts",
            "transition_matrix"]
@@ -151,12 +150,12 @@ class Diverted(Mechanism):
         published = dict(zip(table.sensitive, plan.apply(own, rng)))
         del own, plan
         shuffle = rng.permutation(np.arange(n, dtype=itype))  # the same permutation as rng.permutation(n)
+        src_order = shuffle if idx is None else idx[shuffle]  # source rows in published order
+        del idx
         cols = [*table.quasi, *table.sensitive]
-        arrays = []
-        for c in cols:
-            codes = published[c] if c in published else _kept(table.codes(c), idx)
-            arrays.append(codes_to_labels(np.asarray(codes)[shuffle], table.domain(c)))
-        del shuffle, idx
+        arrays = [dictionary_column(published[c], shuffle, table.domain(c)) if c in published else
+                  dictionary_column(table.codes(c), src_order, table.domain(c)) for c in cols]
+        del shuffle, src_order
         data = pa.Table.from_arrays(arrays, names=cols)
         pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,

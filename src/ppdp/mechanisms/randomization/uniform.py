@@ -59,13 +59,19 @@ def data_table(table, columns: dict[str, np.ndarray], order: np.ndarray) -> pa.T
     for c, codes in columns.items():
         if c == "subtable":
             arrays.append(pa.array(codes[order].astype(np.int32)))
-        elif len(table.domain(c)) <= 1 << 15:
-            idx = np.take(codes, order).astype(np.int16, copy=False)
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(list(table.domain(c)), pa.string())))
         else:
-            arrays.append(codes_to_labels(codes[order], table.domain(c)))
+            arrays.append(dictionary_column(codes, order, table.domain(c)))
         names.append(c)
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def dictionary_column(codes: np.ndarray, order: np.ndarray, domain) -> pa.DictionaryArray:
+    """One published column: the labels of ``codes[order]`` as a dictionary array, int16
+    indices when the domain allows (int32 otherwise)."""
+    if len(domain) <= 1 << 15:
+        idx = np.take(codes, order).astype(np.int16, copy=False)
+        return pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(list(domain), pa.string()))
+    return codes_to_labels(np.take(codes, order), domain)
 
 
 def schema_of(table, sensitive: list[str] | str) -> dict:
