@@ -531,18 +531,27 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     if kind == "uniform":
         assert retention is not None and q is not None
         lo = up = retention * a + q * (1.0 - a)
-    elif kind == "subtables":
-        A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
-        up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
+    elif kind == "subtables":  # the pairs in value-major order: a sub-table reads its domain's slices only
+        by_value = counting_order(px, m)
+        vstart = np.concatenate(([0], np.cumsum(np.bincount(px, minlength=m)))).tolist()
+        a_v, g_v = a[by_value], gi[by_value]
+        up_v, lo_v = np.full(len(a), -np.inf), np.full(len(a), np.inf)
         for dom, r, qq in subtables:
-            member = np.zeros(m)
-            member[np.asarray(dom, dtype=np.int64)] = 1.0
-            e = r * a + qq * (np.asarray(A @ member).ravel()[gi] - a)
-            inside = member[px] > 0
-            up = np.where(inside, np.maximum(up, e), up)
-            lo = np.where(inside, np.minimum(lo, e), lo)
-        up = np.where(np.isfinite(up), up, 1.0)
-        lo = np.where(np.isfinite(lo), lo, 0.0)
+            segs = [(vstart[x], vstart[x + 1]) for x in np.asarray(dom, dtype=np.int64).tolist()]
+            if not segs:
+                continue
+            a_sel = np.concatenate([a_v[s:t] for s, t in segs])
+            g_sel = np.concatenate([g_v[s:t] for s, t in segs])
+            e = r * a_sel + qq * (np.bincount(g_sel, weights=a_sel, minlength=n_gid)[g_sel] - a_sel)
+            k = 0
+            for s, t in segs:
+                np.maximum(up_v[s:t], e[k:k + t - s], out=up_v[s:t])
+                np.minimum(lo_v[s:t], e[k:k + t - s], out=lo_v[s:t])
+                k += t - s
+        up, lo = np.empty(len(a)), np.empty(len(a))
+        up[by_value] = np.where(np.isfinite(up_v), up_v, 1.0)
+        lo[by_value] = np.where(np.isfinite(lo_v), lo_v, 0.0)
+        del a_v, g_v, up_v, lo_v, by_value
     elif kind == "decoy" and decoy_sets is not None:  # the groups' value sets are known (no row dropped)
         A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
         up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
@@ -581,13 +590,19 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     if excess == 0 and deficit == 0:  # Σ over source rows = Σ over pairs weighted by their row counts
         upper, lower = float(np.dot(up, pair_n)), float(np.dot(lo, pair_n))
     else:  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme source rows
+        short = np.flatnonzero(np_g[gi] < n_grp[gi])  # pairs of the groups that lost rows (few)
+        whole = np.ones(len(gi), dtype=bool)
+        whole[short] = False
+
         def extreme(vals, sign):  # per group, the sum of its np_g largest (sign −1) / smallest values
-            o = np.lexsort((sign * vals, gi))
-            cnt = pair_n[o]
-            before = np.cumsum(cnt) - cnt  # source rows before this pair, over all groups
-            first = np.concatenate(([0], np.cumsum(n_grp)[:-1]))
-            take = np.clip(np_g[gi[o]] - (before - first[gi[o]]), 0, cnt)
-            return float(np.dot(vals[o], take))
+            total = float(np.dot(vals[whole], pair_n[whole]))  # groups with every row published: all of them
+            o = short[np.lexsort((sign * vals[short], gi[short]))]
+            cnt, g_o = pair_n[o], gi[o]
+            before = np.cumsum(cnt) - cnt  # rows before this pair among the short groups' pairs
+            start = np.flatnonzero(np.concatenate(([True], g_o[1:] != g_o[:-1]))) if len(o) else np.zeros(0, np.int64)
+            first = np.repeat(before[start], np.diff(np.concatenate((start, [len(o)]))))
+            take = np.clip(np_g[g_o] - (before - first), 0, cnt)
+            return total + float(np.dot(vals[o], take))
         upper = extreme(up, -1.0) + excess
         lower = extreme(lo, 1.0)
     t = float(np.sqrt(n_pub * np.log(2.0 / alpha) / 2.0))
