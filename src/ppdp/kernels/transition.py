@@ -642,9 +642,7 @@ def counting_order(keys: np.ndarray, n_keys: int, rows: np.ndarray | None = None
     n = len(keys)
     idx = np.int32 if n < 1 << 31 else np.int64
     kd = np.uint8 if n_keys <= 1 << 8 else np.uint16 if n_keys <= 1 << 16 else np.int64  # radix sorts below 2^16
-    nxt = np.zeros(n_keys, dtype=np.int64)
-    for a in range(0, n, SLOT_BLOCK):
-        nxt += np.bincount(keys[a:a + SLOT_BLOCK], minlength=n_keys)
+    nxt = _key_counts(keys, n_keys)
     nxt = np.cumsum(nxt) - nxt  # first position of every key
     out = np.empty(n, dtype=idx)
     for a in range(0, n, SLOT_BLOCK):
@@ -661,13 +659,24 @@ def counting_order(keys: np.ndarray, n_keys: int, rows: np.ndarray | None = None
 
 def random_grouped_order(keys: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
     """A random order of the rows grouped by key: the rows of key 0 first, then key 1 …, each
-    key's rows in uniformly random order — a random permutation (int32 below 2^31 rows, the
-    same permutation as ``rng.permutation(N)``), then a stable counting sort by key
-    (:func:`counting_order`): O(N), 8 bytes a row, no float keys, no argsort of N."""
-    n = len(keys)
-    perm = np.arange(n, dtype=np.int32 if n < 1 << 31 else np.int64)
-    rng.shuffle(perm)
-    return counting_order(keys, n_keys, perm)
+    key's rows in uniformly random order — a stable counting sort by key
+    (:func:`counting_order`, int32 below 2^31 rows) and then an independent shuffle of every
+    key's run: O(N), 4 bytes a row, no float keys, no argsort of N."""
+    out = counting_order(keys, n_keys)
+    ends = np.cumsum(_key_counts(keys, n_keys)).tolist()
+    start = 0
+    for end in ends:
+        if end - start > 1:
+            rng.shuffle(out[start:end])
+        start = end
+    return out
+
+
+def _key_counts(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    cnt = np.zeros(n_keys, dtype=np.int64)
+    for a in range(0, len(keys), SLOT_BLOCK):
+        cnt += np.bincount(keys[a:a + SLOT_BLOCK], minlength=n_keys)
+    return cnt
 
 
 def slots_by_value(values: np.ndarray, groups: np.ndarray, start: np.ndarray, m: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InfeasibleError
-from ...kernels.transition import random_grouped_order
+from ...kernels.transition import counting_order
 
 
 @dataclass(frozen=True)
@@ -109,13 +109,19 @@ def balance(counts: np.ndarray, sa_prime: np.ndarray) -> BalancePlan:
 
 def assign_rows(sa_codes: np.ndarray, plan: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Sub-table of every row for a (J × m) count plan whose column sums are the SA counts:
-    rows of each SA value, in random order, fill the sub-tables in order (O(N): a random
-    permutation and a counting sort by value, :func:`~ppdp.kernels.transition.random_grouped_order`;
+    rows of each SA value, in random order, fill the sub-tables in order — equivalently, each
+    value's sub-table labels are shuffled and given to its rows in row order (O(N): a shuffle of
+    narrow labels and a counting sort by value, :func:`~ppdp.kernels.transition.counting_order`;
     the sub-table ids in the narrowest integer type)."""
     n = len(sa_codes)
     J, m = plan.shape
-    order = random_grouped_order(sa_codes, m, rng)  # by value, random within a value
     dt = np.uint8 if J <= 1 << 8 else np.int32
+    labels = np.repeat(np.tile(np.arange(J, dtype=dt), m), plan.T.ravel())  # value by value, sub-tables in order
+    start = 0
+    for end in np.cumsum(plan.sum(axis=0)).tolist():  # each value's labels in random order (narrow: cache-friendly)
+        if end - start > 1:
+            rng.shuffle(labels[start:end])
+        start = end
     out = np.empty(n, dtype=dt)
-    out[order] = np.repeat(np.tile(np.arange(J, dtype=dt), m), plan.T.ravel())
+    out[counting_order(sa_codes, m)] = labels  # the rows of each value in row order get its labels
     return out

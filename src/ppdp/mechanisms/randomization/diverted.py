@@ -34,7 +34,7 @@ from ...kernels.transition import (decoy_schedule, diverted_matrix, groups_of_ro
 from ...releases.randomized import RandomizedRelease
 from ...validation import Integer
 from ..base import Mechanism
-from .uniform import dictionary_column, schema_of
+from .uniform import dictionary_column, gather_columns, schema_of
 
 __all__ = ["Diverted", "DivertedPlan", "decoy_groups", "decoy_schedule", "randomize_in_groups", "receiver_counts",
            "transition_matrix"]
@@ -153,9 +153,11 @@ class Diverted(Mechanism):
         src_order = shuffle if idx is None else idx[shuffle]  # source rows in published order
         del idx
         cols = [*table.quasi, *table.sensitive]
-        arrays = [dictionary_column(published[c], shuffle, table.domain(c)) if c in published else
-                  dictionary_column(table.codes(c), src_order, table.domain(c)) for c in cols]
+        src_cols = [c for c in cols if c not in published]
+        codes = dict(zip(src_cols, gather_columns([table.codes(c) for c in src_cols], src_order)))
+        codes.update(zip(table.sensitive, gather_columns([published[c] for c in table.sensitive], shuffle)))
         del shuffle, src_order
+        arrays = [dictionary_column(codes.pop(c), table.domain(c)) for c in cols]
         data = pa.Table.from_arrays(arrays, names=cols)
         pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,

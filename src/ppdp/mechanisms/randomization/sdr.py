@@ -133,7 +133,7 @@ class SDR(Mechanism):
         order = random_grouped_order(sub, len(plan.counts), rng)  # by sub-table, random within each
         cols = {c: table.codes(c) for c in table.quasi}
         cols["subtable"] = sub
-        cols[sa] = y
+        cols[sa] = y.astype(code_dtype(len(table.domain(sa))), copy=False)  # narrow: one gather per row
         N = table.n_rows
         manifest = {"schema": schema_of(table, sa), "n_input": N, "n_published": N, "dropped": 0,
                     "certificate": plan.claim.to_certificate()}
