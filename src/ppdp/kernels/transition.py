@@ -781,6 +781,32 @@ def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, gr
     return group_of_row, group_values
 
 
+def random_groups_of_rows(sa_codes: np.ndarray, values: np.ndarray, groups: np.ndarray, l_prime: int, n_values: int,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Rows → decoy groups for a schedule ``(values, groups)``, drawn: every value's rows get
+    its slots' groups in uniformly random order (independent shuffles, one per value).
+
+    The same distribution as :func:`groups_of_rows` with uniformly random tuple ids ("value
+    s's k-th tuple by id goes to the k-th group holding s"): under random ids the order of
+    s's rows by id is a uniform permutation, independent across values, and so is the bijection
+    from s's rows to s's groups. Here no id is drawn: the slot groups are counting-sorted by
+    value (:func:`slots_by_value`), each value's run shuffled (4-byte elements, inside the run)
+    and given to the value's rows in row order (:func:`counting_order`) — no permutation of N,
+    no random gather or scatter over all rows. Returns ``(group_of_row, group_values)`` as
+    :func:`groups_of_rows` does."""
+    sa = np.asarray(sa_codes)
+    counts = _key_counts(sa, n_values)
+    start = np.cumsum(counts) - counts
+    by_value = slots_by_value(values, groups, start, n_values)
+    group_values = values_of_groups(by_value, counts, l_prime, values.dtype)
+    for a, c in zip(start.tolist(), counts.tolist()):
+        if c > 1:
+            rng.shuffle(by_value[a:a + c])
+    group_of_row = np.empty(len(sa), dtype=groups.dtype)
+    group_of_row[counting_order(sa, n_values)] = by_value
+    return group_of_row, group_values
+
+
 def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own: np.ndarray,
                         rng: np.random.Generator, retention: float | None = None) -> np.ndarray:
     """Published SA codes: uniform over the row's group values (``retention=None``, p = q = 1/ℓ').
@@ -806,4 +832,4 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
 
 __all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
            "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
-           "perturbation_params", "posterior_retained", "random_grouped_order", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
+           "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
