@@ -459,11 +459,18 @@ def row_groups(src_cols: Sequence[np.ndarray], pub_cols: Sequence[np.ndarray], d
     return inv[:ns], inv[ns:]
 
 
+#: cells counted per pass of :func:`pair_runs` (a 256 MiB count array) and the most passes it makes
+PAIR_RANGE = 1 << 25
+PAIR_PASSES = 16
+
+
 def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (group, value) pairs of rows — keys g·m + v, sorted — and their row counts.
     Keys in the narrowest integer type that holds the (group × value) cube (int32 below 2^31
-    cells); counted over the cube when it is small (≤ max(2^24, 2·rows) cells), else one sort of
-    the keys in place (no argsort, no inverse, no int64 copy of the rows)."""
+    cells); counted over the cube when it is small (≤ max(2^24, rows/2) cells), or over ranges
+    of :data:`PAIR_RANGE` cells, one pass over the keys per range, when it takes at most
+    :data:`PAIR_PASSES` ranges (O(rows · passes), bounded memory), else one sort of the keys in
+    place (no argsort, no inverse, no int64 copy of the rows)."""
     g, v = np.asarray(g), np.asarray(v)
     G = int(g.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
     cells = G * int(m)
@@ -475,6 +482,17 @@ def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None)
         cnt = np.bincount(k, minlength=cells)
         keys = np.flatnonzero(cnt)
         return keys.astype(kd), cnt[keys]
+    if cells <= PAIR_PASSES * PAIR_RANGE:
+        keys_l, cnt_l = [], []
+        for lo in range(0, cells, PAIR_RANGE):
+            sel = k[(k >= lo) & (k < lo + PAIR_RANGE)]
+            sel -= lo
+            cnt = np.bincount(sel, minlength=min(PAIR_RANGE, cells - lo))
+            del sel
+            nz = np.flatnonzero(cnt)
+            keys_l.append((nz + lo).astype(kd))
+            cnt_l.append(cnt[nz])
+        return np.concatenate(keys_l), np.concatenate(cnt_l)
     k.sort()
     if not len(k):
         return k, np.zeros(0, np.int64)

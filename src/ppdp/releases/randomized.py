@@ -254,7 +254,19 @@ class RandomizedRelease(Release):
                     k += np.asarray(col)
                 return k
 
-            out = (key(src), key([self.column_codes(c) for c in qi]))
+            ks, kp = key(src), key([self.column_codes(c) for c in qi])
+            if cells <= max(1 << 26, len(ks)):  # relabel the present cells 0 … K−1 (the fit then counts, not sorts)
+                present = np.zeros(int(cells), dtype=bool)
+                for k in (ks, kp):
+                    for a in range(0, len(k), 1 << 22):
+                        present[k[a:a + (1 << 22)]] = True
+                lut = np.cumsum(present, dtype=np.int32)
+                lut -= 1
+                del present
+                np.take(lut, ks, out=ks)
+                np.take(lut, kp, out=kp)
+                del lut
+            out = (ks, kp)
         else:
             out = row_groups(src, [self.column_codes(c) for c in qi], dims)
         self._groups_cache = (src, out, stamp)
