@@ -2,15 +2,21 @@
 
 Tables: synthetic OCC- and EDU-like tables (:mod:`ppdp.datasets.synthetic`: the one-way and
 QI×SA two-way marginals of the bundled table) written once per (data, size) to a Parquet file
-under ``--cache`` (default ``benchmarks/data``, git-ignored). Each (size, mechanism) then runs in its own
-child process — so its peak memory (``ru_maxrss``) is its own — under an address-space limit
-(``--limit-gib``, default 11), one child at a time. A child:
+under ``--cache`` (default ``benchmarks/data``, git-ignored). Each (size, mechanism) then runs
+as four child processes, one stage each — as a user runs ``ppdp publish``, ``ppdp verify`` and
+``ppdp query`` — so that each stage's peak memory (``ru_maxrss``) is its own, under an
+address-space limit (``--limit-gib``, default 11), one child at a time:
 
-1. reads the columns (one Parquet column at a time, straight to narrow codes) and makes one
-   pass over them (a bincount per column): the **read floor**, in CPU seconds;
-2. publishes (CPU and wall seconds), saves the release (``Release.save``), verifies it from
-   the files and from the source table (``ppdp.verify(release, table)``), each timed;
-3. reports its peak RSS and the multiple of the read floor (publish CPU / read floor CPU).
+1. ``publish``: reads the columns (one Parquet column at a time, straight to narrow codes) and
+   makes one pass over them (a bincount per column) — the **read floor**, in CPU seconds —
+   then publishes and saves the release (``Release.save``);
+2. ``verify_files``: loads the release and verifies it from its files;
+3. ``verify_source``: reads the table, loads the release, verifies it against the source;
+4. ``queries``: loads the release and answers 5,000 queries with intervals (the anatomy
+   workload of the bundled table, selectivity 1%, seed 1; random ranges for histograms).
+
+Each stage reports CPU and wall seconds and its peak RSS; the run reports the publish CPU per
+row, the multiple of the read floor and whether verify is no slower than publish.
 
 Targets (issue 15): every row mechanism ≤ 5× the read floor and ≤ 1 µs of publish CPU per
 row at 10^8; peak ≤ 8 GiB. The machine is shared: the load average is recorded before and
@@ -111,76 +117,122 @@ def read_table(path: Path):
     return Table(codes, doms, meta["quasi"], meta["sensitive"], numeric=meta.get("numeric"))
 
 
+STAGES = ("publish", "verify_files", "verify_source", "queries")
+
+
+def query_workload(data: str, mech: str):
+    """The 5,000-query workload: the anatomy workload (selectivity 1%, seed 1) of the bundled
+    table for the row mechanisms, random ranges over the cube's dimensions for histograms."""
+    import ppdp
+    from ppdp.queries.workloads import anatomy_workload, range_workload
+
+    if MECHANISMS[mech][1] == "histogram":
+        dims = ["age", "education"]
+        return range_workload(ppdp.datasets.public_domains(data, dims), dims, 5000, seed=1)
+    return anatomy_workload(ppdp.datasets.load(data), 5000, 0.01, seed=1)
+
+
 def child(args) -> dict:
-    """One (data, size, mechanism) run in this process; prints its JSON."""
+    """One stage of one (data, size, mechanism) run in this process (a CLI user runs each stage
+    as its own command: ``ppdp publish``, ``ppdp verify``, ``ppdp query``); prints its JSON with
+    the stage's own peak RSS."""
     import ppdp
 
-    res: dict = {"data": args.data, "n": args.n, "mechanism": args.mechanism, "expr": MECHANISMS[args.mechanism][0],
-                 "publish_seed": args.seed, "data_path": str(args.path)}
-    path = Path(args.path)
-    c0, w0 = _cpu(), time.perf_counter()
-    table = read_table(path)
-    for c in table.column_names:  # one pass
-        np.bincount(table.codes(c), minlength=len(table.domain(c)))
-    res["read_floor_cpu_s"] = _cpu() - c0
-    res["read_floor_wall_s"] = time.perf_counter() - w0
-    res["table_gib"] = sum(table.codes(c).nbytes for c in table.column_names) / 2**30
-    res["peak_after_read_gib"] = _peak_gib()
-    mech = eval(MECHANISMS[args.mechanism][0], {"ppdp": ppdp})  # noqa: S307 - fixed expressions above
+    res: dict = {}
+    path, out_dir = Path(args.path), Path(args.release)
 
     def step(name, fn):
         c, w = _cpu(), time.perf_counter()
         out = fn()
         res[f"{name}_cpu_s"] = _cpu() - c
         res[f"{name}_wall_s"] = time.perf_counter() - w
-        res[f"peak_after_{name}_gib"] = _peak_gib()
         return out
 
-    rel = step("publish", lambda: ppdp.publish(table, mech, seed=args.seed))
-    out_dir = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=args.tmp)) / "release"
-    try:
+    def read():
+        table = read_table(path)
+        for c in table.column_names:  # one pass
+            np.bincount(table.codes(c), minlength=len(table.domain(c)))
+        return table
+
+    if args.stage == "publish":
+        table = step("read_floor", read)
+        res["table_gib"] = sum(table.codes(c).nbytes for c in table.column_names) / 2**30
+        res["peak_after_read_gib"] = _peak_gib()
+        mech = eval(MECHANISMS[args.mechanism][0], {"ppdp": ppdp})  # noqa: S307 - fixed expressions above
+        rel = step("publish", lambda: ppdp.publish(table, mech, seed=args.seed))
+        res["peak_after_publish_gib"] = _peak_gib()
         step("save", lambda: rel.save(out_dir))
-        rel = None  # the in-memory release is no longer needed
+    elif args.stage == "verify_files":
         loaded = step("load", lambda: ppdp.load_release(out_dir))
         rep = step("verify_files", lambda: ppdp.verify(loaded))
-        res["verify_files_ok"] = bool(rep.ok)
-        rep2 = step("verify_source", lambda: ppdp.verify(loaded, table))
-        res["verify_source_ok"] = bool(rep2.ok)
-        res["verify_problems"] = list(rep2.problems)[:3] + list(rep.problems)[:3]
-    finally:
-        shutil.rmtree(out_dir.parent, ignore_errors=True)
+        res["verify_files_ok"], res["verify_files_problems"] = bool(rep.ok), list(rep.problems)[:3]
+    elif args.stage == "verify_source":
+        table = step("read", read)
+        loaded = step("load", lambda: ppdp.load_release(out_dir))
+        rep = step("verify_source", lambda: ppdp.verify(loaded, table))
+        res["verify_source_ok"], res["verify_source_problems"] = bool(rep.ok), list(rep.problems)[:3]
+    elif args.stage == "queries":
+        import ppdp.estimators  # noqa: F401  (a process cost, not the release's)
+
+        wl = query_workload(args.data, args.mechanism)
+        loaded = step("load", lambda: ppdp.load_release(out_dir))
+        est = step("queries", lambda: loaded.estimate(wl))
+        res["queries_n"] = len(est.estimate)
+        res["queries_se_finite"] = bool(np.isfinite(est.se).all())
     res["peak_gib"] = _peak_gib()
-    res["publish_us_per_row"] = res["publish_cpu_s"] / args.n * 1e6
-    res["publish_over_read_floor"] = res["publish_cpu_s"] / max(res["read_floor_cpu_s"], 1e-9)
-    res["verify_cpu_s"] = res["verify_files_cpu_s"] + res["verify_source_cpu_s"]
     return res
 
 
 def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: str, timeout: float,
               src: Path, seed: int = 1) -> dict:
+    """The run of one (data, size, mechanism): every stage in its own child process under the
+    address-space limit, one after the other; the release is kept on disk between stages."""
     from ppdp.provenance import load_average
 
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--data", data, "--n", str(n),
-           "--mechanisms", mech, "--path", str(path), "--tmp", tmp, "--seed", str(seed)]
     limit = int(limit_gib * 2**30)
 
     def cap():  # address-space limit of the child (other processes share this machine)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
+    out: dict = {"data": data, "n": n, "mechanism": mech, "expr": MECHANISMS[mech][0], "publish_seed": seed,
+                 "data_path": path.name, "stages": {}}
     load0 = load_average()
     t0 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=tmp))
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"data": data, "n": n, "mechanism": mech, "error": f"timeout after {timeout:.0f} s"}
-    out: dict = {"data": data, "n": n, "mechanism": mech}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-    if p.returncode == 0 and lines:
-        out = json.loads(lines[-1])
-    else:
-        tail = (p.stderr or "").strip().splitlines()[-12:]
-        out["error"] = f"exit {p.returncode}: " + " | ".join(tail)
+        for stage in STAGES:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--stage", stage, "--data", data,
+                   "--n", str(n), "--mechanisms", mech, "--path", str(path), "--release", str(work / "release"),
+                   "--seed", str(seed)]
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cap, timeout=timeout, env=env)
+            except subprocess.TimeoutExpired:
+                out["error"] = f"{stage}: timeout after {timeout:.0f} s"
+                break
+            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+            if p.returncode != 0 or not lines:
+                tail = (p.stderr or "").strip().splitlines()[-12:]
+                out["error"] = f"{stage}: exit {p.returncode}: " + " | ".join(tail)
+                break
+            r = json.loads(lines[-1])
+            out["stages"][stage] = r
+            out.update({k: v for k, v in r.items() if k.startswith(stage) or k in (
+                "read_floor_cpu_s", "read_floor_wall_s", "table_gib", "peak_after_read_gib", "peak_after_publish_gib",
+                "save_cpu_s", "save_wall_s")})
+            out[f"peak_{stage}_gib"] = r["peak_gib"]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    peaks = [out[f"peak_{s}_gib"] for s in STAGES if f"peak_{s}_gib" in out]
+    if peaks:
+        out["peak_gib"] = max(peaks)
+    if "publish_cpu_s" in out:
+        out["publish_us_per_row"] = out["publish_cpu_s"] / n * 1e6
+        out["publish_over_read_floor"] = out["publish_cpu_s"] / max(out["read_floor_cpu_s"], 1e-9)
+    if "verify_files_cpu_s" in out and "verify_source_cpu_s" in out:
+        out["verify_cpu_s"] = out["verify_files_cpu_s"] + out["verify_source_cpu_s"]
+        out["verify_no_slower_than_publish"] = max(out["verify_files_cpu_s"], out["verify_source_cpu_s"]) <= \
+            out.get("publish_cpu_s", 0.0)
     out["child_wall_s"] = time.perf_counter() - t0
     out["limit_gib"] = limit_gib
     out["load_average_before"], out["load_average_after"] = load0, load_average()
@@ -207,6 +259,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
+    ap.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)
+    ap.add_argument("--release", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
         a.mechanism = a.mechanisms
@@ -243,7 +297,9 @@ def main(argv=None) -> dict:
                 print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
                                   if k in ("data", "n", "mechanism", "error", "read_floor_cpu_s", "publish_cpu_s",
                                            "publish_wall_s", "verify_cpu_s", "peak_gib", "publish_over_read_floor",
-                                           "publish_us_per_row", "verify_files_ok", "verify_source_ok", "save_cpu_s")}),
+                                           "publish_us_per_row", "verify_files_ok", "verify_source_ok", "save_cpu_s",
+                                           "queries_cpu_s", "peak_publish_gib", "peak_verify_files_gib",
+                                           "peak_verify_source_gib", "peak_queries_gib")}),
                       file=sys.stderr, flush=True)
                 write_result(a.out, res)
     return res
