@@ -86,30 +86,11 @@ def _first_failure(ok, hi: int) -> int:
     return lo
 
 
-def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
-
-    Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
-    group (0 … N/ℓ'−1, in creation order) it goes to. Group g takes one tuple from each of
-    the ℓ' values with the most remaining tuples (ties: smaller code first).
-
-    The greedy is evaluated in runs instead of one group at a time. At any moment the values
-    split into F (strictly above the ℓ'-th largest remaining count L: each is taken by every
-    group), a block at level L (possibly with the level L−1 values when those are exactly the
-    block's smaller codes) and values below. Inside the block the greedy takes the a = ℓ' − |F|
-    largest by (count, −code) — a cyclic walk over the block in code order, a units per group.
-    That walk stays exact while the F values remain strictly above it and the values below stay
-    strictly below the lowest level it touches; both conditions are monotone in the number of
-    groups, so the longest valid run is found by bisection and written out with array
-    arithmetic. A run ends only when a value enters the block or a wrap breaks the code-order
-    pattern, so there are O(#values) runs (a few hundred on OCC), not N/ℓ' iterations.
-
-    The slots are written into preallocated arrays a block at a time (no per-run lists or
-    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
-    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
-    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
-    increasing group order (the runs advance the groups; each run's groups increase).
-    """
+def _decoy_runs(counts: np.ndarray, l_prime: int):
+    """The decoy schedule's runs (see :func:`decoy_schedule`), each as ``(t, J, F, block, p, a)``:
+    groups t … t+J−1 each hold every value of F and a window of a consecutive block values
+    (cyclically, in code order) — group t+j the block positions (p + a·j + i) mod |block|,
+    i < a. Works on the counts alone (O(#values) runs, no per-slot work)."""
     r = np.asarray(counts, dtype=np.int64).copy()
     n = int(r.sum())
     if n % l_prime:
@@ -117,11 +98,7 @@ def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tu
     G = n // l_prime
     if G and r.max() > G:
         raise InfeasibleError(f"not eligible: a value occurs {int(r.max())} times > N/ℓ' = {G}")
-    m = len(r)
-    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
-    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
-    codes = np.arange(m)
-    k = 0  # slots written
+    codes = np.arange(len(r))
     t = 0
     while t < G:
         order = np.lexsort((codes, -r))
@@ -147,28 +124,101 @@ def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tu
 
         J = _first_failure(ok, G - t)
         assert J >= 1
+        yield t, J, F, block, p, a
+        r[F] -= J
+        # block position i is hit by the walk u ∈ [0, a·J) with (p + u) ≡ i (mod b)
+        d = (np.arange(b) - p) % b
+        r[block] -= np.maximum(a * J - d + b - 1, 0) // b
+        t += J
+    assert not r.any(), "decoy schedule did not use every tuple"
+
+
+def decoy_schedule(counts: np.ndarray, l_prime: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Anatomy's group creation (Xiao & Tao 2006) on the SA counts alone.
+
+    Returns ``(values, groups)``: one entry per tuple slot — the SA code and the index of the
+    group (0 … N/ℓ'−1, in creation order) it goes to. Group g takes one tuple from each of
+    the ℓ' values with the most remaining tuples (ties: smaller code first).
+
+    The greedy is evaluated in runs (:func:`_decoy_runs`) instead of one group at a time. At
+    any moment the values split into F (strictly above the ℓ'-th largest remaining count L:
+    each is taken by every group), a block at level L (possibly with the level L−1 values when
+    those are exactly the block's smaller codes) and values below. Inside the block the greedy
+    takes the a = ℓ' − |F| largest by (count, −code) — a cyclic walk over the block in code
+    order, a units per group. That walk stays exact while the F values remain strictly above
+    it and the values below stay strictly below the lowest level it touches; both conditions
+    are monotone in the number of groups, so the longest valid run is found by bisection and
+    written out with array arithmetic. A run ends only when a value enters the block or a wrap
+    breaks the code-order pattern, so there are O(#values) runs (a few hundred on OCC), not
+    N/ℓ' iterations.
+
+    The slots are written into preallocated arrays a block at a time (no per-run lists or
+    N-length temporaries): int64 by default, or with ``narrow=True`` the SA codes in
+    :func:`code_dtype` of the ``len(counts)`` values and the groups int32 (below 2^31 groups)
+    — 6 bytes a slot on OCC instead of 16. Either way, every value's slots come out in
+    increasing group order (the runs advance the groups; each run's groups increase).
+    """
+    r = np.asarray(counts, dtype=np.int64)
+    n = int(r.sum())
+    G = n // l_prime
+    m = len(r)
+    vdt, gdt = (code_dtype(m), np.int32 if G < 1 << 31 else np.int64) if narrow else (np.int64, np.int64)
+    values, groups = np.empty(n, dtype=vdt), np.empty(n, dtype=gdt)
+    k = 0  # slots written
+    for t, J, F, block, p, a in _decoy_runs(r, l_prime):
+        b = len(block)
         for f in F:  # each F value once in every group t … t+J−1
             values[k:k + J] = f
             groups[k:k + J] = np.arange(t, t + J, dtype=gdt)
             k += J
-        r[F] -= J
         for u0 in range(0, a * J, SLOT_BLOCK):  # the cyclic walk, a block of slots at a time
             u = np.arange(u0, min(a * J, u0 + SLOT_BLOCK), dtype=np.int64)
-            pos = (p + u) % b
-            values[k:k + len(u)] = block[pos]
+            values[k:k + len(u)] = block[(p + u) % b]
             groups[k:k + len(u)] = t + u // a
             k += len(u)
-            r[block] -= np.bincount(pos, minlength=b)
-        t += J
-    assert not r.any() and k == n, "decoy schedule did not use every tuple"
+    assert k == n, "decoy schedule did not use every tuple"
     return values, groups
+
+
+def decoy_group_types(counts: np.ndarray, l_prime: int) -> tuple[np.ndarray, np.ndarray]:
+    """The decoy groups of the schedule on ``counts`` as types: ``(sets, weights)`` — the
+    (K, ℓ') SA codes of each group type (increasing in each row) and the number of groups of
+    that type (summing to N/ℓ'), from the runs alone (no per-slot work: O(#values²) per run).
+
+    In a run of J groups, group j's block window starts at (p + a·j) mod b, which has period
+    P = b / gcd(a, b): min(P, J) types, the first J mod P of them once more than the others.
+    A set may appear as several types (from different runs)."""
+    sets, weights = [], []
+    for _t, J, F, block, p, a in _decoy_runs(counts, l_prime):
+        b = len(block)
+        K = min(b // int(np.gcd(a, b)), J)
+        starts = (p + a * np.arange(K, dtype=np.int64)) % b
+        win = block[(starts[:, None] + np.arange(a)) % b]
+        rows = np.concatenate([np.broadcast_to(F, (K, len(F))), win], axis=1)
+        sets.append(np.sort(rows, axis=1))
+        w = np.full(K, J // K, dtype=np.int64)
+        w[:J % K] += 1
+        weights.append(w)
+    if not sets:
+        return np.zeros((0, l_prime), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(sets).astype(np.int64), np.concatenate(weights)
+
+
+def types_cooccurrence(sets: np.ndarray, weights: np.ndarray, m: int) -> np.ndarray:
+    """C[x, s] (int64): the number of groups holding both x and s, for group types ``sets``
+    (K × ℓ', distinct values per row) with multiplicities ``weights``."""
+    K, lp = sets.shape
+    B = sparse.csr_matrix((np.ones(K * lp, dtype=np.int64), sets.ravel(), np.arange(0, K * lp + 1, lp)), shape=(K, m))
+    W = sparse.csr_matrix((np.repeat(np.asarray(weights, dtype=np.int64), lp), sets.ravel(),
+                           np.arange(0, K * lp + 1, lp)), shape=(K, m))
+    return np.asarray((B.T @ W).todense(), dtype=np.int64)
 
 
 def decoy_cooccurrence(counts: np.ndarray, l_prime: int) -> np.ndarray:
     """C[x, s]: number of decoy groups holding both x and s (C[x, x] = f_x) for the group
     schedule on SA counts ``counts``."""
     c = np.asarray(counts, dtype=np.int64)
-    return np.asfortranarray(group_cooccurrence(decoy_group_values(c, int(l_prime)), len(c)))
+    return np.asfortranarray(types_cooccurrence(*decoy_group_types(c, int(l_prime)), len(c)))
 
 
 def receiver_counts(published_counts: np.ndarray, l_prime: int) -> np.ndarray:
@@ -205,7 +255,7 @@ def diverted_matrix(counts: np.ndarray, l_prime: int) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.int64)
     m = len(counts)
     # Fortran order, as the sparse product gave it: the later matrix products sum in the same order
-    C = group_cooccurrence(decoy_group_values(counts, l_prime), m).astype(np.float64, order="F")
+    C = types_cooccurrence(*decoy_group_types(counts, l_prime), m).astype(np.float64, order="F")
     f = np.diag(C).copy()
     T = C / (l_prime * np.maximum(f, 1.0))[:, None]
     empty = np.flatnonzero(f == 0)
@@ -366,12 +416,10 @@ def diverted_leak(counts: np.ndarray, l_prime: int) -> dict:
     """
     counts = np.asarray(counts, dtype=np.int64)
     lp = int(l_prime)
-    v, g = decoy_schedule(counts, lp)
-    G = len(v) // lp
-    if G == 0:
+    if int(counts.sum()) // lp == 0:
+        decoy_group_types(counts, lp)  # the schedule's own checks (N a multiple of ℓ', eligibility)
         return {"closed_fraction": 0.0, "swap_advantage": 1.0, "max_posterior": 1.0}
-    B = sparse.csr_matrix((np.ones(len(v)), (g, v)), shape=(G, len(counts)))
-    C = np.asarray((B.T @ B).todense(), dtype=np.float64)
+    C = types_cooccurrence(*decoy_group_types(counts, lp), len(counts)).astype(np.float64)
     f = np.diag(C).copy()
     present = np.flatnonzero(f > 0)
     Cp = C[np.ix_(present, present)]
@@ -411,11 +459,18 @@ def row_groups(src_cols: Sequence[np.ndarray], pub_cols: Sequence[np.ndarray], d
     return inv[:ns], inv[ns:]
 
 
+#: cells counted per pass of :func:`pair_runs` (a 256 MiB count array) and the most passes it makes
+PAIR_RANGE = 1 << 25
+PAIR_PASSES = 16
+
+
 def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (group, value) pairs of rows — keys g·m + v, sorted — and their row counts.
     Keys in the narrowest integer type that holds the (group × value) cube (int32 below 2^31
-    cells); counted over the cube when it is small (≤ max(2^24, 2·rows) cells), else one sort of
-    the keys in place (no argsort, no inverse, no int64 copy of the rows)."""
+    cells); counted over the cube when it is small (≤ max(2^24, rows/2) cells), or over ranges
+    of :data:`PAIR_RANGE` cells, one pass over the keys per range, when it takes at most
+    :data:`PAIR_PASSES` ranges (O(rows · passes), bounded memory), else one sort of the keys in
+    place (no argsort, no inverse, no int64 copy of the rows)."""
     g, v = np.asarray(g), np.asarray(v)
     G = int(g.max(initial=-1)) + 1 if n_groups is None else int(n_groups)
     cells = G * int(m)
@@ -427,6 +482,17 @@ def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None)
         cnt = np.bincount(k, minlength=cells)
         keys = np.flatnonzero(cnt)
         return keys.astype(kd), cnt[keys]
+    if cells <= PAIR_PASSES * PAIR_RANGE:
+        keys_l, cnt_l = [], []
+        for lo in range(0, cells, PAIR_RANGE):
+            sel = k[(k >= lo) & (k < lo + PAIR_RANGE)]
+            sel -= lo
+            cnt = np.bincount(sel, minlength=min(PAIR_RANGE, cells - lo))
+            del sel
+            nz = np.flatnonzero(cnt)
+            keys_l.append((nz + lo).astype(kd))
+            cnt_l.append(cnt[nz])
+        return np.concatenate(keys_l), np.concatenate(cnt_l)
     k.sort()
     if not len(k):
         return k, np.zeros(0, np.int64)
@@ -483,18 +549,27 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     if kind == "uniform":
         assert retention is not None and q is not None
         lo = up = retention * a + q * (1.0 - a)
-    elif kind == "subtables":
-        A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
-        up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
+    elif kind == "subtables":  # the pairs in value-major order: a sub-table reads its domain's slices only
+        by_value = counting_order(px, m)
+        vstart = np.concatenate(([0], np.cumsum(np.bincount(px, minlength=m)))).tolist()
+        a_v, g_v = a[by_value], gi[by_value]
+        up_v, lo_v = np.full(len(a), -np.inf), np.full(len(a), np.inf)
         for dom, r, qq in subtables:
-            member = np.zeros(m)
-            member[np.asarray(dom, dtype=np.int64)] = 1.0
-            e = r * a + qq * (np.asarray(A @ member).ravel()[gi] - a)
-            inside = member[px] > 0
-            up = np.where(inside, np.maximum(up, e), up)
-            lo = np.where(inside, np.minimum(lo, e), lo)
-        up = np.where(np.isfinite(up), up, 1.0)
-        lo = np.where(np.isfinite(lo), lo, 0.0)
+            segs = [(vstart[x], vstart[x + 1]) for x in np.asarray(dom, dtype=np.int64).tolist()]
+            if not segs:
+                continue
+            a_sel = np.concatenate([a_v[s:t] for s, t in segs])
+            g_sel = np.concatenate([g_v[s:t] for s, t in segs])
+            e = r * a_sel + qq * (np.bincount(g_sel, weights=a_sel, minlength=n_gid)[g_sel] - a_sel)
+            k = 0
+            for s, t in segs:
+                np.maximum(up_v[s:t], e[k:k + t - s], out=up_v[s:t])
+                np.minimum(lo_v[s:t], e[k:k + t - s], out=lo_v[s:t])
+                k += t - s
+        up, lo = np.empty(len(a)), np.empty(len(a))
+        up[by_value] = np.where(np.isfinite(up_v), up_v, 1.0)
+        lo[by_value] = np.where(np.isfinite(lo_v), lo_v, 0.0)
+        del a_v, g_v, up_v, lo_v, by_value
     elif kind == "decoy" and decoy_sets is not None:  # the groups' value sets are known (no row dropped)
         A = sparse.csr_matrix((a, (gi, px)), shape=(n_gid, m))
         up, lo = np.full(len(a), -np.inf), np.full(len(a), np.inf)
@@ -533,13 +608,19 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     if excess == 0 and deficit == 0:  # Σ over source rows = Σ over pairs weighted by their row counts
         upper, lower = float(np.dot(up, pair_n)), float(np.dot(lo, pair_n))
     else:  # fewer published rows in a group (A' drops N mod ℓ' rows): the extreme source rows
+        short = np.flatnonzero(np_g[gi] < n_grp[gi])  # pairs of the groups that lost rows (few)
+        whole = np.ones(len(gi), dtype=bool)
+        whole[short] = False
+
         def extreme(vals, sign):  # per group, the sum of its np_g largest (sign −1) / smallest values
-            o = np.lexsort((sign * vals, gi))
-            cnt = pair_n[o]
-            before = np.cumsum(cnt) - cnt  # source rows before this pair, over all groups
-            first = np.concatenate(([0], np.cumsum(n_grp)[:-1]))
-            take = np.clip(np_g[gi[o]] - (before - first[gi[o]]), 0, cnt)
-            return float(np.dot(vals[o], take))
+            total = float(np.dot(vals[whole], pair_n[whole]))  # groups with every row published: all of them
+            o = short[np.lexsort((sign * vals[short], gi[short]))]
+            cnt, g_o = pair_n[o], gi[o]
+            before = np.cumsum(cnt) - cnt  # rows before this pair among the short groups' pairs
+            start = np.flatnonzero(np.concatenate(([True], g_o[1:] != g_o[:-1]))) if len(o) else np.zeros(0, np.int64)
+            first = np.repeat(before[start], np.diff(np.concatenate((start, [len(o)]))))
+            take = np.clip(np_g[g_o] - (before - first), 0, cnt)
+            return total + float(np.dot(vals[o], take))
         upper = extreme(up, -1.0) + excess
         lower = extreme(lo, 1.0)
     t = float(np.sqrt(n_pub * np.log(2.0 / alpha) / 2.0))
@@ -569,6 +650,51 @@ def perturb_local(local: np.ndarray, m: np.ndarray, retention: np.ndarray, rng: 
     r = np.minimum(np.floor(rng.random(n) * (m - 1)).astype(np.int64), m - 2)
     other = r + (r >= local)
     return np.where(keep, local, other).astype(np.int64)
+
+
+def counting_order(keys: np.ndarray, n_keys: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """The rows stably ordered by their small non-negative integer ``keys`` (< ``n_keys``): a
+    counting sort a block at a time, into int32 positions below 2^31 rows (no int64 argsort of
+    N). ``rows`` (a permutation of 0 … N−1) gives the order in which rows are taken — ties
+    keep it; None: row order."""
+    n = len(keys)
+    idx = np.int32 if n < 1 << 31 else np.int64
+    kd = np.uint8 if n_keys <= 1 << 8 else np.uint16 if n_keys <= 1 << 16 else np.int64  # radix sorts below 2^16
+    nxt = _key_counts(keys, n_keys)
+    nxt = np.cumsum(nxt) - nxt  # first position of every key
+    out = np.empty(n, dtype=idx)
+    for a in range(0, n, SLOT_BLOCK):
+        r = np.arange(a, min(n, a + SLOT_BLOCK), dtype=idx) if rows is None else rows[a:a + SLOT_BLOCK]
+        k = np.asarray(keys[r] if rows is not None else keys[a:a + SLOT_BLOCK]).astype(kd, copy=False)
+        o = np.argsort(k, kind="stable")
+        ks = k[o]
+        cb = np.bincount(ks, minlength=n_keys)
+        first = np.cumsum(cb) - cb
+        out[nxt[ks] + np.arange(len(ks)) - first[ks]] = r[o]
+        nxt += cb
+    return out
+
+
+def random_grouped_order(keys: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
+    """A random order of the rows grouped by key: the rows of key 0 first, then key 1 …, each
+    key's rows in uniformly random order — a stable counting sort by key
+    (:func:`counting_order`, int32 below 2^31 rows) and then an independent shuffle of every
+    key's run: O(N), 4 bytes a row, no float keys, no argsort of N."""
+    out = counting_order(keys, n_keys)
+    ends = np.cumsum(_key_counts(keys, n_keys)).tolist()
+    start = 0
+    for end in ends:
+        if end - start > 1:
+            rng.shuffle(out[start:end])
+        start = end
+    return out
+
+
+def _key_counts(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    cnt = np.zeros(n_keys, dtype=np.int64)
+    for a in range(0, len(keys), SLOT_BLOCK):
+        cnt += np.bincount(keys[a:a + SLOT_BLOCK], minlength=n_keys)
+    return cnt
 
 
 def slots_by_value(values: np.ndarray, groups: np.ndarray, start: np.ndarray, m: int) -> np.ndarray:
@@ -673,6 +799,32 @@ def groups_of_rows(sa_codes: np.ndarray, ids: np.ndarray, values: np.ndarray, gr
     return group_of_row, group_values
 
 
+def random_groups_of_rows(sa_codes: np.ndarray, values: np.ndarray, groups: np.ndarray, l_prime: int, n_values: int,
+                          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Rows → decoy groups for a schedule ``(values, groups)``, drawn: every value's rows get
+    its slots' groups in uniformly random order (independent shuffles, one per value).
+
+    The same distribution as :func:`groups_of_rows` with uniformly random tuple ids ("value
+    s's k-th tuple by id goes to the k-th group holding s"): under random ids the order of
+    s's rows by id is a uniform permutation, independent across values, and so is the bijection
+    from s's rows to s's groups. Here no id is drawn: the slot groups are counting-sorted by
+    value (:func:`slots_by_value`), each value's run shuffled (4-byte elements, inside the run)
+    and given to the value's rows in row order (:func:`counting_order`) — no permutation of N,
+    no random gather or scatter over all rows. Returns ``(group_of_row, group_values)`` as
+    :func:`groups_of_rows` does."""
+    sa = np.asarray(sa_codes)
+    counts = _key_counts(sa, n_values)
+    start = np.cumsum(counts) - counts
+    by_value = slots_by_value(values, groups, start, n_values)
+    group_values = values_of_groups(by_value, counts, l_prime, values.dtype)
+    for a, c in zip(start.tolist(), counts.tolist()):
+        if c > 1:
+            rng.shuffle(by_value[a:a + c])
+    group_of_row = np.empty(len(sa), dtype=groups.dtype)
+    group_of_row[counting_order(sa, n_values)] = by_value
+    return group_of_row, group_values
+
+
 def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own: np.ndarray,
                         rng: np.random.Generator, retention: float | None = None) -> np.ndarray:
     """Published SA codes: uniform over the row's group values (``retention=None``, p = q = 1/ℓ').
@@ -696,6 +848,6 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
     return vals[np.arange(n), pick]
 
 
-__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "decoy_cooccurrence", "decoy_group_values", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "perturb_local",
-           "perturbation_params", "posterior_retained", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
+__all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
+           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
+           "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]

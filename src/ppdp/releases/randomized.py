@@ -23,7 +23,7 @@ from ..claims.retention import RetentionClaim
 from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..queries import CountIndex
-from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_group_values, randomization_fit, receiver_counts, row_groups
+from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_group_types, randomization_fit, receiver_counts, row_groups
 from ..table import code_dtype
 from .base import Release, VerifyReport, labels_to_codes, register_family
 
@@ -93,8 +93,10 @@ class RandomizedRelease(Release):
         cache = self._answer_cache()
         if key not in cache:
             sizes = [len(self.domains[s]) for s in self.sensitive]
-            pub = [self.column_codes(s).astype(np.int64) for s in self.sensitive]
-            keys = np.ravel_multi_index(pub, sizes) if len(pub) > 1 else pub[0]
+            if len(sizes) > 1:
+                keys = np.ravel_multi_index([self.column_codes(s).astype(np.int64) for s in self.sensitive], sizes)
+            else:  # one SA: its narrow codes are the keys (no int64 copy)
+                keys = self.column_codes(self.sensitive[0])
             cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
                                     keys, int(np.prod(sizes)))
         return cache[key]
@@ -110,15 +112,37 @@ class RandomizedRelease(Release):
         cache = self._answer_cache()
         if key not in cache:
             m = model.n_values
-            y = self.column_codes(model.attribute).astype(np.int64)
-            sub = self.group_ids(model)
+            y = self.column_codes(model.attribute)
             member = model.membership().ravel()
-            if not member[sub * m + y].all():
-                raise ReleaseError("a published SA value lies outside its sub-table's domain")
-            pair = np.cumsum(member) - 1
+            K = int(member.sum())
+            pair = (np.cumsum(member) - 1).astype(code_dtype(K))
+            keys = np.empty(len(y), dtype=pair.dtype)  # narrow keys, built a block at a time (no int64 of N)
+            for lo, sub in self._group_blocks(model):
+                k = y[lo:lo + len(sub)].astype(np.int64)
+                k += sub * m
+                if not member[k].all():
+                    raise ReleaseError("a published SA value lies outside its sub-table's domain")
+                keys[lo:lo + len(sub)] = pair[k]
             cache[key] = CountIndex({c: self.column_codes(c) for c in cols}, {c: len(self.domains[c]) for c in cols},
-                                    pair[sub * m + y], int(member.sum()))
+                                    keys, K)
         return cache[key]
+
+    def _group_blocks(self, model: TransitionModel, block: int = 1 << 22):
+        """(first row, int64 group ids) of every block of rows — the ``model``'s group column
+        (checked against its groups), or zeros for a one-group model."""
+        n = self.data.num_rows
+        if model.group_column is None:
+            for lo in range(0, n, block):
+                yield lo, np.zeros(min(block, n - lo), dtype=np.int64)
+            return
+        pos = 0
+        for ch in self.data.column(model.group_column).chunks:
+            sub = ch.to_numpy(zero_copy_only=False)
+            if len(sub) and (sub.min() < 0 or sub.max() >= len(model.groups)):
+                raise ReleaseError(f"data.parquet has {model.group_column} ids outside the model's {len(model.groups)} groups")
+            for a in range(0, len(sub), block):
+                yield pos + a, sub[a:a + block].astype(np.int64)
+            pos += len(sub)
 
     @property
     def claim(self):
@@ -223,7 +247,7 @@ class RandomizedRelease(Release):
                 if int(self.manifest.get("dropped", 0)) == 0 and len(xs) % claim.l_prime == 0:
                     counts = np.bincount(xs, minlength=m)
                     if counts.max(initial=0) <= len(xs) // claim.l_prime:
-                        sets = np.unique(decoy_group_values(counts, claim.l_prime), axis=0)  # narrow, no N-length int64
+                        sets = np.unique(decoy_group_types(counts, claim.l_prime)[0], axis=0)  # from the schedule's runs: no per-slot work
                 fit = randomization_fit(gs, xs, gp, yp, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
             elif model.kind == "sdr":
                 subs = [(grp.domain, float(grp.matrix[0, 0]), float(cast(float, grp.q))) for grp in model.groups]
@@ -254,7 +278,19 @@ class RandomizedRelease(Release):
                     k += np.asarray(col)
                 return k
 
-            out = (key(src), key([self.column_codes(c) for c in qi]))
+            ks, kp = key(src), key([self.column_codes(c) for c in qi])
+            if cells <= max(1 << 26, len(ks)):  # relabel the present cells 0 … K−1 (the fit then counts, not sorts)
+                present = np.zeros(int(cells), dtype=bool)
+                for k in (ks, kp):
+                    for a in range(0, len(k), 1 << 22):
+                        present[k[a:a + (1 << 22)]] = True
+                lut = np.cumsum(present, dtype=np.int32)
+                lut -= 1
+                del present
+                np.take(lut, ks, out=ks)
+                np.take(lut, kp, out=kp)
+                del lut
+            out = (ks, kp)
         else:
             out = row_groups(src, [self.column_codes(c) for c in qi], dims)
         self._groups_cache = (src, out, stamp)

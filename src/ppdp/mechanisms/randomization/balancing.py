@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import InfeasibleError
+from ...kernels.transition import counting_order
 
 
 @dataclass(frozen=True)
@@ -106,27 +107,21 @@ def balance(counts: np.ndarray, sa_prime: np.ndarray) -> BalancePlan:
     return BalancePlan(groups=groups, before=before, hs=tuple(hs), lam=lam, lam_prime=lam_p, f_max=f_max)
 
 
-def order_by_then_random(groups: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """``np.lexsort((u, groups))`` for small non-negative int groups (< 2^16): a stable argsort
-    of the float keys ``u``, then a stable radix argsort of the 8/16-bit groups in that order —
-    the same order (ties in u keep row order either way) in about half the time."""
-    groups = np.asarray(groups)
-    n = len(groups)
-    if not n or groups.dtype.kind not in "ui" or int(groups.min()) < 0 or int(groups.max()) >= 1 << 16:
-        return np.lexsort((u, groups))
-    by_u = np.argsort(u, kind="stable")
-    g = groups[by_u].astype(np.uint8 if int(groups.max()) < 1 << 8 else np.uint16)
-    return by_u[np.argsort(g, kind="stable")]
-
-
 def assign_rows(sa_codes: np.ndarray, plan: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Sub-table of every row for a (J × m) count plan whose column sums are the SA counts:
-    rows of each SA value, in random order, fill the sub-tables in order (vectorised; the
-    sub-table ids in the narrowest integer type)."""
+    rows of each SA value, in random order, fill the sub-tables in order — equivalently, each
+    value's sub-table labels are shuffled and given to its rows in row order (O(N): a shuffle of
+    narrow labels and a counting sort by value, :func:`~ppdp.kernels.transition.counting_order`;
+    the sub-table ids in the narrowest integer type)."""
     n = len(sa_codes)
-    order = order_by_then_random(sa_codes, rng.random(n))  # by value, random within a value
     J, m = plan.shape
-    labels = np.repeat(np.tile(np.arange(J), m), plan.T.ravel())
-    out = np.empty(n, dtype=np.uint8 if J <= 1 << 8 else np.int32)
-    out[order] = labels
+    dt = np.uint8 if J <= 1 << 8 else np.int32
+    labels = np.repeat(np.tile(np.arange(J, dtype=dt), m), plan.T.ravel())  # value by value, sub-tables in order
+    start = 0
+    for end in np.cumsum(plan.sum(axis=0)).tolist():  # each value's labels in random order (narrow: cache-friendly)
+        if end - start > 1:
+            rng.shuffle(labels[start:end])
+        start = end
+    out = np.empty(n, dtype=dt)
+    out[counting_order(sa_codes, m)] = labels  # the rows of each value in row order get its labels
     return out

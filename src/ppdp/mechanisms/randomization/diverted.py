@@ -10,7 +10,8 @@ Publishing (``Diverted(l_prime)``):
    tuples (ties: smaller SA code first) (:func:`~ppdp.kernels.transition.decoy_schedule`);
 4. apply (:meth:`DivertedPlan.apply`, per row): every row gets a random tuple id independent of
    its content, value s's k-th tuple by id goes to the k-th group holding s (the groups'
-   value sets depend on the counts only, never on the id draw), and its published SA is
+   value sets depend on the counts only, never on the id draw) — drawn directly as its
+   effect, a uniformly random bijection from each value's rows to its groups — and its published SA is
    drawn uniformly from its group's ℓ' values (p = q = 1/ℓ', Theorem 1); the rows are
    shuffled and only D' and ℓ' are published — never the groups.
 Several sensitive attributes are randomized independently, each with its own groups (§7.2).
@@ -29,13 +30,12 @@ import pyarrow as pa
 
 from ...claims.diverted import DivertedClaim
 from ...errors import InfeasibleError, SchemaError
-from ...kernels.transition import (decoy_schedule, diverted_matrix, groups_of_rows, randomize_in_groups,  # noqa: F401
-                                   receiver_counts)
-from ...releases.base import codes_to_labels
+from ...kernels.transition import (decoy_schedule, diverted_matrix, groups_of_rows, random_groups_of_rows,  # noqa: F401
+                                   randomize_in_groups, receiver_counts)
 from ...releases.randomized import RandomizedRelease
 from ...validation import Integer
 from ..base import Mechanism
-from .uniform import schema_of
+from .uniform import dictionary_column, gather_columns, schema_of
 
 __all__ = ["Diverted", "DivertedPlan", "decoy_groups", "decoy_schedule", "randomize_in_groups", "receiver_counts",
            "transition_matrix"]
@@ -72,11 +72,10 @@ class DivertedPlan:
         out = []
         for own, counts, (v, g) in zip(sa_codes, self.counts, self.schedules):
             # random tuple ids, independent of the tuple contents and drawn afresh for every SA,
-            # so that the SAs' decoy groups are independent (§7.2, the tensor-product model)
-            # (int32 below 2^31 rows: the same permutation as rng.permutation(N), half the bytes)
-            ids = rng.permutation(np.arange(len(own), dtype=np.int32 if len(own) < 1 << 31 else np.int64))
-            grp, gvals = groups_of_rows(own, ids, v, g, self.l_prime, len(counts))
-            del ids
+            # so that the SAs' decoy groups are independent (§7.2, the tensor-product model):
+            # drawn as their effect, a uniformly random bijection from each value's rows to the
+            # groups holding it (random_groups_of_rows; no id array)
+            grp, gvals = random_groups_of_rows(own, v, g, self.l_prime, len(counts), rng)
             out.append(randomize_in_groups(grp, gvals, own, rng))
             del grp, gvals
         return out
@@ -151,12 +150,14 @@ class Diverted(Mechanism):
         published = dict(zip(table.sensitive, plan.apply(own, rng)))
         del own, plan
         shuffle = rng.permutation(np.arange(n, dtype=itype))  # the same permutation as rng.permutation(n)
+        src_order = shuffle if idx is None else idx[shuffle]  # source rows in published order
+        del idx
         cols = [*table.quasi, *table.sensitive]
-        arrays = []
-        for c in cols:
-            codes = published[c] if c in published else _kept(table.codes(c), idx)
-            arrays.append(codes_to_labels(np.asarray(codes)[shuffle], table.domain(c)))
-        del shuffle, idx
+        src_cols = [c for c in cols if c not in published]
+        codes = dict(zip(src_cols, gather_columns([table.codes(c) for c in src_cols], src_order)))
+        codes.update(zip(table.sensitive, gather_columns([published[c] for c in table.sensitive], shuffle)))
+        del shuffle, src_order
+        arrays = [dictionary_column(codes.pop(c), table.domain(c)) for c in cols]
         data = pa.Table.from_arrays(arrays, names=cols)
         pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,

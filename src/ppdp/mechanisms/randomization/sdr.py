@@ -23,12 +23,12 @@ import numpy as np
 
 from ...claims.rho import RhoClaim
 from ...errors import ParameterError, PpdpError
-from ...kernels.transition import perturb_local, sa_prime_mask
+from ...kernels.transition import perturb_local, random_grouped_order, sa_prime_mask
 from ...releases.randomized import RandomizedRelease
 from ...table import code_dtype
 from ...validation import Integer, Options, Real
 from ..base import Mechanism
-from .balancing import BalancePlan, assign_rows, balance, order_by_then_random
+from .balancing import BalancePlan, assign_rows, balance
 from .merging import STRATEGIES, counts_error, merge, subtable_stats
 from .uniform import APPLY_BLOCK, check_sensitive, data_table, schema_of
 
@@ -49,7 +49,7 @@ class SDRPlan:
 
     def apply(self, sa_codes: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(sub-table of every row, published SA codes), per row and vectorised."""
-        codes = np.asarray(sa_codes, dtype=np.int64)
+        codes = np.asarray(sa_codes)  # narrow: no int64 copy of N
         C = self.counts
         sts = self.claim.subtables
         m_j = np.array([st["m"] for st in sts], dtype=np.int64)
@@ -130,10 +130,10 @@ class SDR(Mechanism):
         sa, counts = check_sensitive(table)
         plan = self.plan(counts, table.domain(sa), sa)
         sub, y = plan.apply(table.codes(sa), rng)
-        order = order_by_then_random(sub, rng.random(table.n_rows))  # = np.lexsort((u, sub))
+        order = random_grouped_order(sub, len(plan.counts), rng)  # by sub-table, random within each
         cols = {c: table.codes(c) for c in table.quasi}
         cols["subtable"] = sub
-        cols[sa] = y
+        cols[sa] = y.astype(code_dtype(len(table.domain(sa))), copy=False)  # narrow: one gather per row
         N = table.n_rows
         manifest = {"schema": schema_of(table, sa), "n_input": N, "n_published": N, "dropped": 0,
                     "certificate": plan.claim.to_certificate()}

@@ -55,17 +55,47 @@ def data_table(table, columns: dict[str, np.ndarray], order: np.ndarray) -> pa.T
     """data.parquet: the QI columns (unchanged) in ``columns`` order, rows permuted by ``order``.
     Dictionary indices are int16 when the domain allows (2 bytes a row, not 4: 10^8 rows of 8
     columns hold 1.6 GB less)."""
-    arrays, names = [], []
-    for c, codes in columns.items():
-        if c == "subtable":
-            arrays.append(pa.array(codes[order].astype(np.int32)))
-        elif len(table.domain(c)) <= 1 << 15:
-            idx = np.take(codes, order).astype(np.int16, copy=False)
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(list(table.domain(c)), pa.string())))
-        else:
-            arrays.append(codes_to_labels(codes[order], table.domain(c)))
-        names.append(c)
+    names = list(columns)
+    gathered = dict(zip(names, gather_columns([columns[c] for c in names], order)))
+    arrays = []
+    for c in names:
+        codes = gathered.pop(c)  # free each gathered column once converted
+        arrays.append(pa.array(codes.astype(np.int32)) if c == "subtable" else dictionary_column(codes, table.domain(c)))
+        del codes
     return pa.Table.from_arrays(arrays, names=names)
+
+
+#: rows gathered per step of :func:`gather_columns`
+GATHER_BLOCK = 1 << 22
+
+
+def gather_columns(columns: list[np.ndarray], order: np.ndarray) -> list[np.ndarray]:
+    """``[c[order] for c in columns]`` with one random access per row instead of one per column
+    when the columns hold 1-byte codes: they are interleaved into rows of k bytes, the rows
+    gathered a block of ``order`` at a time and split again (the same values, ~k× fewer
+    cache misses on a large table)."""
+    k = len(columns)
+    if k < 2 or any(np.asarray(c).dtype.itemsize != 1 for c in columns):
+        return [np.take(c, order) for c in columns]
+    rows = np.empty((len(columns[0]), k), dtype=np.uint8)
+    for j, c in enumerate(columns):
+        rows[:, j] = np.asarray(c).view(np.uint8)
+    rec = rows.view(np.dtype((np.void, k))).ravel()
+    outs = [np.empty(len(order), dtype=np.asarray(c).dtype) for c in columns]
+    for lo in range(0, len(order), GATHER_BLOCK):
+        g = rec[order[lo:lo + GATHER_BLOCK]].view(np.uint8).reshape(-1, k)
+        for j, out in enumerate(outs):
+            out[lo:lo + len(g)] = g[:, j].view(out.dtype)
+    return outs
+
+
+def dictionary_column(codes: np.ndarray, domain) -> pa.DictionaryArray:
+    """One published column: the labels of ``codes`` as a dictionary array, int16 indices when
+    the domain allows (int32 otherwise)."""
+    if len(domain) <= 1 << 15:
+        idx = np.asarray(codes).astype(np.int16, copy=False)
+        return pa.DictionaryArray.from_arrays(pa.array(idx), pa.array(list(domain), pa.string()))
+    return codes_to_labels(codes, domain)
 
 
 def schema_of(table, sensitive: list[str] | str) -> dict:
@@ -130,9 +160,12 @@ class _UniformBase(Mechanism):
         plan = self.plan(counts, table.domain(sa), sa)
         N = table.n_rows
         y = plan.apply(table.codes(sa), rng)
-        order = rng.permutation(N)  # the source row order may carry information: publish shuffled
+        # the source row order may carry information: publish shuffled (int32 below 2^31 rows:
+        # the same permutation as rng.permutation(N), half the bytes)
+        order = np.arange(N, dtype=np.int32 if N < 1 << 31 else np.int64)
+        rng.shuffle(order)
         cols = {c: table.codes(c) for c in table.quasi}
-        cols[sa] = y
+        cols[sa] = y.astype(code_dtype(len(table.domain(sa))), copy=False)  # narrow: one gather per row
         manifest = {"schema": schema_of(table, sa), "n_input": N, "n_published": N, "dropped": 0,
                     "certificate": plan.claim.to_certificate()}
         return RandomizedRelease(manifest, {"data": data_table(table, cols, order)})
