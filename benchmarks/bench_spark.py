@@ -139,20 +139,32 @@ def main() -> None:
     ap.add_argument("--no-local", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the releases")
     ap.add_argument("--tag", default="", help="suffix of the result file: results/spark_<n><tag>.json")
+    ap.add_argument("--data", default=None, help="the input Parquet file (default: <PPDP_BENCH_DATA>/occ_<n>.parquet, "
+                    "generated if missing)")
+    ap.add_argument("--out-dir", default=None, help="where the releases are written (default: beside the data)")
+    ap.add_argument("--merge", action="store_true", help="keep the rows of other mechanisms already in the result file")
+    ap.add_argument("--stream-verify", action="store_true",
+                    help="also verify randomized releases with the streamed verify against the source file")
     args = ap.parse_args()
 
     import ppdp
     from ppdp.engines import spark as S
     from ppdp.engines.stream import verify_stream
 
-    src = ensure_data(args.n)
+    src = Path(args.data) if args.data else ensure_data(args.n)
+    out_dir = Path(args.out_dir) if args.out_dir else src.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     spark = S.local_session(args.cores, "ppdp-bench", memory=args.driver_memory)
     spark.sparkContext.setLogLevel("ERROR")
     sdf, schema = S.read_dataset(spark, src)
-    rows = []
-    for name in args.mechanisms.split(","):
+    rows: list[dict] = []
+    names = args.mechanisms.split(",")
+    result = Path(__file__).parent / "results" / f"spark_{args.n}{args.tag}.json"
+    kept = [r for r in json.loads(result.read_text())["rows"] if r["mechanism"] not in names] if (
+        args.merge and result.exists()) else []
+    for name in names:
         mech = eval(MECHS[name])
-        out = DATA / f"spark_{name}_{args.n}"
+        out = out_dir / f"spark_{name}_{args.n}"
         shutil.rmtree(out, ignore_errors=True)
         cust = Path(f"{out}.custodian.json")
         if cust.exists():
@@ -168,7 +180,8 @@ def main() -> None:
                "driver_python_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                "driver_jvm_heap_cap": args.driver_memory,
                "driver_jvm_peak_rss_gib_so_far": jvm_peak_gib(os.getpid()),
-               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES)}
+               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES),
+               "data": src.name, "run": {k: v for k, v in vars(args).items() if k != "mechanisms"}}
         if not args.no_local:
             res = subprocess.run([sys.executable, "-c", LOCAL, str(src), str(out), MECHS[name], str(args.seed)],
                                  capture_output=True, text=True)
@@ -178,25 +191,30 @@ def main() -> None:
                 row["spark_over_local_cpu"] = row["spark_cpu_s"] / max(row["local_cpu_s"], 1e-9)
             else:
                 row["local_error"] = res.stderr.strip().splitlines()[-1:]
-        elif mech.family == "randomized":
+        if mech.family == "randomized" and (args.no_local or args.stream_verify):
             t0 = time.perf_counter()
             v = verify_stream(out, src)
-            row.update({"verify_stream_s": time.perf_counter() - t0, "verify_ok": v["ok"], "verify_problems": v["problems"][:3],
-                        "verify_mode": "streamed, against the source file"})
-        else:
+            row.update({"stream_verify_s": time.perf_counter() - t0, "stream_verify_ok": v["ok"],
+                        "stream_verify_problems": v["problems"][:3],
+                        "stream_verify_mode": "ppdp.engines.stream.verify_stream, against the source file"})
+            if args.no_local:
+                row.update({"verify_ok": v["ok"], "verify_problems": v["problems"][:3], "verify_mode": row["stream_verify_mode"]})
+        elif args.no_local:
             t0 = time.perf_counter()
             rep = ppdp.verify(ppdp.load_release(out))
             row.update({"verify_s": time.perf_counter() - t0, "verify_ok": rep.ok, "verify_problems": rep.problems[:3],
                         "verify_mode": "files only"})
+        if "verify_ok" in row and "verify_mode" not in row:
+            row["verify_mode"] = "in memory, against the source Table (ppdp.verify)"
         print(json.dumps(row), flush=True)
         rows.append(row)
-        write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+        write_result(f"spark_{args.n}{args.tag}", {"rows": kept + rows, "args": vars(args), "provenance": provenance()})
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
             if cust.exists():
                 cust.unlink()
     spark.stop()
-    path = write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+    path = write_result(f"spark_{args.n}{args.tag}", {"rows": kept + rows, "args": vars(args), "provenance": provenance()})
     print(path)
 
 
