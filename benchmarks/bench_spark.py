@@ -49,13 +49,19 @@ MECHS = {
 }
 
 LOCAL = r"""
-import json, resource, sys, time, ppdp
+import json, os, resource, sys, time, ppdp
 src, rel_dir, expr, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 mech = eval(expr)
-t0 = time.perf_counter(); table = ppdp.Table.from_parquet(src); t_read = time.perf_counter() - t0
+t0 = time.perf_counter(); c0 = time.process_time(); table = ppdp.Table.from_parquet(src)
+t_read, c_read = time.perf_counter() - t0, time.process_time() - c0
 t0 = time.perf_counter(); c0 = time.process_time()
 local = ppdp.publish(table, mech, seed=seed)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+import shutil, tempfile
+d = tempfile.mkdtemp(dir=os.path.dirname(rel_dir))
+t0 = time.perf_counter(); c0 = time.process_time(); local.save(os.path.join(d, "rel"))
+t_save, c_save = time.perf_counter() - t0, time.process_time() - c0
+shutil.rmtree(d)
 rel = ppdp.load_release(rel_dir)
 t0 = time.perf_counter(); rep = ppdp.verify(rel, table); t_verify = time.perf_counter() - t0
 def flat(m, pre=""):
@@ -65,7 +71,8 @@ def flat(m, pre=""):
     return out
 a, b = flat(rel.manifest), flat(local.manifest)
 diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k.split(".")[0] not in ("engine", "files"))
-print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_read, "verify_s": t_verify,
+print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_read, "read_table_cpu_s": c_read,
+                  "local_save_wall_s": t_save, "local_save_cpu_s": c_save, "verify_s": t_verify,
                   "verify_ok": rep.ok, "verify_problems": rep.problems[:3],
                   "certificate_equal": rel.manifest["certificate"] == local.manifest["certificate"],
                   "manifest_fields_differing": diff,
@@ -189,6 +196,12 @@ def main() -> None:
                 row.update(json.loads(res.stdout.strip().splitlines()[-1]))
                 row["spark_over_local_wall"] = row["spark_wall_s"] / max(row["local_wall_s"], 1e-9)
                 row["spark_over_local_cpu"] = row["spark_cpu_s"] / max(row["local_cpu_s"], 1e-9)
+                # file to release on both sides: the local engine reads the Parquet file into a Table and saves
+                e2e_cpu = row["read_table_cpu_s"] + row["local_cpu_s"] + row["local_save_cpu_s"]
+                e2e_wall = row["read_table_s"] + row["local_wall_s"] + row["local_save_wall_s"]
+                row["local_file_to_release_cpu_s"] = e2e_cpu
+                row["spark_over_local_file_to_release_cpu"] = row["spark_cpu_s"] / max(e2e_cpu, 1e-9)
+                row["spark_over_local_file_to_release_wall"] = row["spark_wall_s"] / max(e2e_wall, 1e-9)
             else:
                 row["local_error"] = res.stderr.strip().splitlines()[-1:]
         if mech.family == "randomized" and (args.no_local or args.stream_verify):

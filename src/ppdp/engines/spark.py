@@ -1,45 +1,45 @@
 """The Spark engine (SPEC §6): the same plan, applied by Apache Spark, for every family.
 
-The driver sees counts only. It reads the sufficient statistics with Spark aggregations,
-makes the mechanism's public plan from them, and ships the plan (small) to the executors in
-the task closure; the executors apply it batch by batch in NumPy (``mapInArrow``) and write
-the release's large table as a partitioned Parquet dataset (``DataFrame.write.parquet``); the
-driver then writes the manifest and README beside the parts
-(:func:`ppdp.releases.partitioned.finish_partitioned`). No row is collected to the driver.
+The driver sees counts only. The executors read the input once (``mapInArrow``), code the
+labels over their domains and scatter every row, as narrow integer codes, to one of B blocks
+chosen uniformly at random — Arrow IPC spill files beside the release, no Spark shuffle —
+returning the SA counts per block (:func:`_scatter`); the driver makes the mechanism's
+public plan from them and ships it (small) to one task per block, which applies it in NumPy
+and writes the release's large table as Parquet parts; the driver then writes the manifest
+and README beside the parts (:func:`ppdp.releases.partitioned.finish_partitioned`). No row
+is collected to the driver.
 
 - **Domains** are ordered exactly as ``ppdp.Table`` orders them: read from the footer of a
   dataset written by ``Table.to_parquet`` / ``ppdp.datasets.write_synthetic`` (the
   dictionary order), or else the distinct values ordered as Table orders a column it encodes
   (numbers by value for numeric Spark types, text lexicographically) — :func:`frame_schema`.
   ``verify`` against the source Table therefore passes.
-- **Randomized family** (uniform, global, SDR, A'): statistics = rows of each SA value in each
-  input partition (one ``mapInArrow`` pass returning P × |SA| counts). SDR's sub-table slots
-  and A''s decoy-set slots are dealt to the partitions by multivariate hypergeometric draws on
-  the driver (:func:`ppdp.engines.stream.split_counts`: counts only) and, inside a partition,
-  to its batches the same way (:class:`ppdp.engines.stream.Allotment`): a uniformly random
-  assignment of each value's rows to the slots, as the local engine's random permutation,
-  without a global sort. A''s N mod ℓ' dropped rows: the driver deals them to partitions in
-  proportion (hypergeometric), each partition drops uniformly chosen positions.
-- **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value comes from a
-  window ``row_number()`` over ``partitionBy(SA).orderBy(key)``, ``key`` a random 64-bit
-  number drawn per row from the partition's stream; the plan's cumulative counts map
-  (SA, rank) → bucket; the ST comes from the plan alone (driver; one row per non-empty
-  (bucket, value) — the plan's size, not N).
-- **Histogram family** (cells, DPCube): statistics = one ``groupBy(dims).count()``: the counts
-  of the distinct label combinations (at most the cube's cells); the cube, the ε plan
-  (:func:`ppdp.claims.dp.budget_plan`) and the noise are the local engine's functions, so a
-  seeded Spark release equals the local one. The release (cells) is small and written by the
-  driver.
-- **Randomness**: every partition draws from its own stream derived from the publication's
+- **Randomized family** (uniform, global, SDR, A'): SDR's sub-table slots and A''s decoy-set
+  slots are dealt to the blocks by multivariate hypergeometric draws on the driver
+  (:func:`ppdp.engines.stream.split_counts`: counts only) and, inside a block, in random
+  order (:class:`ppdp.engines.stream.Allotment`): a uniformly random assignment of each
+  value's rows to the slots, as the local engine's random permutation, without a global
+  sort. A''s N mod ℓ' dropped rows: the driver deals them to the blocks (hypergeometric),
+  each block drops uniformly chosen positions. Each block is written in a uniformly random
+  order: the blocks being a uniformly random split, the release is a uniformly random
+  permutation of the published rows.
+- **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value is its
+  position, in a uniformly random order, among the block's rows of that value, after the
+  earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
+  random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
+  random output parts, each written ordered by bucket id; the ST comes from the plan alone
+  (driver; one row per non-empty (bucket, value) — the plan's size, not N).
+- **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
+  the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
+  noise are the local engine's functions, so a seeded Spark release equals the local one.
+  The release (cells) is small and written by the driver.
+- **Randomness**: every task draws from its own stream derived from the publication's
   generator: without a seed, AES-128-CTR keyed by 128 bits from the OS CSPRNG with a distinct
-  counter range per (stage, partition); with a seed, PCG64 of ``SeedSequence([seed, stage,
-  partition])``. A seeded run over the same input partitioning and Arrow batch size
+  counter range per (stage, partition or block); with a seed, PCG64 of ``SeedSequence([seed,
+  stage, partition])``. A seeded run over the same input partitioning and Arrow batch size
   (``spark.sql.execution.arrow.maxRecordsPerBatch``) is reproducible. The draws differ from
-  the local engine's (different consumption order), the plan — hence claim and certificate,
+  the local engine's (different consumption order); the plan — hence claim and certificate,
   except the fields that depend on the published draws (A''s swap advantage) — is the same.
-- **Output order** is shuffled: every row gets a random part key and sort key from its
-  partition's stream; ``repartition`` + ``sortWithinPartitions`` on them is a uniformly
-  random order of the rows.
 
 PySpark is an optional dependency: ``pip install 'ppdp[spark]'``. See docs/spark.md for a
 real cluster.
@@ -327,7 +327,7 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
                 k = b.num_rows
                 if not k:
                     continue
-                codes = {c: label_codes(b.column(c), doms[c], c).astype(widths[c]) for c in cols}
+                codes = {c: _codes(b.column(c), doms[c], c).astype(widths[c]) for c in cols}
                 dest = prng.integers(0, B, size=k)
                 for i, c in enumerate(count_cols):
                     m_c = len(doms[c])
@@ -354,6 +354,18 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
     for i, blk, v, k in frame.mapInArrow(scatter, fields).collect():
         out[i][blk, v] += k
     return out
+
+
+def _codes(arr: pa.Array, domain: Sequence[str], column: str) -> np.ndarray:
+    """Codes of a column chunk over its domain: text is dictionary-encoded first (one hash per
+    row), then the few distinct labels are looked up (:func:`ppdp.engines.stream.label_codes`)."""
+    import pyarrow.compute as pc
+
+    if arr.null_count:
+        raise SchemaError(f"column {column!r} has missing values; recode them first")
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        arr = pc.dictionary_encode(arr)
+    return label_codes(arr, domain, column)
 
 
 def _read_block(spill: Path, blk: int, cols: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
@@ -739,12 +751,11 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 # ------------------------------------------------------------------------------- facade
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
-            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = True) -> dict:
+            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
     ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
 
-    ``persist=False`` skips persisting the input of the randomized family's two passes; only
-    for a frame whose partitions are stable on recomputation (a plain file scan)."""
+    The input is read once; ``persist`` is accepted for compatibility and ignored."""
     _require_spark()
     fam = getattr(mechanism, "family", None)
     if schema is None:
