@@ -13,9 +13,16 @@ shared machine the CPU ratio is the meaningful one), the Spark/local wall-time r
 the driver holds — counts and plans — not the JVM), the local process's peak RSS, verify's
 verdict and the certificate fields that differ (A''s swap advantage depends on the draws).
 
-``--no-local`` skips the local engine and the in-memory verify (10^8 rows: a Table of 10^8
-rows does not fit the memory cap today); the randomized release is then checked with the
-streamed verify (``ppdp.engines.stream.verify_stream``) against the source file.
+The local figures: ``read_table_cpu_s`` (Parquet → ``Table``), ``local_cpu_s`` (``ppdp.publish``
+on the Table), ``local_save_cpu_s`` (``Release.save``); ``spark_over_local_cpu`` compares the
+Spark run (file → release directory) with the publish step alone, and
+``spark_over_local_file_to_release_cpu`` with the local engine's read + publish + save.
+
+``--no-local`` skips the local engine and the in-memory verify; the randomized release is then
+checked with the streamed verify (``ppdp.engines.stream.verify_stream``) against the source
+file (``--stream-verify`` adds it to the in-memory verify). ``--data`` names the input file
+(else ``<PPDP_BENCH_DATA>/occ_<n>.parquet``, generated if missing), ``--out-dir`` where the
+releases go, ``--merge`` keeps the other mechanisms' rows of an existing result file.
 """
 
 from __future__ import annotations
