@@ -148,3 +148,24 @@ def test_a_plan_that_does_not_fit_the_data_is_refused(spark, source, tmp_path):
     with pytest.raises(ppdp.PpdpError, match="plan and data disagree"):
         S.apply_bucketized(plan, sdf, schema, tmp_path / "rel", seed=1)
     assert not (tmp_path / "rel").exists()
+
+
+@pytest.mark.parametrize("mech", [ppdp.SDR(rho1=0.05, rho2=0.3), ppdp.Anatomy(3),
+                                  ppdp.DPCube(epsilon=1.0, dims=["age", "sex"], domains="occ")], ids=lambda m: m.name)
+def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, source, tmp_path, mech, same_manifest):
+    """The untransformed frame of read_dataset is read by the executors with pyarrow (row
+    groups as tasks): same verify, same claim; a transformed frame goes through Spark SQL."""
+    table, _, _, path = source
+    sdf, schema = S.read_dataset(spark, path)
+    scan = S._file_scan(sdf, None)
+    assert scan is not None and len(scan.units) == 1 and scan.n_rows == N
+    assert S._file_scan(sdf.select("*"), None) is None and S._file_scan(sdf, False) is None
+    S.publish(sdf, mech, tmp_path / "rel", schema, seed=3)
+    rel = ppdp.load_release(tmp_path / "rel")
+    rep = ppdp.verify(rel, table)
+    assert rep.ok, rep.problems
+    local = ppdp.publish(table, mech, seed=3)
+    same_manifest(rel.manifest, local.manifest, mech.name)
+    if mech.family == "histogram":
+        for stem, t in local.tables.items():
+            assert rel.tables[stem].equals(t), stem

@@ -142,10 +142,87 @@ def frame_schema(sdf, quasi: Sequence[str], sensitive: Sequence[str] | str,
 def read_dataset(spark, path, quasi: Sequence[str] = (), sensitive: Sequence[str] = (),
                  domains: Mapping[str, Sequence[str]] | None = None):
     """``(DataFrame, DatasetSchema)`` of a Parquet dataset; roles and domains from its footer
-    when ``Table.to_parquet`` wrote it."""
+    when ``Table.to_parquet`` wrote it.
+
+    The DataFrame returned (untransformed) is published by a **direct read**: the executors
+    read the dataset's row groups with pyarrow (dictionary columns straight to codes) instead
+    of through Spark SQL's row conversion — the same rows, far less work; the dataset must
+    then be readable at the same path on the executors (as the release directory must be).
+    Any transformation (``select``, ``filter``, ``repartition``…) gives a frame read through
+    Spark SQL."""
     _require_spark()
     schema = dataset_schema(path, quasi, sensitive, domains)
-    return spark.read.parquet(str(path)), schema
+    sdf = spark.read.parquet(str(path))
+    try:
+        sdf._ppdp_scan = FileScan.of(path)
+    except (AttributeError, TypeError):  # a DataFrame implementation without instance attributes
+        pass
+    return sdf, schema
+
+
+class FileScan:
+    """The row groups of a Parquet dataset, split into read units (consecutive row groups of
+    one file, about ``unit_rows`` rows each): one Spark task per unit reads them with pyarrow."""
+
+    def __init__(self, units: list[tuple[str, list[int]]], n_rows: int):
+        self.units, self.n_rows = units, n_rows
+
+    @classmethod
+    def of(cls, path, unit_rows: int = 2_000_000) -> "FileScan":
+        import pyarrow.dataset as pads
+
+        units: list[tuple[str, list[int]]] = []
+        n = 0
+        for frag in pads.dataset(str(path), format="parquet").get_fragments():
+            md = frag.metadata
+            cur: list[int] = []
+            rows = 0
+            for g in range(md.num_row_groups):
+                k = md.row_group(g).num_rows
+                if cur and rows + k > unit_rows:
+                    units.append((frag.path, cur))
+                    cur, rows = [], 0
+                cur.append(g)
+                rows += k
+                n += k
+            if cur:
+                units.append((frag.path, cur))
+        return cls(units, n)
+
+    def batches(self, unit: int, columns: Sequence[str], batch_rows: int = 200_000):
+        import pyarrow.parquet as pq
+
+        path, groups = self.units[unit]
+        f = pq.ParquetFile(path)
+        yield from f.iter_batches(batch_size=batch_rows, row_groups=groups, columns=list(columns))
+
+
+def _rows(frame) -> int:
+    """Rows of a FileScan (footers) or a frame (``count()``: no column read for a file scan)."""
+    return frame.n_rows if isinstance(frame, FileScan) else int(frame.count())
+
+
+def _file_scan(sdf, direct: bool | None) -> "FileScan | None":
+    """The :class:`FileScan` of a frame straight from :func:`read_dataset`, else None."""
+    if direct is False:
+        return None
+    return getattr(sdf, "_ppdp_scan", None) if "_ppdp_scan" in getattr(sdf, "__dict__", {}) else None
+
+
+def _run_units(frame_or_scan, fn, fields, spark=None):
+    """``fn(unit_id, batches)`` (a generator of record batches) on every input partition of a
+    frame (``mapInArrow``) or every read unit of a :class:`FileScan` (one task per unit);
+    returns the collected rows."""
+    if isinstance(frame_or_scan, FileScan):
+        scan = frame_or_scan
+
+        def per_unit(batches):
+            for b in batches:
+                for u in b.column("id").to_numpy().tolist():
+                    yield from fn(u, None)
+
+        return _per_block(spark, len(scan.units)).mapInArrow(per_unit, fields).collect()
+    return frame_or_scan.mapInArrow(lambda batches: fn(_partition_id(), batches), fields).collect()
 
 
 # -------------------------------------------------------------------------- randomness
@@ -175,7 +252,7 @@ def _partition_id() -> int:
 # -------------------------------------------------------------------- randomized family
 def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
                        out_partitions: int | None = None, overwrite: bool = False, persist: bool = False,
-                       part_rows: int = 4_000_000) -> dict:
+                       part_rows: int = 4_000_000, direct: bool | None = None) -> dict:
     """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
     partitioned release ``out``. Returns the manifest.
 
@@ -198,7 +275,8 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     cols = [*schema.quasi, *sens]
     rng = publication_rng(seed)
     streams = PartitionStreams(seed, rng)
-    frame = sdf.select(*cols)
+    scan = _file_scan(sdf, direct)
+    frame = scan if scan is not None else sdf.select(*cols)
     doms = {c: list(schema.domains[c]) for c in cols}
     target = Path(out)
     if os.path.lexists(target) and not overwrite:
@@ -208,8 +286,8 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     data_dir.mkdir(parents=True)
     clock = _Clock()
     try:
-        B = out_partitions or max(2, -(-frame.count() // part_rows))
-        counts_b = _scatter(frame, cols, doms, sens, B, spill, streams)             # statistics: counts only
+        B = out_partitions or max(2, -(-_rows(frame) // part_rows))
+        counts_b = _scatter(frame, cols, doms, sens, B, spill, streams, spark=sdf.sparkSession)  # statistics
         clock.lap("read, code and scatter (statistics)")
         sizes = counts_b[0].sum(axis=1)
         n = int(sizes.sum())
@@ -299,8 +377,9 @@ def _spill_schema(cols: Sequence[str], doms: Mapping[str, Sequence[str]]) -> pa.
 
 
 def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], count_cols: Sequence[str], B: int,
-             spill: Path, streams: PartitionStreams, stage: int = 5) -> list[np.ndarray]:
-    """Read the frame once on the executors (``mapInArrow``): code every column over its
+             spill: Path, streams: PartitionStreams, stage: int = 5, spark=None) -> list[np.ndarray]:
+    """Read the input once on the executors (a frame's partitions with ``mapInArrow``, or a
+    :class:`FileScan`'s units with pyarrow): code every column over its
     domain and send every row to one of ``B`` blocks chosen uniformly at random (independently
     of the row), as narrow integer codes in ``spill/BBBBB/PPPPP.arrow`` (one Arrow IPC file per
     block and input partition, written under a temporary name and renamed: a retried task
@@ -313,10 +392,13 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
     for blk in range(B):
         (spill / f"{blk:05d}").mkdir(parents=True, exist_ok=True)
 
-    def scatter(batches):
+    scan = frame if isinstance(frame, FileScan) else None  # (the closure must not hold a DataFrame)
+
+    def scatter(p, batches):
         import pyarrow.ipc as ipc
 
-        p = _partition_id()
+        if batches is None:
+            batches = scan.batches(p, cols)
         prng = streams.get(stage, p)
         names = [(spill / f"{blk:05d}" / f".{p:05d}-{os.getpid()}.tmp", spill / f"{blk:05d}" / f"{p:05d}.arrow")
                  for blk in range(B)]
@@ -351,7 +433,7 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
 
     fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("c", "b", "v", "n")])
     out = [np.zeros((B, len(doms[c])), dtype=np.int64) for c in count_cols]
-    for i, blk, v, k in frame.mapInArrow(scatter, fields).collect():
+    for i, blk, v, k in _run_units(frame, scatter, fields, spark):
         out[i][blk, v] += k
     return out
 
@@ -471,7 +553,8 @@ def sa_counts(sdf, sensitive: str, labels: Sequence[str]) -> SACounts:
 
 def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, seed: int | None = None,
                      rng: np.random.Generator | None = None, *, out_partitions: int | None = None,
-                     overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False) -> dict:
+                     overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False,
+                     direct: bool | None = None) -> dict:
     """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
     applies; QIT parts written by the executors, the ST (from the plan alone) by the driver.
     The data's SA counts must be the plan's."""
@@ -487,12 +570,12 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
 
     return _bucketize(sdf, schema, out, seed, rng if rng is not None else publication_rng(seed), check,
                       out_partitions=out_partitions, overwrite=overwrite, mechanism=mechanism,
-                      allow_full_disclosure=allow_full_disclosure)
+                      allow_full_disclosure=allow_full_disclosure, direct=direct)
 
 
 def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.Generator, plan_for, *,
                out_partitions: int | None = None, overwrite: bool = False, mechanism=None,
-               allow_full_disclosure: bool = False, part_rows: int = 4_000_000) -> dict:
+               allow_full_disclosure: bool = False, part_rows: int = 4_000_000, direct: bool | None = None) -> dict:
     """Bucketization in three executor stages and no JVM shuffle. (A) :func:`_scatter`: one
     read of the input, every row to a uniformly random block, the SA counts per block back to
     the driver, which makes (or checks) the plan. (B) one task per block: the block's rows of
@@ -518,9 +601,10 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     spark = sdf.sparkSession
     clock = _Clock()
     try:
-        frame = sdf.select(*cols)
-        B = out_partitions or max(2, -(-frame.count() // part_rows))
-        counts_b = _scatter(frame, cols, doms, [sa], B, spill, streams, stage=8)[0]
+        scan = _file_scan(sdf, direct)
+        frame = scan if scan is not None else sdf.select(*cols)
+        B = out_partitions or max(2, -(-_rows(frame) // part_rows))
+        counts_b = _scatter(frame, cols, doms, [sa], B, spill, streams, stage=8, spark=spark)[0]
         clock.lap("read, code and scatter (statistics)")
         plan = plan_for(SACounts(sa, tuple(doms[sa]), counts_b.sum(axis=0)))
         if not isinstance(plan, BucketizationPlan):
@@ -660,7 +744,7 @@ def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quas
 
 
 def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       allow_full_disclosure: bool = False, overwrite: bool = False) -> dict:
+                       allow_full_disclosure: bool = False, overwrite: bool = False, direct: bool | None = None) -> dict:
     """F'-privacy or Anatomy on Spark: SA counts (counted while the input is read and scattered
     once) → the mechanism's public ``plan`` → the plan applied as :func:`apply_bucketized`
     applies it. Returns the manifest."""
@@ -670,7 +754,7 @@ def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
     return _bucketize(sdf, schema, out, seed, publication_rng(seed), mechanism.plan, overwrite=overwrite,
-                      mechanism=mechanism, allow_full_disclosure=allow_full_disclosure)
+                      mechanism=mechanism, allow_full_disclosure=allow_full_disclosure, direct=direct)
 
 
 # ----------------------------------------------------------------------- histogram family
@@ -683,10 +767,12 @@ class CountedTable(Table):
     row_weights: np.ndarray | None = None
 
 
-def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
+def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None = None) -> CountedTable:
     """The :class:`CountedTable` of a DataFrame over the mechanism's dimensions: one
     ``groupBy(dims).count()`` on the executors (the driver receives at most one count per
-    label combination; labels outside a declared domain are refused by the mechanism)."""
+    label combination; labels outside a declared domain are refused by the mechanism). A
+    frame straight from :func:`read_dataset` whose dimensions all have domains in ``schema``
+    is counted by a direct read instead (:func:`_direct_combinations`)."""
     dims = list(mechanism.dims)
     missing = [d for d in dims if d not in sdf.columns]
     if missing:
@@ -695,6 +781,9 @@ def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
     if undeclared:
         raise SchemaError(f"the domain of {undeclared} is not declared: a differentially private histogram must not "
                           "read its cells off the rows (pass domains= or bins=)")
+    scan = _file_scan(sdf, direct)
+    if scan is not None and all(d in schema.domains for d in dims):
+        return _direct_combinations(sdf.sparkSession, scan, dims, schema)
     rows = sdf.groupBy(*dims).count().collect()
     if not rows:
         raise PpdpError("the input table is empty")
@@ -712,6 +801,43 @@ def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
     return t
 
 
+def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
+    """Counts of the label combinations, one task per read unit: codes over the schema's
+    domains, then the distinct flat cell keys and their counts (``np.unique``)."""
+    from pyspark.sql import types as T
+
+    doms = {d: list(schema.domains[d]) for d in dims}
+    shape = tuple(max(1, len(doms[d])) for d in dims)
+
+    def count(u, _batches):
+        keys, cnts = [], []
+        for b in scan.batches(u, dims):
+            if b.num_rows:
+                k = np.ravel_multi_index([_codes(b.column(d), doms[d], d) for d in dims], shape)
+                uk, c = np.unique(k, return_counts=True)
+                keys.append(uk)
+                cnts.append(c)
+        if keys:
+            uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
+            c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
+            yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
+
+    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("key", "n")])
+    rows = _run_units(scan, count, fields, spark)
+    if not rows:
+        raise PpdpError("the input table is empty")
+    k = np.array([r[0] for r in rows], dtype=np.int64)
+    n = np.array([r[1] for r in rows], dtype=np.int64)
+    uk, inv = np.unique(k, return_inverse=True)
+    weights = np.bincount(inv.ravel(), weights=n, minlength=len(uk)).astype(np.int64)
+    cell = np.unravel_index(uk, shape)
+    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
+    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
+    t = CountedTable(codes, doms, numeric=numeric)
+    t.row_weights = weights
+    return t
+
+
 def cube_counts(sdf, mechanism, schema: DatasetSchema):
     """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins."""
     table = combination_table(sdf, mechanism, schema)
@@ -720,7 +846,8 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
     return spec, dense_counts(cc, spec.shape, table.row_weights)
 
 
-def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False) -> dict:
+def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False,
+                      direct: bool | None = None) -> dict:
     """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
     dpcube-paper) on Spark: the executors aggregate the label combinations' counts
     (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
@@ -730,7 +857,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     if getattr(mechanism, "family", None) != "histogram":
         raise PpdpError(f"publish_histogram needs a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
     clock = _Clock()
-    table = combination_table(sdf, mechanism, schema)
+    table = combination_table(sdf, mechanism, schema, direct)
     clock.lap("statistics")
     declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
     spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
@@ -751,22 +878,25 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 # ------------------------------------------------------------------------------- facade
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
-            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False) -> dict:
+            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False,
+            direct: bool | None = None) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
     ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
 
-    The input is read once; ``persist`` is accepted for compatibility and ignored."""
+    The input is read once; ``persist`` is accepted for compatibility and ignored. A frame
+    straight from :func:`read_dataset` is read directly by the executors (pyarrow, row groups
+    as tasks) unless ``direct=False``; any other frame through Spark SQL."""
     _require_spark()
     fam = getattr(mechanism, "family", None)
     if schema is None:
         schema = frame_schema(sdf, quasi, sensitive, domains) if fam != "histogram" else _histogram_schema(sdf, mechanism)
     if fam == "bucketized":
         return publish_bucketized(sdf, mechanism, out, schema, seed, overwrite=overwrite,
-                                  allow_full_disclosure=allow_full_disclosure)
+                                  allow_full_disclosure=allow_full_disclosure, direct=direct)
     if fam == "randomized":
-        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist)
+        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist, direct=direct)
     if fam == "histogram":
-        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite)
+        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct)
     raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
 
 
@@ -774,5 +904,5 @@ def _histogram_schema(sdf, mechanism) -> DatasetSchema:
     return DatasetSchema((), (), {}, {})
 
 
-__all__ = ["PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
+__all__ = ["FileScan", "PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
            "publish_bucketized", "publish_histogram", "publish_randomized", "read_dataset", "sa_counts"]
