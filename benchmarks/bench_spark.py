@@ -156,6 +156,8 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="the input Parquet file (default: <PPDP_BENCH_DATA>/occ_<n>.parquet, "
                     "generated if missing)")
     ap.add_argument("--out-dir", default=None, help="where the releases are written (default: beside the data)")
+    ap.add_argument("--sql-read", action="store_true", help="read the input through Spark SQL (direct=False), "
+                    "not by the executors' direct read")
     ap.add_argument("--warmup", action="store_true", help="start the executors' Python workers before the first "
                     "measured publication (one tiny mapInArrow job)")
     ap.add_argument("--merge", action="store_true", help="keep the rows of other mechanisms already in the result file")
@@ -193,7 +195,7 @@ def main() -> None:
         t0 = time.perf_counter()
         c0 = time.process_time()
         j0 = tree_cpu_seconds(os.getpid())
-        S.publish(sdf, mech, out, schema, seed=args.seed, persist=False)  # a file scan: stable partitions
+        S.publish(sdf, mech, out, schema, seed=args.seed, direct=False if args.sql_read else None)
         row = {"mechanism": name, "n": args.n, "load_average_before": load0, "spark_wall_s": time.perf_counter() - t0,
                "driver_python_cpu_s": time.process_time() - c0,
                "spark_cpu_s": tree_cpu_seconds(os.getpid()) - j0 - 0.0,
