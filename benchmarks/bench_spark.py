@@ -176,11 +176,11 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     sdf, schema = S.read_dataset(spark, src)
     if args.warmup:  # start the Python workers (imports) and the JVM's reader: per-application costs
-        warm = out_dir / "spark_warmup"
-        shutil.rmtree(warm, ignore_errors=True)
-        S.publish(sdf.limit(20_000), ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), warm, schema, seed=1)
-        S.publish(sdf, eval(MECHS["cells"]), warm, schema, seed=1, overwrite=True)
-        shutil.rmtree(warm, ignore_errors=True)
+        for mech_w, frame_w in ((ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), sdf.limit(20_000)), (eval(MECHS["cells"]), sdf)):
+            warm = out_dir / "spark_warmup"
+            shutil.rmtree(warm, ignore_errors=True)
+            S.publish(frame_w, mech_w, warm, schema)  # no seed: no custodian file
+            shutil.rmtree(warm, ignore_errors=True)
     rows: list[dict] = []
     names = args.mechanisms.split(",")
     result = Path(__file__).parent / "results" / f"spark_{args.n}{args.tag}.json"
