@@ -330,7 +330,8 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
                         v = (res[c] if c in res else codes[c])[order].astype(np.int32)
                         arrays.append(pa.array(v) if c == "subtable" else
                                       pa.DictionaryArray.from_arrays(pa.array(v), pa.array(doms[c], pa.string())))
-                    _write_part(data_dir, blk, pa.Table.from_arrays(arrays, names=out_cols))
+                    if k:  # an empty block writes no part
+                        _write_part(data_dir, blk, pa.Table.from_arrays(arrays, names=out_cols))
                     stats = []
                     for i, s in enumerate(sens):
                         m_s = len(doms[s])
