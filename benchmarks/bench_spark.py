@@ -13,9 +13,16 @@ shared machine the CPU ratio is the meaningful one), the Spark/local wall-time r
 the driver holds — counts and plans — not the JVM), the local process's peak RSS, verify's
 verdict and the certificate fields that differ (A''s swap advantage depends on the draws).
 
-``--no-local`` skips the local engine and the in-memory verify (10^8 rows: a Table of 10^8
-rows does not fit the memory cap today); the randomized release is then checked with the
-streamed verify (``ppdp.engines.stream.verify_stream``) against the source file.
+The local figures: ``read_table_cpu_s`` (Parquet → ``Table``), ``local_cpu_s`` (``ppdp.publish``
+on the Table), ``local_save_cpu_s`` (``Release.save``); ``spark_over_local_cpu`` compares the
+Spark run (file → release directory) with the publish step alone, and
+``spark_over_local_file_to_release_cpu`` with the local engine's read + publish + save.
+
+``--no-local`` skips the local engine and the in-memory verify; the randomized release is then
+checked with the streamed verify (``ppdp.engines.stream.verify_stream``) against the source
+file (``--stream-verify`` adds it to the in-memory verify). ``--data`` names the input file
+(else ``<PPDP_BENCH_DATA>/occ_<n>.parquet``, generated if missing), ``--out-dir`` where the
+releases go, ``--merge`` keeps the other mechanisms' rows of an existing result file.
 """
 
 from __future__ import annotations
@@ -49,13 +56,19 @@ MECHS = {
 }
 
 LOCAL = r"""
-import json, resource, sys, time, ppdp
+import json, os, resource, sys, time, ppdp
 src, rel_dir, expr, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 mech = eval(expr)
-t0 = time.perf_counter(); table = ppdp.Table.from_parquet(src); t_read = time.perf_counter() - t0
+t0 = time.perf_counter(); c0 = time.process_time(); table = ppdp.Table.from_parquet(src)
+t_read, c_read = time.perf_counter() - t0, time.process_time() - c0
 t0 = time.perf_counter(); c0 = time.process_time()
 local = ppdp.publish(table, mech, seed=seed)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+import shutil, tempfile
+d = tempfile.mkdtemp(dir=os.path.dirname(rel_dir))
+t0 = time.perf_counter(); c0 = time.process_time(); local.save(os.path.join(d, "rel"))
+t_save, c_save = time.perf_counter() - t0, time.process_time() - c0
+shutil.rmtree(d)
 rel = ppdp.load_release(rel_dir)
 t0 = time.perf_counter(); rep = ppdp.verify(rel, table); t_verify = time.perf_counter() - t0
 def flat(m, pre=""):
@@ -65,7 +78,8 @@ def flat(m, pre=""):
     return out
 a, b = flat(rel.manifest), flat(local.manifest)
 diff = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k.split(".")[0] not in ("engine", "files"))
-print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_read, "verify_s": t_verify,
+print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_read, "read_table_cpu_s": c_read,
+                  "local_save_wall_s": t_save, "local_save_cpu_s": c_save, "verify_s": t_verify,
                   "verify_ok": rep.ok, "verify_problems": rep.problems[:3],
                   "certificate_equal": rel.manifest["certificate"] == local.manifest["certificate"],
                   "manifest_fields_differing": diff,
@@ -139,20 +153,42 @@ def main() -> None:
     ap.add_argument("--no-local", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the releases")
     ap.add_argument("--tag", default="", help="suffix of the result file: results/spark_<n><tag>.json")
+    ap.add_argument("--data", default=None, help="the input Parquet file (default: <PPDP_BENCH_DATA>/occ_<n>.parquet, "
+                    "generated if missing)")
+    ap.add_argument("--out-dir", default=None, help="where the releases are written (default: beside the data)")
+    ap.add_argument("--sql-read", action="store_true", help="read the input through Spark SQL (direct=False), "
+                    "not by the executors' direct read")
+    ap.add_argument("--warmup", action="store_true", help="start the executors' Python workers before the first "
+                    "measured publication (one tiny mapInArrow job)")
+    ap.add_argument("--merge", action="store_true", help="keep the rows of other mechanisms already in the result file")
+    ap.add_argument("--stream-verify", action="store_true",
+                    help="also verify randomized releases with the streamed verify against the source file")
     args = ap.parse_args()
 
     import ppdp
     from ppdp.engines import spark as S
     from ppdp.engines.stream import verify_stream
 
-    src = ensure_data(args.n)
+    src = Path(args.data) if args.data else ensure_data(args.n)
+    out_dir = Path(args.out_dir) if args.out_dir else src.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
     spark = S.local_session(args.cores, "ppdp-bench", memory=args.driver_memory)
     spark.sparkContext.setLogLevel("ERROR")
     sdf, schema = S.read_dataset(spark, src)
-    rows = []
-    for name in args.mechanisms.split(","):
+    if args.warmup:  # start the Python workers (imports) and the JVM's reader: per-application costs
+        for mech_w, frame_w in ((ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), sdf.limit(20_000)), (eval(MECHS["cells"]), sdf)):
+            warm = out_dir / "spark_warmup"
+            shutil.rmtree(warm, ignore_errors=True)
+            S.publish(frame_w, mech_w, warm, schema)  # no seed: no custodian file
+            shutil.rmtree(warm, ignore_errors=True)
+    rows: list[dict] = []
+    names = args.mechanisms.split(",")
+    result = Path(__file__).parent / "results" / f"spark_{args.n}{args.tag}.json"
+    kept = [r for r in json.loads(result.read_text())["rows"] if r["mechanism"] not in names] if (
+        args.merge and result.exists()) else []
+    for name in names:
         mech = eval(MECHS[name])
-        out = DATA / f"spark_{name}_{args.n}"
+        out = out_dir / f"spark_{name}_{args.n}"
         shutil.rmtree(out, ignore_errors=True)
         cust = Path(f"{out}.custodian.json")
         if cust.exists():
@@ -161,14 +197,15 @@ def main() -> None:
         t0 = time.perf_counter()
         c0 = time.process_time()
         j0 = tree_cpu_seconds(os.getpid())
-        S.publish(sdf, mech, out, schema, seed=args.seed, persist=False)  # a file scan: stable partitions
+        S.publish(sdf, mech, out, schema, seed=args.seed, direct=False if args.sql_read else None)
         row = {"mechanism": name, "n": args.n, "load_average_before": load0, "spark_wall_s": time.perf_counter() - t0,
                "driver_python_cpu_s": time.process_time() - c0,
                "spark_cpu_s": tree_cpu_seconds(os.getpid()) - j0 - 0.0,
                "driver_python_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
                "driver_jvm_heap_cap": args.driver_memory,
                "driver_jvm_peak_rss_gib_so_far": jvm_peak_gib(os.getpid()),
-               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES)}
+               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES),
+               "data": src.name, "run": {k: v for k, v in vars(args).items() if k != "mechanisms"}}
         if not args.no_local:
             res = subprocess.run([sys.executable, "-c", LOCAL, str(src), str(out), MECHS[name], str(args.seed)],
                                  capture_output=True, text=True)
@@ -176,27 +213,38 @@ def main() -> None:
                 row.update(json.loads(res.stdout.strip().splitlines()[-1]))
                 row["spark_over_local_wall"] = row["spark_wall_s"] / max(row["local_wall_s"], 1e-9)
                 row["spark_over_local_cpu"] = row["spark_cpu_s"] / max(row["local_cpu_s"], 1e-9)
+                # file to release on both sides: the local engine reads the Parquet file into a Table and saves
+                e2e_cpu = row["read_table_cpu_s"] + row["local_cpu_s"] + row["local_save_cpu_s"]
+                e2e_wall = row["read_table_s"] + row["local_wall_s"] + row["local_save_wall_s"]
+                row["local_file_to_release_cpu_s"] = e2e_cpu
+                row["spark_over_local_file_to_release_cpu"] = row["spark_cpu_s"] / max(e2e_cpu, 1e-9)
+                row["spark_over_local_file_to_release_wall"] = row["spark_wall_s"] / max(e2e_wall, 1e-9)
             else:
                 row["local_error"] = res.stderr.strip().splitlines()[-1:]
-        elif mech.family == "randomized":
+        if mech.family == "randomized" and (args.no_local or args.stream_verify):
             t0 = time.perf_counter()
             v = verify_stream(out, src)
-            row.update({"verify_stream_s": time.perf_counter() - t0, "verify_ok": v["ok"], "verify_problems": v["problems"][:3],
-                        "verify_mode": "streamed, against the source file"})
-        else:
+            row.update({"stream_verify_s": time.perf_counter() - t0, "stream_verify_ok": v["ok"],
+                        "stream_verify_problems": v["problems"][:3],
+                        "stream_verify_mode": "ppdp.engines.stream.verify_stream, against the source file"})
+            if args.no_local:
+                row.update({"verify_ok": v["ok"], "verify_problems": v["problems"][:3], "verify_mode": row["stream_verify_mode"]})
+        elif args.no_local:
             t0 = time.perf_counter()
             rep = ppdp.verify(ppdp.load_release(out))
             row.update({"verify_s": time.perf_counter() - t0, "verify_ok": rep.ok, "verify_problems": rep.problems[:3],
                         "verify_mode": "files only"})
+        if "verify_ok" in row and "verify_mode" not in row:
+            row["verify_mode"] = "in memory, against the source Table (ppdp.verify)"
         print(json.dumps(row), flush=True)
         rows.append(row)
-        write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+        write_result(f"spark_{args.n}{args.tag}", {"rows": kept + rows, "args": vars(args), "provenance": provenance()})
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
             if cust.exists():
                 cust.unlink()
     spark.stop()
-    path = write_result(f"spark_{args.n}{args.tag}", {"rows": rows, "args": vars(args), "provenance": provenance()})
+    path = write_result(f"spark_{args.n}{args.tag}", {"rows": kept + rows, "args": vars(args), "provenance": provenance()})
     print(path)
 
 

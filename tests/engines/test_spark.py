@@ -121,3 +121,51 @@ def test_spark_engine_rejects_unknown_columns(spark, source, tmp_path):
     _, sdf, _, _ = source
     with pytest.raises(ppdp.PpdpError, match="unknown column"):
         S.publish(sdf, ppdp.FPrivacy(), tmp_path / "x", quasi=["zip"], sensitive="occupation")
+
+
+def test_diverted_drops_n_mod_l_rows_and_keeps_the_local_claim(spark, tmp_path, same_manifest):
+    """A' on N = 3·k + 2 rows: the two dropped rows are chosen per block on the executors and
+    their values leave the plan's counts; claim and verify as with the local engine."""
+    base = ppdp.datasets.load("occ", n=4001, seed=8)
+    path = tmp_path / "occ.parquet"
+    pq.write_table(base.to_arrow(), path, row_group_size=1500)
+    sdf, schema = S.read_dataset(spark, path)
+    table = ppdp.Table.from_parquet(path)
+    mech = ppdp.Diverted(3)
+    S.publish_randomized(sdf, mech, tmp_path / "rel", schema, seed=2, out_partitions=3)
+    rel = ppdp.load_release(tmp_path / "rel")
+    assert rel.manifest["dropped"] == 2 and rel.manifest["n_published"] == 3999
+    rep = ppdp.verify(rel, table)
+    assert rep.ok, rep.problems
+    same_manifest(rel.manifest, ppdp.publish(table, mech, seed=2).manifest, mech.name)
+
+
+def test_a_plan_that_does_not_fit_the_data_is_refused(spark, source, tmp_path):
+    from ppdp.mechanisms.bucketization.plan import SACounts
+
+    _, sdf, schema, _ = source
+    plan = ppdp.Anatomy(3).plan(SACounts.of_table(ppdp.datasets.load("occ", n=N + 30, seed=6)))
+    with pytest.raises(ppdp.PpdpError, match="plan and data disagree"):
+        S.apply_bucketized(plan, sdf, schema, tmp_path / "rel", seed=1)
+    assert not (tmp_path / "rel").exists()
+
+
+@pytest.mark.parametrize("mech", [ppdp.SDR(rho1=0.05, rho2=0.3), ppdp.Anatomy(3),
+                                  ppdp.DPCube(epsilon=1.0, dims=["age", "sex"], domains="occ")], ids=lambda m: m.name)
+def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, source, tmp_path, mech, same_manifest):
+    """The untransformed frame of read_dataset is read by the executors with pyarrow (row
+    groups as tasks): same verify, same claim; a transformed frame goes through Spark SQL."""
+    table, _, _, path = source
+    sdf, schema = S.read_dataset(spark, path)
+    scan = S._file_scan(sdf, None)
+    assert scan is not None and len(scan.units) == 1 and scan.n_rows == N
+    assert S._file_scan(sdf.select("*"), None) is None and S._file_scan(sdf, False) is None
+    S.publish(sdf, mech, tmp_path / "rel", schema, seed=3)
+    rel = ppdp.load_release(tmp_path / "rel")
+    rep = ppdp.verify(rel, table)
+    assert rep.ok, rep.problems
+    local = ppdp.publish(table, mech, seed=3)
+    same_manifest(rel.manifest, local.manifest, mech.name)
+    if mech.family == "histogram":
+        for stem, t in local.tables.items():
+            assert rel.tables[stem].equals(t), stem

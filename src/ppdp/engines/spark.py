@@ -1,45 +1,45 @@
 """The Spark engine (SPEC §6): the same plan, applied by Apache Spark, for every family.
 
-The driver sees counts only. It reads the sufficient statistics with Spark aggregations,
-makes the mechanism's public plan from them, and ships the plan (small) to the executors in
-the task closure; the executors apply it batch by batch in NumPy (``mapInArrow``) and write
-the release's large table as a partitioned Parquet dataset (``DataFrame.write.parquet``); the
-driver then writes the manifest and README beside the parts
-(:func:`ppdp.releases.partitioned.finish_partitioned`). No row is collected to the driver.
+The driver sees counts only. The executors read the input once (``mapInArrow``), code the
+labels over their domains and scatter every row, as narrow integer codes, to one of B blocks
+chosen uniformly at random — Arrow IPC spill files beside the release, no Spark shuffle —
+returning the SA counts per block (:func:`_scatter`); the driver makes the mechanism's
+public plan from them and ships it (small) to one task per block, which applies it in NumPy
+and writes the release's large table as Parquet parts; the driver then writes the manifest
+and README beside the parts (:func:`ppdp.releases.partitioned.finish_partitioned`). No row
+is collected to the driver.
 
 - **Domains** are ordered exactly as ``ppdp.Table`` orders them: read from the footer of a
   dataset written by ``Table.to_parquet`` / ``ppdp.datasets.write_synthetic`` (the
   dictionary order), or else the distinct values ordered as Table orders a column it encodes
   (numbers by value for numeric Spark types, text lexicographically) — :func:`frame_schema`.
   ``verify`` against the source Table therefore passes.
-- **Randomized family** (uniform, global, SDR, A'): statistics = rows of each SA value in each
-  input partition (one ``mapInArrow`` pass returning P × |SA| counts). SDR's sub-table slots
-  and A''s decoy-set slots are dealt to the partitions by multivariate hypergeometric draws on
-  the driver (:func:`ppdp.engines.stream.split_counts`: counts only) and, inside a partition,
-  to its batches the same way (:class:`ppdp.engines.stream.Allotment`): a uniformly random
-  assignment of each value's rows to the slots, as the local engine's random permutation,
-  without a global sort. A''s N mod ℓ' dropped rows: the driver deals them to partitions in
-  proportion (hypergeometric), each partition drops uniformly chosen positions.
-- **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value comes from a
-  window ``row_number()`` over ``partitionBy(SA).orderBy(key)``, ``key`` a random 64-bit
-  number drawn per row from the partition's stream; the plan's cumulative counts map
-  (SA, rank) → bucket; the ST comes from the plan alone (driver; one row per non-empty
-  (bucket, value) — the plan's size, not N).
-- **Histogram family** (cells, DPCube): statistics = one ``groupBy(dims).count()``: the counts
-  of the distinct label combinations (at most the cube's cells); the cube, the ε plan
-  (:func:`ppdp.claims.dp.budget_plan`) and the noise are the local engine's functions, so a
-  seeded Spark release equals the local one. The release (cells) is small and written by the
-  driver.
-- **Randomness**: every partition draws from its own stream derived from the publication's
+- **Randomized family** (uniform, global, SDR, A'): SDR's sub-table slots and A''s decoy-set
+  slots are dealt to the blocks by multivariate hypergeometric draws on the driver
+  (:func:`ppdp.engines.stream.split_counts`: counts only) and, inside a block, in random
+  order (:class:`ppdp.engines.stream.Allotment`): a uniformly random assignment of each
+  value's rows to the slots, as the local engine's random permutation, without a global
+  sort. A''s N mod ℓ' dropped rows: the driver deals them to the blocks (hypergeometric),
+  each block drops uniformly chosen positions. Each block is written in a uniformly random
+  order: the blocks being a uniformly random split, the release is a uniformly random
+  permutation of the published rows.
+- **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value is its
+  position, in a uniformly random order, among the block's rows of that value, after the
+  earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
+  random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
+  random output parts, each written ordered by bucket id; the ST comes from the plan alone
+  (driver; one row per non-empty (bucket, value) — the plan's size, not N).
+- **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
+  the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
+  noise are the local engine's functions, so a seeded Spark release equals the local one.
+  The release (cells) is small and written by the driver.
+- **Randomness**: every task draws from its own stream derived from the publication's
   generator: without a seed, AES-128-CTR keyed by 128 bits from the OS CSPRNG with a distinct
-  counter range per (stage, partition); with a seed, PCG64 of ``SeedSequence([seed, stage,
-  partition])``. A seeded run over the same input partitioning and Arrow batch size
+  counter range per (stage, partition or block); with a seed, PCG64 of ``SeedSequence([seed,
+  stage, partition])``. A seeded run over the same input partitioning and Arrow batch size
   (``spark.sql.execution.arrow.maxRecordsPerBatch``) is reproducible. The draws differ from
-  the local engine's (different consumption order), the plan — hence claim and certificate,
+  the local engine's (different consumption order); the plan — hence claim and certificate,
   except the fields that depend on the published draws (A''s swap advantage) — is the same.
-- **Output order** is shuffled: every row gets a random part key and sort key from its
-  partition's stream; ``repartition`` + ``sortWithinPartitions`` on them is a uniformly
-  random order of the rows.
 
 PySpark is an optional dependency: ``pip install 'ppdp[spark]'``. See docs/spark.md for a
 real cluster.
@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -141,10 +142,87 @@ def frame_schema(sdf, quasi: Sequence[str], sensitive: Sequence[str] | str,
 def read_dataset(spark, path, quasi: Sequence[str] = (), sensitive: Sequence[str] = (),
                  domains: Mapping[str, Sequence[str]] | None = None):
     """``(DataFrame, DatasetSchema)`` of a Parquet dataset; roles and domains from its footer
-    when ``Table.to_parquet`` wrote it."""
+    when ``Table.to_parquet`` wrote it.
+
+    The DataFrame returned (untransformed) is published by a **direct read**: the executors
+    read the dataset's row groups with pyarrow (dictionary columns straight to codes) instead
+    of through Spark SQL's row conversion — the same rows, far less work; the dataset must
+    then be readable at the same path on the executors (as the release directory must be).
+    Any transformation (``select``, ``filter``, ``repartition``…) gives a frame read through
+    Spark SQL."""
     _require_spark()
     schema = dataset_schema(path, quasi, sensitive, domains)
-    return spark.read.parquet(str(path)), schema
+    sdf = spark.read.parquet(str(path))
+    try:
+        sdf._ppdp_scan = FileScan.of(path)
+    except (AttributeError, TypeError):  # a DataFrame implementation without instance attributes
+        pass
+    return sdf, schema
+
+
+class FileScan:
+    """The row groups of a Parquet dataset, split into read units (consecutive row groups of
+    one file, about ``unit_rows`` rows each): one Spark task per unit reads them with pyarrow."""
+
+    def __init__(self, units: list[tuple[str, list[int]]], n_rows: int):
+        self.units, self.n_rows = units, n_rows
+
+    @classmethod
+    def of(cls, path, unit_rows: int = 2_000_000) -> "FileScan":
+        import pyarrow.dataset as pads
+
+        units: list[tuple[str, list[int]]] = []
+        n = 0
+        for frag in pads.dataset(str(path), format="parquet").get_fragments():
+            md = frag.metadata
+            cur: list[int] = []
+            rows = 0
+            for g in range(md.num_row_groups):
+                k = md.row_group(g).num_rows
+                if cur and rows + k > unit_rows:
+                    units.append((frag.path, cur))
+                    cur, rows = [], 0
+                cur.append(g)
+                rows += k
+                n += k
+            if cur:
+                units.append((frag.path, cur))
+        return cls(units, n)
+
+    def batches(self, unit: int, columns: Sequence[str], batch_rows: int = 200_000):
+        import pyarrow.parquet as pq
+
+        path, groups = self.units[unit]
+        f = pq.ParquetFile(path)
+        yield from f.iter_batches(batch_size=batch_rows, row_groups=groups, columns=list(columns))
+
+
+def _rows(frame) -> int:
+    """Rows of a FileScan (footers) or a frame (``count()``: no column read for a file scan)."""
+    return frame.n_rows if isinstance(frame, FileScan) else int(frame.count())
+
+
+def _file_scan(sdf, direct: bool | None) -> "FileScan | None":
+    """The :class:`FileScan` of a frame straight from :func:`read_dataset`, else None."""
+    if direct is False:
+        return None
+    return getattr(sdf, "_ppdp_scan", None) if "_ppdp_scan" in getattr(sdf, "__dict__", {}) else None
+
+
+def _run_units(frame_or_scan, fn, fields, spark=None):
+    """``fn(unit_id, batches)`` (a generator of record batches) on every input partition of a
+    frame (``mapInArrow``) or every read unit of a :class:`FileScan` (one task per unit);
+    returns the collected rows."""
+    if isinstance(frame_or_scan, FileScan):
+        scan = frame_or_scan
+
+        def per_unit(batches):
+            for b in batches:
+                for u in b.column("id").to_numpy().tolist():
+                    yield from fn(u, None)
+
+        return _per_block(spark, len(scan.units)).mapInArrow(per_unit, fields).collect()
+    return frame_or_scan.mapInArrow(lambda batches: fn(_partition_id(), batches), fields).collect()
 
 
 # -------------------------------------------------------------------------- randomness
@@ -171,75 +249,25 @@ def _partition_id() -> int:
     return int(ctx.partitionId()) if ctx is not None else 0
 
 
-def _sa_partition_counts(sdf, schema: DatasetSchema, drops: np.ndarray | None, streams: PartitionStreams):
-    """(P × |SA|) rows of each SA value in each input partition, per SA (one mapInArrow pass);
-    with ``drops`` (rows to drop per partition) the dropped rows are left out."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    sens = list(schema.sensitive)
-    doms = {s: list(schema.domains[s]) for s in sens}
-
-    def count(batches):
-        p = _partition_id()
-        drop_pos, seen, n = _drop_positions(p, drops, streams), 0, 0
-        acc = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
-        for b in batches:
-            keep = _keep_mask(drop_pos, seen, b.num_rows)
-            seen += b.num_rows
-            n += b.num_rows
-            for i, s in enumerate(sens):
-                c = label_codes(b.column(s), doms[s], s)
-                acc[i] += np.bincount(c if keep is None else c[keep], minlength=len(doms[s]))
-        rows = [(p, i, v, int(k)) for i, a in enumerate(acc) for v, k in enumerate(a.tolist()) if k]
-        rows.append((p, -1, -1, n))
-        arr = np.array(rows, dtype=np.int64).reshape(-1, 4)
-        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["p", "sa", "v", "n"])
-
-    schema_out = StructType([StructField(x, LongType(), False) for x in ("p", "sa", "v", "n")])
-    rows = sdf.select(*sens).mapInArrow(count, schema_out).collect()
-    P = max(int(r[0]) for r in rows) + 1
-    sizes = np.zeros(P, dtype=np.int64)
-    parts = [np.zeros((P, len(doms[s])), dtype=np.int64) for s in sens]
-    for p, i, v, k in rows:
-        if i < 0:
-            sizes[p] = k
-        else:
-            parts[i][p, v] = k
-    return sizes, parts
-
-
-def _drop_positions(p: int, drops, streams: PartitionStreams) -> np.ndarray | None:
-    if drops is None or p >= len(drops) or drops[p][1] == 0:
-        return None
-    n_p, d_p = int(drops[p][0]), int(drops[p][1])
-    return np.sort(streams.get(1, p).choice(n_p, size=d_p, replace=False))
-
-
-def _keep_mask(drop_pos, seen: int, k: int) -> np.ndarray | None:
-    if drop_pos is None:
-        return None
-    keep = np.ones(k, dtype=bool)
-    keep[drop_pos[(drop_pos >= seen) & (drop_pos < seen + k)] - seen] = False
-    return keep
-
-
 # -------------------------------------------------------------------- randomized family
 def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = True,
-                       part_rows: int = 4_000_000) -> dict:
+                       out_partitions: int | None = None, overwrite: bool = False, persist: bool = False,
+                       part_rows: int = 4_000_000, direct: bool | None = None) -> dict:
     """Publish a DataFrame under uniform perturbation, global randomization, SDR or A' into the
     partitioned release ``out``. Returns the manifest.
 
-    Three steps, no row reaching the driver: (1) the SA counts of every input partition, one
-    aggregation in the JVM (``groupBy(spark_partition_id(), SA).count()``); (2) the executors
-    apply the plan batch by batch (``mapInArrow``) and emit each row as packed integer codes
-    with a random output partition and a random sort key; (3) after the shuffle (a few longs
-    per row, no label strings), each output partition is ordered by its keys in NumPy (a
-    uniformly random order), turned into dictionary-encoded columns and written by the
-    executor as ``part-NNNNN.parquet`` with pyarrow; it returns its published counts per
+    One pass over the input, no JVM shuffle, no row reaching the driver: (1) the executors
+    read their input partitions (``mapInArrow``), code the labels and scatter every row to one
+    of B blocks chosen uniformly at random, as narrow integer codes in spill files beside the
+    release (:func:`_scatter`); they return the rows of each SA value per block (the plan's
+    statistics); (2) the driver makes the public plan and deals SDR's sub-table / A''s
+    decoy-set slots to the blocks (multivariate hypergeometric: counts only); (3) one task
+    per block applies the plan to the block's rows, puts them in a uniformly random order and
+    writes the block as ``part-NNNNN.parquet``; it returns its published counts per
     (transition group, value), from which the driver states the disclosure. The release
-    directory must therefore be on a filesystem the driver and the executors share (local
-    mode: any directory)."""
+    directory must therefore be on a file system the driver and the executors share (local
+    mode: any directory). ``persist`` is accepted for compatibility and ignored: the input is
+    read once."""
     _require_spark()
     from pyspark.sql import types as T
 
@@ -247,115 +275,225 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     cols = [*schema.quasi, *sens]
     rng = publication_rng(seed)
     streams = PartitionStreams(seed, rng)
-    frame = _stable(sdf.select(*cols), persist)
-    clock = _Clock()
-    sizes, parts = _sa_partition_counts_jvm(frame, schema)                     # statistics: counts only
-    clock.lap("statistics")
-    n = int(sizes.sum())
-    if n == 0:
-        raise PpdpError("the input table is empty")
-    counts = [pp.sum(axis=0) for pp in parts]
-    n_drop, drops = 0, None
-    if isinstance(mechanism, Diverted):
-        n_drop = diverted_eligible(mechanism, counts, n, schema)
-        if n_drop:  # N mod ℓ' rows at random: how many in each partition, then recount
-            d = rng.multivariate_hypergeometric(sizes, n_drop, method="marginals")
-            drops = np.stack([sizes, d], axis=1)
-            sizes, parts = _sa_partition_counts(frame, schema, drops, streams)
-            counts = [pp.sum(axis=0) for pp in parts]
-    rp = row_plan(mechanism, counts, schema)                                    # the public plan
-    shares = [None if s is None else split_counts(s, pp, rng) for s, pp in zip(rp.slots, parts)]
-    n_pub = n - n_drop
-    n_out = out_partitions or max(2, -(-n_pub // part_rows))
+    scan = _file_scan(sdf, direct)
+    frame = scan if scan is not None else sdf.select(*cols)
     doms = {c: list(schema.domains[c]) for c in cols}
-    out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
-    kernel = rp.kernel()
-    J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
-    # the shuffle moves packed integer codes (a few longs per row), not label strings
-    wsizes = [J if c == "subtable" else len(doms[c]) for c in out_cols]
-    groups = _pack_groups(wsizes)
-    wnames = [f"_w{i}" for i in range(len(groups))]
-
-    def apply(batches):                                                         # executors
-        p = _partition_id()
-        prng = streams.get(2, p)
-        drop_pos, seen = _drop_positions(p, drops, streams), 0
-        allots = [None if sh is None else Allotment(sh[p]) for sh in shares]
-        for b in batches:
-            keep = _keep_mask(drop_pos, seen, b.num_rows)
-            seen += b.num_rows
-            codes = {c: label_codes(b.column(c), doms[c], c) for c in cols}
-            if keep is not None:
-                codes = {c: v[keep] for c, v in codes.items()}
-            xs = [codes[s] for s in sens]
-            types = [None if a is None else a.take(x, prng) for a, x in zip(allots, xs)]
-            codes.update(kernel.apply(xs, types, prng))
-            k = len(xs[0])
-            words = _pack([codes[c] for c in out_cols], wsizes, groups)
-            arrays = [pa.array(w) for w in words]
-            arrays += [pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
-            yield pa.RecordBatch.from_arrays(arrays, [*wnames, "_part", "_key"])
-
     target = Path(out)
+    if os.path.lexists(target) and not overwrite:
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
     tmp = temp_path(target)
-    data_dir = tmp / "data"
+    data_dir, spill = tmp / "data", tmp / "_spill"
     data_dir.mkdir(parents=True)
-    sens_idx = {s: out_cols.index(s) for s in sens}
-    sub_idx = out_cols.index("subtable") if rp.subtable else None
+    clock = _Clock()
+    try:
+        B = out_partitions or max(2, -(-_rows(frame) // part_rows))
+        counts_b = _scatter(frame, cols, doms, sens, B, spill, streams, spark=sdf.sparkSession)  # statistics
+        clock.lap("read, code and scatter (statistics)")
+        sizes = counts_b[0].sum(axis=1)
+        n = int(sizes.sum())
+        if n == 0:
+            raise PpdpError("the input table is empty")
+        counts = [c.sum(axis=0) for c in counts_b]
+        n_drop, drops = 0, None
+        if isinstance(mechanism, Diverted):
+            n_drop = diverted_eligible(mechanism, counts, n, schema)
+            if n_drop:  # N mod ℓ' rows at random: how many in each block, then their values
+                drops = rng.multivariate_hypergeometric(sizes, n_drop, method="marginals").astype(np.int64)
+                gone = _dropped_counts(sdf.sparkSession, spill, sens, doms, drops, streams)
+                counts_b = [c - g for c, g in zip(counts_b, gone)]
+                counts = [c.sum(axis=0) for c in counts_b]
+        rp = row_plan(mechanism, counts, schema)                                    # the public plan
+        shares = [None if s is None else split_counts(s, c, rng) for s, c in zip(rp.slots, counts_b)]
+        clock.lap("plan")
+        n_pub = n - n_drop
+        out_cols = [*schema.quasi, *(["subtable"] if rp.subtable else []), *sens]
+        kernel = rp.kernel()
+        J = len(rp.slots[0]) if rp.subtable and rp.slots[0] is not None else 1
+        sub_m = J
 
-    def write_part(batches):  # after the shuffle: one output partition → one part file
-        pid = _partition_id()
-        chunks: list[list[np.ndarray]] = [[] for _ in range(len(wnames) + 1)]
+        def apply_block(batches):                                                   # one task per block
+            for b in batches:
+                for blk in b.column("id").to_numpy().tolist():
+                    codes, k = _read_block(spill, blk, cols)
+                    prng = streams.get(6, blk)
+                    if drops is not None and drops[blk]:
+                        keep = np.ones(k, dtype=bool)
+                        keep[streams.get(7, blk).choice(k, size=int(drops[blk]), replace=False)] = False
+                        codes = {c: v[keep] for c, v in codes.items()}
+                        k = int(keep.sum())
+                    xs = [codes[s].astype(np.int64) for s in sens]
+                    types = [None if sh is None else Allotment(sh[blk]).take(x, prng) for sh, x in zip(shares, xs)]
+                    res = kernel.apply(xs, types, prng)
+                    order = prng.permutation(k)                                   # a uniformly random order
+                    arrays = []
+                    for c in out_cols:
+                        v = (res[c] if c in res else codes[c])[order].astype(np.int32)
+                        arrays.append(pa.array(v) if c == "subtable" else
+                                      pa.DictionaryArray.from_arrays(pa.array(v), pa.array(doms[c], pa.string())))
+                    if k:  # an empty block writes no part
+                        _write_part(data_dir, blk, pa.Table.from_arrays(arrays, names=out_cols))
+                    stats = []
+                    for i, s in enumerate(sens):
+                        m_s = len(doms[s])
+                        key = res[s] if "subtable" not in res else res["subtable"] * m_s + res[s]
+                        c = np.bincount(key, minlength=sub_m * m_s)
+                        nz = np.flatnonzero(c)
+                        stats.append(np.stack([np.full(len(nz), i), nz // m_s, nz % m_s, c[nz]], axis=1))
+                    arr = np.concatenate(stats).astype(np.int64) if stats else np.zeros((0, 4), dtype=np.int64)
+                    yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["sa", "g", "v", "n"])
+
+        sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("sa", "g", "v", "n")])
+        stats = _per_block(sdf.sparkSession, B).mapInArrow(apply_block, sfields).collect()
+        shutil.rmtree(spill, ignore_errors=True)
+        clock.lap("apply, permute and write")
+        # what the release discloses is a function of the published counts (per SDR sub-table)
+        group_counts = {s: np.zeros((J, len(doms[s])), dtype=np.int64) for s in sens}
+        for i, g, v, k in stats:
+            group_counts[sens[i]][g, v] += k
+        pub = [group_counts[s].sum(axis=0) for s in sens]
+        if int(sum(p.sum() for p in pub)) != n_pub * len(sens):
+            raise PpdpError(f"the executors wrote {int(pub[0].sum()):,} rows, the plan publishes {n_pub:,}")
+        if isinstance(rp, DivertedRows):  # the claim states the published counts
+            claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
+        else:
+            claim = rp.claim
+        manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
+                                    "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
+        m = _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism,
+                    seed, tmp, target, {"data": n_pub}, None, overwrite)
+        clock.lap("published counts and manifest")
+        return m
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _per_block(spark, B: int):
+    """A frame of B rows ``id`` = 0..B-1, one per partition: one task per block."""
+    return spark.range(0, B, 1, numPartitions=B)
+
+
+def _spill_schema(cols: Sequence[str], doms: Mapping[str, Sequence[str]]) -> pa.Schema:
+    return pa.schema([pa.field(c, pa.int16() if len(doms[c]) < 2**15 else pa.int32()) for c in cols])
+
+
+def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], count_cols: Sequence[str], B: int,
+             spill: Path, streams: PartitionStreams, stage: int = 5, spark=None) -> list[np.ndarray]:
+    """Read the input once on the executors (a frame's partitions with ``mapInArrow``, or a
+    :class:`FileScan`'s units with pyarrow): code every column over its
+    domain and send every row to one of ``B`` blocks chosen uniformly at random (independently
+    of the row), as narrow integer codes in ``spill/BBBBB/PPPPP.arrow`` (one Arrow IPC file per
+    block and input partition, written under a temporary name and renamed: a retried task
+    rewrites all of its files). Returns, per column of ``count_cols``, the (B × |domain|) rows
+    of each value in each block — the only thing the driver receives."""
+    from pyspark.sql import types as T
+
+    schema = _spill_schema(cols, doms)
+    widths = {c: schema.field(c).type.to_pandas_dtype() for c in cols}
+    for blk in range(B):
+        (spill / f"{blk:05d}").mkdir(parents=True, exist_ok=True)
+
+    scan = frame if isinstance(frame, FileScan) else None  # (the closure must not hold a DataFrame)
+
+    def scatter(p, batches):
+        import pyarrow.ipc as ipc
+
+        if batches is None:
+            batches = scan.batches(p, cols)
+        prng = streams.get(stage, p)
+        names = [(spill / f"{blk:05d}" / f".{p:05d}-{os.getpid()}.tmp", spill / f"{blk:05d}" / f"{p:05d}.arrow")
+                 for blk in range(B)]
+        writers = [ipc.new_file(str(t), schema) for t, _ in names]
+        acc = [np.zeros((B, len(doms[c])), dtype=np.int64) for c in count_cols]
+        try:
+            for b in batches:
+                k = b.num_rows
+                if not k:
+                    continue
+                codes = {c: _codes(b.column(c), doms[c], c).astype(widths[c]) for c in cols}
+                dest = prng.integers(0, B, size=k)
+                for i, c in enumerate(count_cols):
+                    m_c = len(doms[c])
+                    acc[i] += np.bincount(dest * m_c + codes[c], minlength=B * m_c).reshape(B, m_c)
+                order = np.argsort(dest, kind="stable")
+                bounds = np.searchsorted(dest[order], np.arange(B + 1))
+                whole = pa.RecordBatch.from_arrays([pa.array(codes[c][order]) for c in cols], schema=schema)
+                for blk in range(B):
+                    if bounds[blk + 1] > bounds[blk]:
+                        writers[blk].write_batch(whole.slice(int(bounds[blk]), int(bounds[blk + 1] - bounds[blk])))
+        finally:
+            for w in writers:
+                w.close()
+        for t, final in names:
+            os.replace(t, final)
+        rows = [np.stack([np.full(a.size, i), np.repeat(np.arange(B), a.shape[1]), np.tile(np.arange(a.shape[1]), B),
+                          a.ravel()], axis=1) for i, a in enumerate(acc)]
+        arr = np.concatenate(rows).astype(np.int64)
+        arr = arr[arr[:, 3] > 0]
+        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["c", "b", "v", "n"])
+
+    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("c", "b", "v", "n")])
+    out = [np.zeros((B, len(doms[c])), dtype=np.int64) for c in count_cols]
+    for i, blk, v, k in _run_units(frame, scatter, fields, spark):
+        out[i][blk, v] += k
+    return out
+
+
+def _codes(arr: pa.Array, domain: Sequence[str], column: str) -> np.ndarray:
+    """Codes of a column chunk over its domain: text is dictionary-encoded first (one hash per
+    row), then the few distinct labels are looked up (:func:`ppdp.engines.stream.label_codes`)."""
+    import pyarrow.compute as pc
+
+    if arr.null_count:
+        raise SchemaError(f"column {column!r} has missing values; recode them first")
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        arr = pc.dictionary_encode(arr)
+    return label_codes(arr, domain, column)
+
+
+def _read_block(spill: Path, blk: int, cols: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
+    """The codes of every row scattered to block ``blk`` (input partitions in order)."""
+    import pyarrow.ipc as ipc
+
+    parts = sorted((spill / f"{blk:05d}").glob("*.arrow"))
+    tables = []
+    for f in parts:
+        with pa.memory_map(str(f)) as src:
+            tables.append(ipc.open_file(src).read_all())
+    if not tables:
+        return {c: np.zeros(0, dtype=np.int64) for c in cols}, 0
+    t = pa.concat_tables(tables)
+    codes = {c: t.column(c).to_numpy() for c in cols}
+    return codes, t.num_rows
+
+
+def _dropped_counts(spark, spill: Path, sens: Sequence[str], doms, drops: np.ndarray,
+                    streams: PartitionStreams) -> list[np.ndarray]:
+    """A': the values of the rows dropped from each block (the positions are drawn from the
+    block's own stream, as the apply task draws them again)."""
+    from pyspark.sql import types as T
+
+    B = len(drops)
+
+    def count(batches):
         for b in batches:
-            for i, w in enumerate([*wnames, "_key"]):
-                chunks[i].append(b.column(w).to_numpy(zero_copy_only=False))
-        stats = []
-        if chunks[0] and sum(len(c) for c in chunks[0]):
-            cols_ = [np.concatenate(c) for c in chunks]
-            del chunks
-            order = np.argsort(cols_[-1], kind="stable")                         # random keys: a uniformly random order
-            got = _unpack([c[order] for c in cols_[:-1]], wsizes, groups)
-            del cols_, order
-            arrays = [pa.array(v.astype(np.int32)) if c == "subtable" else
-                      pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
-                      for c, v in zip(out_cols, got)]
-            _write_part(data_dir, pid, pa.Table.from_arrays(arrays, names=out_cols))
-            sub = got[sub_idx] if sub_idx is not None else None
-            for i, s in enumerate(sens):
-                m_s = len(doms[s])
-                key = got[sens_idx[s]] if sub is None else sub * m_s + got[sens_idx[s]]
-                c = np.bincount(key, minlength=J * m_s)
-                nz = np.flatnonzero(c)
-                stats.append(np.stack([np.full(len(nz), i), nz // m_s, nz % m_s, c[nz]], axis=1))
-        arr = np.concatenate(stats) if stats else np.zeros((0, 4), dtype=np.int64)
-        yield pa.RecordBatch.from_arrays([pa.array(arr[:, j].astype(np.int64)) for j in range(4)], ["sa", "g", "v", "n"])
+            for blk in b.column("id").to_numpy().tolist():
+                if not drops[blk]:
+                    continue
+                codes, k = _read_block(spill, blk, sens)
+                pos = streams.get(7, blk).choice(k, size=int(drops[blk]), replace=False)
+                for i, s in enumerate(sens):
+                    c = np.bincount(codes[s][pos].astype(np.int64), minlength=len(doms[s]))
+                    nz = np.flatnonzero(c)
+                    yield pa.RecordBatch.from_arrays([pa.array(np.full(len(nz), i, np.int64)), pa.array(np.full(len(nz), blk, np.int64)),
+                                                      pa.array(nz.astype(np.int64)), pa.array(c[nz].astype(np.int64))],
+                                                     ["c", "b", "v", "n"])
 
-    fields = [T.StructField(w, T.LongType(), False) for w in [*wnames, "_part", "_key"]]
-    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("sa", "g", "v", "n")])
-    clock.lap("plan")
-    stats = (frame.mapInArrow(apply, T.StructType(fields)).repartition(n_out, "_part")
-             .mapInArrow(write_part, sfields).collect())
-    clock.lap("apply, shuffle and write")
-    # what the release discloses is a function of the published counts (per SDR sub-table)
-    pub = [np.zeros(len(doms[s]), dtype=np.int64) for s in sens]
-    group_counts = {s: np.zeros((J, len(doms[s])), dtype=np.int64) for s in sens}
-    for i, g, v, k in stats:
-        group_counts[sens[i]][g, v] += k
-    for i, s in enumerate(sens):
-        pub[i] = group_counts[s].sum(axis=0)
-    if int(sum(p.sum() for p in pub)) != n_pub * len(sens):
-        raise PpdpError(f"the executors wrote {int(pub[0].sum()):,} rows, the plan publishes {n_pub:,}")
-    if isinstance(rp, DivertedRows):  # the claim states the published counts
-        claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
-    else:
-        claim = rp.claim
-    manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,
-                                "dropped": n_drop, "engine": "spark", "certificate": claim.to_certificate()}
-    clock.lap("published counts")
-    if persist:
-        frame.unpersist()
-    return _finish(counted_release(manifest, {s: pub[i] for i, s in enumerate(sens)}, group_counts), mechanism, seed,
-                   tmp, target, {"data": n_pub}, None, overwrite)
+    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("c", "b", "v", "n")])
+    out = [np.zeros((B, len(doms[s])), dtype=np.int64) for s in sens]
+    for i, blk, v, k in _per_block(spark, B).mapInArrow(count, fields).collect():
+        out[i][blk, v] += k
+    return out
 
 
 def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
@@ -367,35 +505,6 @@ def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
     partial = directory / f".part-{pid:05d}-{os.getpid()}.tmp"
     pq.write_table(table, partial, compression="zstd")
     os.replace(partial, part)
-
-
-def _sa_partition_counts_jvm(frame, schema: DatasetSchema):
-    """(rows per input partition, per SA the P × |SA| counts) by one aggregation in the JVM
-    (no Python worker): ``groupBy(spark_partition_id(), *SA).count()``."""
-    from pyspark.sql import functions as F
-
-    sens = list(schema.sensitive)
-    P = frame.rdd.getNumPartitions()
-    pos = {s: {lab: j for j, lab in enumerate(schema.domains[s])} for s in sens}
-    parts = [np.zeros((P, len(schema.domains[s])), dtype=np.int64) for s in sens]
-    sizes = np.zeros(P, dtype=np.int64)
-    for r in frame.groupBy(F.spark_partition_id().alias("_p"), *sens).count().collect():
-        p, k = int(r[0]), int(r[-1])
-        sizes[p] += k
-        for i, s in enumerate(sens):
-            lab = r[1 + i]
-            j = None if lab is None else pos[s].get(_spark_label(lab))
-            if j is None:
-                raise SchemaError(f"column {s!r} holds values outside its domain, e.g. {lab!r}")
-            parts[i][p, j] += k
-    return sizes, parts
-
-
-def _spark_label(v) -> str:
-    """A Spark value as ``label_codes`` reads it (numbers as Table writes them)."""
-    if isinstance(v, float):
-        return str(int(v)) if v.is_integer() else repr(v)
-    return str(v)
 
 
 #: wall seconds of the phases of the last publication in this process (for benchmarks)
@@ -414,56 +523,6 @@ class _Clock:
         t = self.time()
         LAST_PHASES[phase] = LAST_PHASES.get(phase, 0.0) + t - self.t
         self.t = t
-
-
-def _stable(frame, persist: bool):
-    """The frame with partitions that are the same on every evaluation: the counts pass and the
-    apply pass must see the same rows in the same partitions and batches. A file scan is
-    stable; a frame after a round-robin ``repartition`` or a non-deterministic expression is
-    not, so by default the selected columns are persisted (executors' local disk, not the
-    driver) and materialized once."""
-    if not persist:
-        return frame
-    from pyspark import StorageLevel
-
-    frame = frame.persist(StorageLevel.DISK_ONLY)
-    frame.count()
-    return frame
-
-
-def _pack_groups(sizes: Sequence[int]) -> list[list[int]]:
-    """Columns grouped so that the product of a group's domain sizes fits in 62 bits."""
-    groups: list[list[int]] = [[]]
-    prod = 1
-    for i, m in enumerate(sizes):
-        m = max(int(m), 1)
-        if groups[-1] and prod * m >= 2**62:
-            groups.append([])
-            prod = 1
-        groups[-1].append(i)
-        prod *= m
-    return groups
-
-
-def _pack(codes: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
-    out = []
-    for g in groups:
-        w = np.zeros(len(codes[0]), dtype=np.int64)
-        for i in g:
-            w = w * max(int(sizes[i]), 1) + np.asarray(codes[i], dtype=np.int64)
-        out.append(w)
-    return out
-
-
-def _unpack(words: Sequence[np.ndarray], sizes: Sequence[int], groups) -> list[np.ndarray]:
-    out: list[np.ndarray] = [np.zeros(0)] * len(sizes)
-    for w, g in zip(words, groups):
-        w = np.asarray(w, dtype=np.int64).copy()
-        for i in reversed(g):
-            m = max(int(sizes[i]), 1)
-            out[i] = w % m
-            w //= m
-    return out
 
 
 def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool,
@@ -495,119 +554,161 @@ def sa_counts(sdf, sensitive: str, labels: Sequence[str]) -> SACounts:
 
 def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, seed: int | None = None,
                      rng: np.random.Generator | None = None, *, out_partitions: int | None = None,
-                     overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False) -> dict:
+                     overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False,
+                     direct: bool | None = None) -> dict:
     """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
-    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver."""
+    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver.
+    The data's SA counts must be the plan's."""
     _require_spark()
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
     if not isinstance(plan, BucketizationPlan):
         raise PpdpError(f"the Spark engine applies a BucketizationPlan; got {type(plan).__name__}")
-    if plan.negative_associations or ((plan.details or {}).get("negative_association_learning") or {}).get("enabled"):
-        raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
-    sa = plan.sa
+
+    def check(counts: SACounts) -> BucketizationPlan:
+        placed = (np.asarray(plan.types, dtype=np.int64) * np.asarray(plan.multiplicity, dtype=np.int64)[:, None]).sum(axis=0)
+        if not np.array_equal(np.asarray(counts.counts, dtype=np.int64), placed):
+            raise PpdpError("the data's SA counts differ from the records the plan places (plan and data disagree)")
+        return plan
+
+    return _bucketize(sdf, schema, out, seed, rng if rng is not None else publication_rng(seed), check,
+                      out_partitions=out_partitions, overwrite=overwrite, mechanism=mechanism,
+                      allow_full_disclosure=allow_full_disclosure, direct=direct)
+
+
+def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.Generator, plan_for, *,
+               out_partitions: int | None = None, overwrite: bool = False, mechanism=None,
+               allow_full_disclosure: bool = False, part_rows: int = 4_000_000, direct: bool | None = None) -> dict:
+    """Bucketization in three executor stages and no JVM shuffle. (A) :func:`_scatter`: one
+    read of the input, every row to a uniformly random block, the SA counts per block back to
+    the driver, which makes (or checks) the plan. (B) one task per block: the block's rows of
+    each value in a uniformly random order take consecutive ranks after the ranks of the
+    earlier blocks' rows of that value — a uniformly random rank of every row within its value
+    (the blocks are a uniformly random split) — and the rank maps to a bucket through the
+    typed plan; every row then goes to a uniformly random output part (spill files again).
+    (C) one task per part: its rows ordered by bucket id (random order inside a bucket),
+    written as ``qit/part-NNNNN.parquet``."""
+    from pyspark.sql import types as T
+
+    sa = schema.sensitive[0]
     quasi = list(schema.quasi)
-    if tuple(schema.domains[sa]) != tuple(plan.labels):
-        raise SchemaError(f"the plan's SA labels differ from the domain of {sa!r}")
-    rng = rng if rng is not None else publication_rng(seed)
+    cols = [*quasi, sa]
+    doms = {c: list(schema.domains[c]) for c in cols}
     streams = PartitionStreams(seed, rng)
-    # the typed plan (bucket types × multiplicity; never the n_buckets × m matrix): the rows of
-    # value i, in rank order, fill the (value, type) segments in planner order, as the local
-    # engine's assign_typed does; a segment covers mult_k·types[k, i] consecutive positions
-    types = np.asarray(plan.types, dtype=np.int64)
-    mult = np.asarray(plan.multiplicity, dtype=np.int64)
-    K, m = types.shape
-    n_buckets = int(mult.sum())
-    first_bucket = np.cumsum(mult) - mult
-    seg_len = (types * mult[:, None]).T.ravel()          # value-major
-    seg_start = np.cumsum(seg_len) - seg_len
-    live = np.flatnonzero(seg_len)
-    s_start, s_type, s_value = seg_start[live], live % K, live // K
-    s_per, s_first = types[s_type, s_value], first_bucket[s_type]
-    value_start = seg_start[np.arange(m) * K]            # position of value i's rank 0
-    value_count = (types * mult[:, None]).sum(axis=0)
-    perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
-    type_of = np.empty(n_buckets, dtype=np.int64)
-    type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
-    perm_b = sdf.sparkSession.sparkContext.broadcast(perm)  # O(n_buckets): shipped once per executor
-    doms = {c: list(schema.domains[c]) for c in [*quasi, sa]}
-    n_out = out_partitions or max(2, sdf.rdd.getNumPartitions())
-
-    qsizes = [len(doms[c]) for c in quasi]
-    qgroups = _pack_groups(qsizes)
-    qnames = [f"_w{i}" for i in range(len(qgroups))]
-
-    def keyed(batches):  # packed QI codes, the SA code and a random 64-bit order key per row
-        prng = streams.get(3, _partition_id())
-        for b in batches:
-            words = _pack([label_codes(b.column(c), doms[c], c) for c in quasi], qsizes, qgroups)
-            yield pa.RecordBatch.from_arrays(
-                [*(pa.array(w) for w in words), pa.array(label_codes(b.column(sa), doms[sa], sa).astype(np.int32)),
-                 pa.array(prng.integers(-(2**63), 2**63 - 1, size=b.num_rows))], [*qnames, sa, "_key"])
-
-    kfields = ([T.StructField(w, T.LongType(), False) for w in qnames] + [T.StructField(sa, T.IntegerType(), False)]
-               + [T.StructField("_key", T.LongType(), False)])
-    ranked = (sdf.select(*quasi, sa).mapInArrow(keyed, T.StructType(kfields))
-              .withColumn("_rank", F.row_number().over(Window.partitionBy(sa).orderBy("_key")) - 1))
-
-    def to_bucket(batches):
-        prng = streams.get(4, _partition_id())
-        for b in batches:
-            x = b.column(sa).to_numpy(zero_copy_only=False).astype(np.int64)
-            rank = b.column("_rank").to_numpy(zero_copy_only=False).astype(np.int64)
-            if len(x) and (rank >= value_count[x]).any():
-                raise PpdpError("the data hold more records of a value than the plan places (plan and data disagree)")
-            p = value_start[x] + rank
-            seg = np.searchsorted(s_start, p, side="right") - 1
-            bid = perm_b.value[s_first[seg] + (p - s_start[seg]) // s_per[seg]]
-            k = len(x)
-            arrays = [b.column(w) for w in qnames]
-            arrays += [pa.array(bid), pa.array(prng.integers(0, n_out, size=k)), pa.array(prng.integers(0, 2**62, size=k))]
-            yield pa.RecordBatch.from_arrays(arrays, [*qnames, "bid", "_part", "_key"])
-
     target = Path(out)
+    if os.path.lexists(target) and not overwrite:
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
     tmp = temp_path(target)
-    qit_dir = tmp / "qit"
+    qit_dir, spill, spill2 = tmp / "qit", tmp / "_spill", tmp / "_spill2"
     qit_dir.mkdir(parents=True)
+    spark = sdf.sparkSession
+    clock = _Clock()
+    try:
+        scan = _file_scan(sdf, direct)
+        frame = scan if scan is not None else sdf.select(*cols)
+        B = out_partitions or max(2, -(-_rows(frame) // part_rows))
+        counts_b = _scatter(frame, cols, doms, [sa], B, spill, streams, stage=8, spark=spark)[0]
+        clock.lap("read, code and scatter (statistics)")
+        plan = plan_for(SACounts(sa, tuple(doms[sa]), counts_b.sum(axis=0)))
+        if not isinstance(plan, BucketizationPlan):
+            raise PpdpError(f"the Spark engine applies a BucketizationPlan; got {type(plan).__name__}")
+        if plan.negative_associations or ((plan.details or {}).get("negative_association_learning") or {}).get("enabled"):
+            raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
+        if tuple(doms[sa]) != tuple(plan.labels):
+            raise SchemaError(f"the plan's SA labels differ from the domain of {sa!r}")
+        clock.lap("plan")
+        # the typed plan (bucket types × multiplicity; never the n_buckets × m matrix): the rows of
+        # value i, in rank order, fill the (value, type) segments in planner order, as the local
+        # engine's assign_typed does; a segment covers mult_k·types[k, i] consecutive positions
+        types = np.asarray(plan.types, dtype=np.int64)
+        mult = np.asarray(plan.multiplicity, dtype=np.int64)
+        K, m = types.shape
+        n_buckets = int(mult.sum())
+        first_bucket = np.cumsum(mult) - mult
+        seg_len = (types * mult[:, None]).T.ravel()          # value-major
+        seg_start = np.cumsum(seg_len) - seg_len
+        live = np.flatnonzero(seg_len)
+        s_start, s_type, s_value = seg_start[live], live % K, live // K
+        s_per, s_first = types[s_type, s_value], first_bucket[s_type]
+        value_start = seg_start[np.arange(m) * K]            # position of value i's rank 0
+        value_count = (types * mult[:, None]).sum(axis=0)
+        if not np.array_equal(counts_b.sum(axis=0), value_count):
+            raise PpdpError("the data's SA counts differ from the records the plan places (plan and data disagree)")
+        block_start = value_start[None, :] + np.cumsum(counts_b, axis=0) - counts_b   # (B × m) first position
+        perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
+        type_of = np.empty(n_buckets, dtype=np.int64)
+        type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
+        perm_b = spark.sparkContext.broadcast(perm)          # O(n_buckets): shipped once per executor
+        n_out = B
+        for j in range(n_out):
+            (spill2 / f"{j:05d}").mkdir(parents=True, exist_ok=True)
+        qschema = pa.schema([*_spill_schema(quasi, doms), pa.field("bid", pa.int64())])
 
-    def write_part(batches):  # after the shuffle: rows grouped by bucket id, random order inside → one part
-        pid = _partition_id()
-        names = [*qnames, "bid", "_key"]
-        chunks: dict[str, list[np.ndarray]] = {w: [] for w in names}
-        for b in batches:
-            for w in names:
-                chunks[w].append(b.column(w).to_numpy(zero_copy_only=False))
-        k = sum(len(c) for c in chunks["bid"])
-        if k:
-            cols_ = {w: np.concatenate(c) for w, c in chunks.items()}
-            del chunks
-            order = np.lexsort((cols_["_key"], cols_["bid"]))
-            got = _unpack([cols_[w][order] for w in qnames], qsizes, qgroups)
-            arrays = [pa.DictionaryArray.from_arrays(pa.array(v.astype(np.int32)), pa.array(doms[c], pa.string()))
-                      for c, v in zip(quasi, got)] + [pa.array(cols_["bid"][order], pa.int64())]
-            del cols_, order, got
-            _write_part(qit_dir, pid, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
-        yield pa.RecordBatch.from_arrays([pa.array([pid], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
+        def to_buckets(batches):  # block → ranks → buckets → random output parts
+            import pyarrow.ipc as ipc
 
-    ofields = [T.StructField(x, T.LongType(), False) for x in (*qnames, "bid", "_part", "_key")]
-    sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
-    written = (ranked.mapInArrow(to_bucket, T.StructType(ofields)).repartition(n_out, "_part")
-               .mapInArrow(write_part, sfields).collect())
-    if sum(int(r[1]) for r in written) != plan.n_records:
-        raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
-    perm_b.unpersist()
-    fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
-    st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
-    numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in [*quasi, sa]}
-    # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-    rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian, disclose=mechanism is None)
-    if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
-        m = finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
+            for b in batches:
+                for blk in b.column("id").to_numpy().tolist():
+                    codes, k = _read_block(spill, blk, cols)
+                    prng = streams.get(9, blk)
+                    x = codes[sa].astype(np.int64)
+                    idx = prng.permutation(k)
+                    idx = idx[np.argsort(x[idx], kind="stable")]      # by value, random order within
+                    xs = x[idx]
+                    pos = block_start[blk, xs] + np.arange(k) - np.searchsorted(xs, xs, side="left")
+                    seg = np.searchsorted(s_start, pos, side="right") - 1
+                    bid = perm_b.value[s_first[seg] + (pos - s_start[seg]) // s_per[seg]]
+                    dest = prng.integers(0, n_out, size=k)
+                    order = np.argsort(dest, kind="stable")
+                    bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
+                    rows = idx[order]
+                    whole = pa.RecordBatch.from_arrays([*(pa.array(codes[c][rows]) for c in quasi),
+                                                        pa.array(bid[order])], schema=qschema)
+                    for j in range(n_out):
+                        tmpf = spill2 / f"{j:05d}" / f".{blk:05d}-{os.getpid()}.tmp"
+                        with ipc.new_file(str(tmpf), qschema) as w:
+                            if bounds[j + 1] > bounds[j]:
+                                w.write_batch(whole.slice(int(bounds[j]), int(bounds[j + 1] - bounds[j])))
+                        os.replace(tmpf, spill2 / f"{j:05d}" / f"{blk:05d}.arrow")
+                    yield pa.RecordBatch.from_arrays([pa.array([blk], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
+
+        def write_part(batches):  # one output part: rows grouped by bucket id, random order inside
+            for b in batches:
+                for j in b.column("id").to_numpy().tolist():
+                    got, k = _read_block(spill2, j, [*quasi, "bid"])
+                    if k:
+                        prng = streams.get(10, j)
+                        order = prng.permutation(k)
+                        order = order[np.argsort(got["bid"][order], kind="stable")]
+                        arrays = [pa.DictionaryArray.from_arrays(pa.array(got[c][order].astype(np.int32)),
+                                                                 pa.array(doms[c], pa.string())) for c in quasi]
+                        arrays.append(pa.array(got["bid"][order], pa.int64()))
+                        _write_part(qit_dir, j, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
+                    yield pa.RecordBatch.from_arrays([pa.array([j], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
+
+        sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
+        _per_block(spark, B).mapInArrow(to_buckets, sfields).collect()
+        shutil.rmtree(spill, ignore_errors=True)
+        clock.lap("rank and bucket")
+        written = _per_block(spark, n_out).mapInArrow(write_part, sfields).collect()
+        shutil.rmtree(spill2, ignore_errors=True)
+        perm_b.unpersist()
+        if sum(int(r[1]) for r in written) != plan.n_records:
+            raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
+        clock.lap("write")
+        fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
+        st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
+        numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
+        # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
+        rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian,
+                            disclose=mechanism is None)
+        if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
+            return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
+        m = _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, {"st": st}, overwrite,
+                    allow_full_disclosure=allow_full_disclosure)
+        clock.lap("ST, disclosure and manifest")
         return m
-    return _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, {"st": st}, overwrite,
-                   allow_full_disclosure=allow_full_disclosure)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 class PlanQITRelease(BucketizedRelease):
@@ -644,21 +745,17 @@ def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quas
 
 
 def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *,
-                       allow_full_disclosure: bool = False, overwrite: bool = False) -> dict:
-    """F'-privacy or Anatomy on Spark: SA counts (one ``groupBy``) → the mechanism's public
-    ``plan`` → :func:`apply_bucketized`. Returns the manifest."""
+                       allow_full_disclosure: bool = False, overwrite: bool = False, direct: bool | None = None) -> dict:
+    """F'-privacy or Anatomy on Spark: SA counts (counted while the input is read and scattered
+    once) → the mechanism's public ``plan`` → the plan applied as :func:`apply_bucketized`
+    applies it. Returns the manifest."""
+    _require_spark()
     if getattr(mechanism, "family", None) != "bucketized" or not callable(getattr(mechanism, "plan", None)):
         raise PpdpError(f"publish_bucketized needs a bucketization mechanism; got {type(mechanism).__name__}")
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported on the Spark engine")
-    rng = publication_rng(seed)
-    clock = _Clock()
-    plan = mechanism.plan(sa_counts(sdf, schema.sensitive[0], schema.domains[schema.sensitive[0]]))
-    clock.lap("statistics and plan")
-    m = apply_bucketized(plan, sdf, schema, out, seed, rng, overwrite=overwrite, mechanism=mechanism,
-                         allow_full_disclosure=allow_full_disclosure)
-    clock.lap("apply, shuffle and write")
-    return m
+    return _bucketize(sdf, schema, out, seed, publication_rng(seed), mechanism.plan, overwrite=overwrite,
+                      mechanism=mechanism, allow_full_disclosure=allow_full_disclosure, direct=direct)
 
 
 # ----------------------------------------------------------------------- histogram family
@@ -671,10 +768,12 @@ class CountedTable(Table):
     row_weights: np.ndarray | None = None
 
 
-def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
+def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None = None) -> CountedTable:
     """The :class:`CountedTable` of a DataFrame over the mechanism's dimensions: one
     ``groupBy(dims).count()`` on the executors (the driver receives at most one count per
-    label combination; labels outside a declared domain are refused by the mechanism)."""
+    label combination; labels outside a declared domain are refused by the mechanism). A
+    frame straight from :func:`read_dataset` whose dimensions all have domains in ``schema``
+    is counted by a direct read instead (:func:`_direct_combinations`)."""
     dims = list(mechanism.dims)
     missing = [d for d in dims if d not in sdf.columns]
     if missing:
@@ -683,6 +782,9 @@ def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
     if undeclared:
         raise SchemaError(f"the domain of {undeclared} is not declared: a differentially private histogram must not "
                           "read its cells off the rows (pass domains= or bins=)")
+    scan = _file_scan(sdf, direct)
+    if scan is not None and all(d in schema.domains for d in dims):
+        return _direct_combinations(sdf.sparkSession, scan, dims, schema)
     rows = sdf.groupBy(*dims).count().collect()
     if not rows:
         raise PpdpError("the input table is empty")
@@ -700,6 +802,43 @@ def combination_table(sdf, mechanism, schema: DatasetSchema) -> CountedTable:
     return t
 
 
+def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
+    """Counts of the label combinations, one task per read unit: codes over the schema's
+    domains, then the distinct flat cell keys and their counts (``np.unique``)."""
+    from pyspark.sql import types as T
+
+    doms = {d: list(schema.domains[d]) for d in dims}
+    shape = tuple(max(1, len(doms[d])) for d in dims)
+
+    def count(u, _batches):
+        keys, cnts = [], []
+        for b in scan.batches(u, dims):
+            if b.num_rows:
+                k = np.ravel_multi_index([_codes(b.column(d), doms[d], d) for d in dims], shape)
+                uk, c = np.unique(k, return_counts=True)
+                keys.append(uk)
+                cnts.append(c)
+        if keys:
+            uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
+            c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
+            yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
+
+    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("key", "n")])
+    rows = _run_units(scan, count, fields, spark)
+    if not rows:
+        raise PpdpError("the input table is empty")
+    k = np.array([r[0] for r in rows], dtype=np.int64)
+    n = np.array([r[1] for r in rows], dtype=np.int64)
+    uk, inv = np.unique(k, return_inverse=True)
+    weights = np.bincount(inv.ravel(), weights=n, minlength=len(uk)).astype(np.int64)
+    cell = np.unravel_index(uk, shape)
+    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
+    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
+    t = CountedTable(codes, doms, numeric=numeric)
+    t.row_weights = weights
+    return t
+
+
 def cube_counts(sdf, mechanism, schema: DatasetSchema):
     """(CubeSpec, dense count cube) of a DataFrame over the mechanism's declared domains/bins."""
     table = combination_table(sdf, mechanism, schema)
@@ -708,7 +847,8 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
     return spec, dense_counts(cc, spec.shape, table.row_weights)
 
 
-def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False) -> dict:
+def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False,
+                      direct: bool | None = None) -> dict:
     """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
     dpcube-paper) on Spark: the executors aggregate the label combinations' counts
     (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
@@ -718,7 +858,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     if getattr(mechanism, "family", None) != "histogram":
         raise PpdpError(f"publish_histogram needs a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
     clock = _Clock()
-    table = combination_table(sdf, mechanism, schema)
+    table = combination_table(sdf, mechanism, schema, direct)
     clock.lap("statistics")
     declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
     spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
@@ -739,23 +879,25 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 # ------------------------------------------------------------------------------- facade
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
-            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = True) -> dict:
+            overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False,
+            direct: bool | None = None) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
     ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
 
-    ``persist=False`` skips persisting the input of the randomized family's two passes; only
-    for a frame whose partitions are stable on recomputation (a plain file scan)."""
+    The input is read once; ``persist`` is accepted for compatibility and ignored. A frame
+    straight from :func:`read_dataset` is read directly by the executors (pyarrow, row groups
+    as tasks) unless ``direct=False``; any other frame through Spark SQL."""
     _require_spark()
     fam = getattr(mechanism, "family", None)
     if schema is None:
         schema = frame_schema(sdf, quasi, sensitive, domains) if fam != "histogram" else _histogram_schema(sdf, mechanism)
     if fam == "bucketized":
         return publish_bucketized(sdf, mechanism, out, schema, seed, overwrite=overwrite,
-                                  allow_full_disclosure=allow_full_disclosure)
+                                  allow_full_disclosure=allow_full_disclosure, direct=direct)
     if fam == "randomized":
-        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist)
+        return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist, direct=direct)
     if fam == "histogram":
-        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite)
+        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct)
     raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
 
 
@@ -763,5 +905,5 @@ def _histogram_schema(sdf, mechanism) -> DatasetSchema:
     return DatasetSchema((), (), {}, {})
 
 
-__all__ = ["PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
+__all__ = ["FileScan", "PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
            "publish_bucketized", "publish_histogram", "publish_randomized", "read_dataset", "sa_counts"]
