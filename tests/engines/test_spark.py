@@ -59,8 +59,8 @@ def test_every_family_verifies_against_the_source_with_the_local_claim(spark, so
     local = ppdp.publish(table, mech, seed=3)
     same_manifest(rel.manifest, local.manifest, mech.name)
     if mech.family == "histogram":  # the noise is the local engine's, on the same cube: identical release
-        for stem, t in local.tables.items():
-            assert rel.tables[stem].equals(t), stem
+        for stem, t in local.tables.items():  # the loader reads narrow types (int8 indices, int32 ids): same values
+            assert rel.tables[stem].cast(t.schema).equals(t), stem
     else:  # the large table is a directory of parts written by the executors
         stem = "qit" if mech.family == "bucketized" else "data"
         assert rel.manifest["files"][stem]["partitioned"] is True
@@ -167,5 +167,5 @@ def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, s
     local = ppdp.publish(table, mech, seed=3)
     same_manifest(rel.manifest, local.manifest, mech.name)
     if mech.family == "histogram":
-        for stem, t in local.tables.items():
-            assert rel.tables[stem].equals(t), stem
+        for stem, t in local.tables.items():  # the loader reads narrow types (int8 indices, int32 ids): same values
+            assert rel.tables[stem].cast(t.schema).equals(t), stem

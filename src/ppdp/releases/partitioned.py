@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ReleaseError
+from .base import _narrow_chunk, _unify_chunks, index_type
 from .readme import README_NAME, render_readme
 from .storage import fsync_path, json_default, os_reason, publish_directory
 
@@ -57,8 +58,9 @@ def part_files(directory: Path, problems: list[str] | None = None) -> list[Path]
 
 
 def encode_labels(values: pa.Array | pa.ChunkedArray, domain: Sequence[str], column: str) -> pa.DictionaryArray:
-    """Labels → a dictionary array over ``domain`` (codes int32, vectorised); a label outside
-    the domain (or a null) is a :class:`ReleaseError`."""
+    """Labels → a dictionary array over ``domain`` (codes in the narrowest signed index type,
+    :func:`~ppdp.releases.base.index_type`; vectorised); a label outside the domain (or a null)
+    is a :class:`ReleaseError`."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     dom = pa.array([str(x) for x in domain], pa.string())
     if pa.types.is_dictionary(arr.type):
@@ -76,7 +78,8 @@ def encode_labels(values: pa.Array | pa.ChunkedArray, domain: Sequence[str], col
             bad = pc.filter(arr, pc.is_null(idx)).to_pylist()[:3]
             raise ReleaseError(f"column {column!r} holds labels outside its published domain, e.g. {bad}")
         codes = idx.to_numpy(zero_copy_only=False).astype(np.int32)
-    return pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), dom)
+    it = index_type(len(dom))
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(it.to_pandas_dtype(), copy=False), it), dom)
 
 
 def _checked_parts(directory: Path, stated_rows: int, max_rows: int, problems: list[str]) -> list[Path]:
@@ -115,13 +118,13 @@ def read_partitioned(directory: Path, stated_rows: int, required: list[str], opt
         t = pf.read(columns=wanted)
         for c in wanted:
             col = t.column(c)
-            cols.setdefault(c, []).append(encode_labels(col, domains[c], c) if c in domains else col.combine_chunks())
+            cols.setdefault(c, []).append(encode_labels(col, domains[c], c) if c in domains else _narrow_chunk(col.combine_chunks()))
     if names is None:  # no part: an empty table of the required columns
         return pa.table({c: pa.array([], pa.string()) for c in required})
     out = {}
     for c in names:
         chunks = cols[c]
-        out[c] = pa.chunked_array(chunks) if chunks else pa.chunked_array([], pa.string())
+        out[c] = _unify_chunks(chunks) if chunks else pa.chunked_array([], pa.string())
     return pa.table(out)
 
 
