@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppdp
-from ppdp.releases.base import index_type, read_narrow
+from ppdp.releases.narrow import index_type, read_narrow
 
 
 @settings(max_examples=30, deadline=None)

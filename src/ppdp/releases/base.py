@@ -17,11 +17,11 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
+from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
 from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_regular, os_reason, publish_directory,
                       read_bounded, read_json, remove_stale_temps, temp_path, write_custodian)
@@ -461,61 +461,6 @@ def _primitive(t: pa.DataType) -> bool:
         return _primitive(t.value_type) and pa.types.is_integer(t.index_type)
     return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_null(t))
-
-
-#: rows decoded at a time when a release file is read (each batch is narrowed before the next)
-READ_BATCH_ROWS = 1 << 22
-
-
-def index_type(n_labels: int) -> pa.DataType:
-    """The narrowest signed Arrow index type for a dictionary of ``n_labels`` entries."""
-    return pa.int8() if n_labels <= 127 else pa.int16() if n_labels <= 32767 else pa.int32()
-
-
-def _narrow_chunk(arr: pa.Array) -> pa.Array:
-    """One decoded chunk in a narrower type holding the same values: dictionary indices in
-    :func:`index_type` of its dictionary, 64-bit integers in int32 when they fit (never below
-    32 bits: code that multiplies ids or counts keeps its headroom)."""
-    t = arr.type
-    if pa.types.is_dictionary(t):
-        want = index_type(len(arr.dictionary))
-        return arr if t.index_type == want or t.index_type.bit_width < want.bit_width else \
-            arr.cast(pa.dictionary(want, t.value_type, t.ordered))
-    if pa.types.is_integer(t) and t.bit_width == 64 and len(arr):
-        mm = pc.min_max(arr)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is not None and -(2 ** 31) <= lo and hi < 2 ** 31:
-            return arr.cast(pa.int32())
-    return arr
-
-
-def _unify_chunks(chunks: list[pa.Array]) -> pa.ChunkedArray:
-    """The narrowed chunks of one column in one type (the widest any chunk needs)."""
-    types = {c.type for c in chunks}
-    if len(types) > 1:
-        if all(pa.types.is_dictionary(t) for t in types):
-            wide = max((t.index_type for t in types), key=lambda x: x.bit_width)
-            chunks = [c if c.type.index_type == wide else c.cast(pa.dictionary(wide, c.type.value_type, c.type.ordered))
-                      for c in chunks]
-        else:
-            wide = max(types, key=lambda x: getattr(x, "bit_width", 0))
-            chunks = [c if c.type == wide else c.cast(wide) for c in chunks]
-    return pa.chunked_array(chunks)
-
-
-def read_narrow(pf: pq.ParquetFile, columns: list[str], batch_rows: int = READ_BATCH_ROWS) -> pa.Table:
-    """``pf.read(columns)`` decoded a batch at a time, each batch narrowed (:func:`_narrow_chunk`)
-    before the next is decoded: the peak is the narrow table plus one batch, not the file's
-    columns in their stored widths (32-bit dictionary indices, 64-bit ids and counts)."""
-    schema = pf.schema_arrow
-    cols: dict[str, list[pa.Array]] = {c: [] for c in columns}
-    for batch in pf.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
-        for c in columns:
-            cols[c].append(_narrow_chunk(batch.column(c)))
-    if not pf.metadata.num_rows or not all(cols.values()):
-        return pf.read(columns=columns)
-    return pa.table({c: _unify_chunks(cols[c]) for c in columns},
-                    metadata=schema.metadata)
 
 
 def _read_parquet(path: Path, stated_rows: int, required: list[str], optional: list[str], max_rows: int,

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ReleaseError
-from .base import _narrow_chunk, _unify_chunks, index_type
+from .narrow import index_type, narrow_chunk, unify_chunks
 from .readme import README_NAME, render_readme
 from .storage import fsync_path, json_default, os_reason, publish_directory
 
@@ -118,13 +118,13 @@ def read_partitioned(directory: Path, stated_rows: int, required: list[str], opt
         t = pf.read(columns=wanted)
         for c in wanted:
             col = t.column(c)
-            cols.setdefault(c, []).append(encode_labels(col, domains[c], c) if c in domains else _narrow_chunk(col.combine_chunks()))
+            cols.setdefault(c, []).append(encode_labels(col, domains[c], c) if c in domains else narrow_chunk(col.combine_chunks()))
     if names is None:  # no part: an empty table of the required columns
         return pa.table({c: pa.array([], pa.string()) for c in required})
     out = {}
     for c in names:
         chunks = cols[c]
-        out[c] = _unify_chunks(chunks) if chunks else pa.chunked_array([], pa.string())
+        out[c] = unify_chunks(chunks) if chunks else pa.chunked_array([], pa.string())
     return pa.table(out)
 
 
