@@ -42,6 +42,10 @@ predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`
   iterative Bayesian update with the full T (non-negative). Several SAs: T1 ⊗ T2 ⊗ ….
   ``transition_counts`` replaces the published counts (analysis only: a receiver does not
   have the true counts).
+- intervals (:meth:`DivertedEstimator.estimate`): the linear estimator's normal interval cut to
+  [0, n_P] and widened to hold the estimate; the full-transition estimators' variance by
+  default ``"rebuilt"`` (:mod:`ppdp.estimators.diverted_variance`: T̂ rebuilt from the same
+  published counts, which carry part of y_P's noise).
 
 Value sets (IN) are answered by summing the per-value estimates. docs/diverted.md gives the
 numbers behind the default. ``answer_with_iterations`` returns the A' estimators' iteration
