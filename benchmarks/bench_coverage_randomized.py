@@ -12,35 +12,49 @@ releases are the independent units), coverage by true-count bin (0, 1–10, 11�
 and whether the pooled coverage lies in [0.93, 0.97].
 
     python benchmarks/bench_coverage_randomized.py [--releases 200] [--rows 20000] [--queries 200]
+        [--mechanisms uniform,sdr,global,diverted]
 
-Writes benchmarks/results/coverage_randomized.json.
+Writes benchmarks/results/coverage_randomized.json. With ``--mechanisms`` naming a subset, only
+those mechanisms are re-run: their entries in the existing JSON are replaced (each with its own
+provenance block) and the others' are kept as they are (the data and workload must match).
+
+A' (diverted): the default ``full-iterative`` and ``full-closed`` use ``variance="rebuilt"``
+(the receiver's transition rebuilt from the published counts, docs/diverted.md);
+``…/fixed`` is the former closed form with the transition held fixed, for comparison.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
 import ppdp
 from _common import provenance, write_result
-from ppdp.estimators.randomized import EB_COVARIANCES, EB_PARENTS, EB_STRENGTHS, EmpiricalBayes, FullIterative, NormSub
+from ppdp.estimators.randomized import (EB_COVARIANCES, EB_PARENTS, EB_STRENGTHS, EmpiricalBayes, FullClosed,
+                                       FullIterative, NormSub)
 from ppdp.queries.workloads import point_workload
 
 #: every combination of the empirical-Bayes options (the default is one of them)
 EB_VARIANTS = {f"eb({s},{c},{p})": EmpiricalBayes(strength=s, covariance=c, parents=p)
                for s in EB_STRENGTHS for c in EB_COVARIANCES for p in EB_PARENTS}
 OBJECTS = {"norm-sub/boot-basic": NormSub(replicates=200, interval="basic"),
-           "full-iterative/bootstrap": FullIterative(variance="bootstrap"), **EB_VARIANTS}
+           "full-iterative/bootstrap": FullIterative(variance="bootstrap"),
+           "full-iterative/fixed": FullIterative(variance="fixed"), "full-closed/fixed": FullClosed(variance="fixed"),
+           **EB_VARIANTS}
 MECHANISMS = {
     "uniform": (ppdp.UniformPerturbation(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
     "sdr": (ppdp.SDR(0.1, 0.3), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
     "global": (ppdp.GlobalRandomization(4), ["eb", "norm-sub", "mle", "inversion", "em", "norm-sub/boot-basic"]),
-    "diverted": (ppdp.Diverted(4), ["full-iterative", "full-closed", "iterative", "closed", "full-iterative/bootstrap"]),
+    "diverted": (ppdp.Diverted(4), ["full-iterative", "full-closed", "full-iterative/fixed", "full-closed/fixed",
+                                     "iterative", "closed", "full-iterative/bootstrap"]),
 }
 BINS = {"0": (0, 0), "1-10": (1, 10), "11-100": (11, 100), ">100": (101, np.inf)}
 BAND = (0.93, 0.97)
+RESULT = Path(__file__).parent / "results" / "coverage_randomized.json"
 
 
 def coverage(table, mech, names, wl, true, releases: int, slow_releases: int) -> dict:
@@ -79,7 +93,14 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--eb-variants", action="store_true", help="add every combination of the eb options")
+    ap.add_argument("--mechanisms", default=",".join(MECHANISMS),
+                    help="comma-separated subset to (re-)run; a subset replaces only its entries in the existing JSON")
     a = ap.parse_args()
+    chosen = [x.strip() for x in a.mechanisms.split(",") if x.strip()]
+    unknown = sorted(set(chosen) - set(MECHANISMS))
+    if unknown or not chosen:
+        ap.error(f"--mechanisms: unknown {unknown}; choose from {', '.join(MECHANISMS)}")
+    subset = set(chosen) != set(MECHANISMS)
     if a.eb_variants:
         for key in ("uniform", "sdr", "global"):
             MECHANISMS[key][1].extend(EB_VARIANTS)
@@ -90,11 +111,21 @@ def main() -> None:
                  "level": 0.95, "band": list(BAND),
                  "bin_sizes": {b: int(((true >= lo) & (true <= hi)).sum()) for b, (lo, hi) in BINS.items()},
                  "mechanisms": {}}
-    for name, (mech, names) in MECHANISMS.items():
+    if subset:
+        old = json.loads(RESULT.read_text())
+        for key in ("data", "workload", "bin_sizes"):
+            if old[key] != res[key]:
+                raise SystemExit(f"{RESULT.name} holds {key} = {old[key]!r}, this run {res[key]!r}: re-run every mechanism")
+        res = old
+    for name in chosen:
+        mech, names = MECHANISMS[name]
         print(name, flush=True)
         res["mechanisms"][name] = {"params": mech.get_params(), "default_estimator": mech.default_estimator,
                                    "estimators": coverage(t, mech, names, wl, true, a.releases, a.em_releases)}
-    res.update(provenance(seed=0))
+        if subset:
+            res["mechanisms"][name]["provenance"] = provenance(seed=0)
+    if not subset:
+        res.update(provenance(seed=0))
     print(write_result("coverage_randomized", res))
 
 

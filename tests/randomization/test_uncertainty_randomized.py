@@ -79,9 +79,10 @@ def test_default_interval_coverage(small, mech):
         cov.append(np.mean((E.lower <= true) & (true <= E.upper)))
     c = float(np.mean(cov))
     if mech.name == "diverted":
-        # A''s default interval is conservative: the linear full-transition inversion it is built
-        # on is so noisy that the cut to [0, n_P] keeps most of the range (measured 0.99 here,
-        # 0.97-0.98 on the 20,000-row sample of the full run); asserted: not below the band
+        # A''s default interval (variance="rebuilt") measures 0.971 here (sd(c_r) 0.042: SE 0.0054,
+        # too close to the upper edge for a sound two-sided test on this small table; 0.989 with
+        # the former fixed-T̂ variance); asserted: not below the band. The two-sided test is in
+        # test_diverted_coverage.py (ADULT, 80 releases)
         assert c >= BAND[0], (mech.name, c)
         return
     assert BAND[0] <= c <= BAND[1], (mech.name, c, np.std(cov, ddof=1))

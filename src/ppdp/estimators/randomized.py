@@ -42,6 +42,10 @@ predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`
   iterative Bayesian update with the full T (non-negative). Several SAs: T1 ⊗ T2 ⊗ ….
   ``transition_counts`` replaces the published counts (analysis only: a receiver does not
   have the true counts).
+- intervals (:meth:`DivertedEstimator.estimate`): the linear estimator's normal interval cut to
+  [0, n_P] and widened to hold the estimate; the full-transition estimators' variance by
+  default ``"rebuilt"`` (:mod:`ppdp.estimators.diverted_variance`: T̂ rebuilt from the same
+  published counts, which carry part of y_P's noise).
 
 Value sets (IN) are answered by summing the per-value estimates. docs/diverted.md gives the
 numbers behind the default. ``answer_with_iterations`` returns the A' estimators' iteration
@@ -63,6 +67,7 @@ from ..kernels.transition import decoy_group_values, diverted_matrix, receiver_c
 from ..queries import split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
 from .base import Estimates, Estimator
+from .diverted_variance import DRAWS, linear_noise_variance, receiver_parts
 
 METHODS = ("full-iterative", "full-closed", "iterative", "closed")
 DEFAULT_TOL = 0.01
@@ -1082,6 +1087,19 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
             uncertainty["boot"][qs] = dev
             var = dev.var(axis=1, ddof=1)
             uncertainty["centre_estimate"][qs] = True
+        rebuilt = uncertainty.get("rebuilt")
+        if rebuilt is not None and len(sel_sa) == 1 and deltas is None:
+            # the receiver's T̂ rebuilt from the published counts (diverted_variance)
+            i = sel_sa[0]
+            types, draws = rebuilt[i]
+            s_q = sa_sel[i][qs].astype(np.float64)
+            nP = Ym.sum(axis=1)
+            var = linear_noise_variance(Xp, ws[0], s_q, nP[pos], types, mats[0])
+            if draws is not None:
+                Xfit = X if method == "full-iterative" else full_iterative(Ym, mats, tol, max_iter)[0]
+                f = types.f.astype(np.float64)
+                D = Xfit - (nP / max(f.sum(), 1.0))[:, None] * f
+                var = var + draws.mean_square(D, s_q, pos)
         lin = Z if method == "full-closed" else _select(full_closed(Ym, mats)[pos], [sa_sel[i][qs].astype(np.float64) for i in sel_sa])
         uncertainty["var"][qs] = np.maximum(var, 0.0)
         uncertainty["linear"][qs] = lin
@@ -1165,6 +1183,10 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
             uncertainty["delta"] = [(TransitionNoise.of(release, i, f, lp), f.astype(np.float64))
                                     if transition_counts is None and len(f) <= DELTA_MAX_VALUES else None
                                     for i, f in enumerate(fs)]
+        if uncertainty is not None and uncertainty.get("rebuilt") is None and uncertainty.get("variance") == "rebuilt":
+            fs = ([np.asarray(c, dtype=np.int64) for c in transition_counts] if transition_counts is not None
+                  else [receiver_counts(release.published_counts(s), lp) for s in sas])
+            uncertainty["rebuilt"] = [receiver_parts(release, i, f, lp, T) for i, (f, T) in enumerate(zip(fs, Ts))]
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
             out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter,
@@ -1243,8 +1265,9 @@ DELTA_ROWS = 50_000
 DELTA_MAX_VALUES = 200
 #: simulated draws of the published counts per release and sensitive attribute
 DELTA_REPLICATES = 200
-#: the A' full-transition estimators' variance: the receiver's T̂ simulated, or held fixed
-A_VARIANCES = ("fixed", "bootstrap")
+#: the A' full-transition estimators' variance: the receiver's T̂ rebuilt from the published counts
+#: (diverted_variance, the default), held fixed (the per-row closed form), or a bootstrap of the estimator
+A_VARIANCES = ("rebuilt", "fixed", "bootstrap")
 #: bootstrap releases of the A' full-transition estimators' intervals
 BOOT_REPLICATES = 100
 _DELTA_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
@@ -1420,19 +1443,30 @@ class DivertedEstimator(Estimator):
         return self.answer_with_iterations(release, workload)[0]
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
-        """Closed-form uncertainty. Model: given the table and the (secret) decoy groups, each
-        row publishes independently; a receiver averages over the groups with the release's
-        transition T (every row of value x publishes y with probability T[x, y]). The linear
-        estimators (``full-closed`` x̂ = y T⁻¹ and the 4-state ``closed``) then have the exact
-        variance Σ_x x_x (Σ_y T[x, y] w_y² − (Σ_y T[x, y] w_y)²) for x̂_sel = Σ_y w_y y_y, with
-        the fitted (non-negative) counts plugged in; with several SAs T and w are Kronecker
-        products. The non-negative estimators (``full-iterative``, ``iterative``) report the
-        same standard error (their asymptotic one away from the boundary 0), and their
-        interval, like the linear ones', is the linear estimator's normal interval cut to
-        [0, n_P] and widened to hold the estimate. SA-only counts (Theorem 3): f'_s ~
-        Binomial(ℓ'·f_s, 1/ℓ'). The 4-state estimators with two or more constrained SAs
-        report NaN. The averaging over the decoy groups ignores the correlation the shared
-        groups induce between rows (measured coverage: benchmarks/bench_coverage_randomized.py).
+        """Standard errors and intervals. Every A' estimator's interval is its linear
+        counterpart's normal interval (``full-closed`` x̂ = y_P T̂⁻¹ for the full-transition
+        estimators, the 4-state ``closed`` for the 4-state ones) cut to [0, n_P] and widened to
+        hold the estimate; the non-negative estimators (``full-iterative``, ``iterative``)
+        report the linear estimator's standard error.
+
+        ``variance="rebuilt"`` (the default of the full-transition estimators, queries
+        constraining one SA): the variance of x̂ = y_P T̂⁻¹ with T̂ rebuilt from the same
+        published counts as the receiver does (:mod:`ppdp.estimators.diverted_variance`): the
+        mechanism's exact second moments (the decoy slots filled without replacement, the
+        groups' independent uniform draws), the share of y_P's noise that the published counts
+        carry removed (f̂ T̂⁻¹ = f̂, a finite-population correction relative to the published
+        counts), plus the simulated mean square of T̂'s own error acting on the predicate's
+        deviation from the table's SA distribution; the full-iterative fit plugged in.
+
+        ``variance="fixed"`` (and queries constraining two or more SAs): given the table and the
+        (secret) decoy groups each row publishes independently with the receiver's transition T̂
+        (every row of value x publishes y with probability T̂[x, y]): Var = Σ_x x_x (Σ_y T̂[x, y]
+        w_y² − (Σ_y T̂[x, y] w_y)²) for x̂_sel = Σ_y w_y y_y, the fitted (non-negative) counts
+        plugged in; with several SAs T̂ and w are Kronecker products. It treats T̂ as fixed and so
+        over-states the variance (coverage 0.98 on the 20,000-row EDU sample). The 4-state
+        estimators use it (their r from the published counts); SA-only counts (Theorem 3): f'_s ~
+        Binomial(ℓ'·f_s, 1/ℓ'). The 4-state estimators with two or more constrained SAs report
+        NaN. Measured coverage: benchmarks/bench_coverage_randomized.py, docs/diverted.md.
 
         ``variance="bootstrap"`` (full-transition estimators, queries constraining one SA): a
         parametric bootstrap over the mechanism's own randomness with the receiver's transition
@@ -1462,11 +1496,18 @@ class DivertedEstimator(Estimator):
                       "[0, n_P]. It measures the estimator's spread, not its bias (the iterative update stops early "
                       "and is biased towards the published distribution): it under-covers (docs/sdr.md); queries "
                       "constraining several SAs: closed form as variance='fixed'")
+        elif unc.get("rebuilt") is not None:
+            method = ("closed form: variance of the linear transition inversion y_P T̂⁻¹ with T̂ rebuilt from the "
+                      "published counts (the mechanism's exact second moments, the share of the noise the published "
+                      "counts carry removed, T̂'s own error simulated over "
+                      f"{DRAWS} redrawn published counts), fitted counts plugged in; its normal interval cut to "
+                      "[0, n_P] and widened to hold the estimate (docs/diverted.md); queries constraining several "
+                      "SAs: rows randomized independently with T̂ held fixed")
         else:
             method = ("closed form: variance of the linear transition inversion given the table, rows randomized "
                       "independently with the receiver's transition, fitted counts plugged in; its normal "
                       "interval cut to [0, n_P] and widened to hold the estimate; conservative (the receiver's "
-                      "transition is estimated, docs/sdr.md)")
+                      "transition is estimated, docs/diverted.md)")
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
 
 
@@ -1479,11 +1520,13 @@ class FullIterative(DivertedEstimator):
     _parameter_help = {"tol": "Stop when no component moves by more than this (relative; the paper uses 1 %).",
                        "max_iter": "Iteration cap.",
                        "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only).",
-                       "variance": "fixed: closed form with the receiver's transition held fixed (the default); "
-                                   "bootstrap: the estimator re-run on simulated releases, transition rebuilt each time."}
+                       "variance": "rebuilt (the default): closed form with the receiver's transition rebuilt from "
+                                   "the published counts; fixed: closed form with the transition held fixed "
+                                   "(conservative); bootstrap: the estimator re-run on simulated releases, transition "
+                                   "rebuilt each time (under-covers: it cannot see the estimator's bias)."}
 
     def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None,
-                 variance: str = "fixed"):
+                 variance: str = "rebuilt"):
         self._set_params(locals())
 
 
@@ -1495,7 +1538,7 @@ class FullClosed(DivertedEstimator):
     _parameter_help = {"transition_counts": FullIterative._parameter_help["transition_counts"],
                        "variance": FullIterative._parameter_help["variance"]}
 
-    def __init__(self, transition_counts=None, variance: str = "fixed"):
+    def __init__(self, transition_counts=None, variance: str = "rebuilt"):
         self._set_params(locals())
 
 
