@@ -154,14 +154,14 @@ def bucket_types(release) -> dict | None:
 
 
 def bucket_rows(release) -> dict:
-    """The decoded buckets the per-type path reads: ``sizes``, ``n_rows`` (QIT rows), the ST
-    rows' SA codes ``sc`` and ``count`` (narrow integers), ``n_buckets``, ``m`` and, when the ST
-    rows are grouped by bucket, ``st_start`` / ``n_ent`` (each bucket's first ST row and number
-    of ST rows); dense bucket order = sorted published ids, as ``release.buckets()``. Straight
-    from the ``bid`` columns, a chunk at a time, when both files list their rows grouped by
-    sorted bucket id and name the same buckets (the writer's layout) — then the per-row bucket
-    indices ``qb`` / ``sb`` are not built (asking the returned dict for them builds them) —
-    else from ``release.buckets()``."""
+    """The decoded buckets the per-type path reads: ``sizes``, ``n_rows`` (QIT rows),
+    ``n_buckets``, ``m``, the ST rows' SA codes ``sc`` and ``count``, and ``st_block(r0, r1)``:
+    (sc, count) of ST rows r0 … r1 − 1; dense bucket order = sorted published ids, as
+    ``release.buckets()``. When both files list their rows grouped by sorted bucket id and
+    name the same buckets (the writer's layout), read from the ``bid`` columns a chunk at a
+    time, with ``n_ent`` (ST rows per bucket, in order): then no per-row array is kept — ``qb``,
+    ``sb``, ``sc`` and ``count`` are decoded only when asked for (the per-type path reads the
+    ST a block at a time through ``st_block``). Else ``release.buckets()``."""
     cache = _INDEX.setdefault(release, {})
     if "rows" in cache:
         return cache["rows"]
@@ -169,35 +169,53 @@ def bucket_rows(release) -> dict:
     out = None
     if (qit is not None and st is not None and "bid" in qit.column_names and "bid" in st.column_names
             and "count" in st.column_names and release.sa in st.column_names and "fake" not in st.column_names
-            and qit.num_rows and st.num_rows):
+            and qit.num_rows and st.num_rows and callable(getattr(release, "code_block", None))):
         q = _sorted_runs(qit.column("bid"))
         s = _sorted_runs(st.column("bid")) if q is not None else None
         if q is not None and s is not None and len(q[0]) == len(s[0]) and _same_ids(q[1], s[1]):
             n, n_st = qit.num_rows, st.num_rows
-            out = _Rows(sizes=_run_lengths(q[0], n), n_rows=n, st_start=s[0], n_ent=_run_lengths(s[0], n_st),
-                        sc=release.narrow_codes("st", release.sa), count=_narrow_counts(st.column("count")),
-                        n_buckets=len(q[0]), m=len(release.domains[release.sa]))
+            sizes, n_ent = _run_lengths(q[0], n), _run_lengths(s[0], n_st)
+            del q, s
+            out = _Rows(sizes=sizes, n_rows=n, n_ent=n_ent, n_st=n_st, n_buckets=len(sizes),
+                        m=len(release.domains[release.sa]), st_block=_st_reader(release))
     if out is None:
         out = dict(release.buckets())
         out["n_rows"] = len(out["qb"])
+        sc, cnt = out["sc"], out["count"]
+        out["st_block"] = lambda r0, r1: (sc[r0:r1], cnt[r0:r1])
     cache["rows"] = out
     return out
 
 
+def _st_reader(release):
+    """(SA codes, counts) of ST rows r0 … r1 − 1, decoded from the Arrow columns."""
+    st = release.tables["st"]
+    count = st.column("count")
+
+    def block(r0: int, r1: int):
+        sc = release.code_block("st", [release.sa], r0, r1 - r0)[0]
+        parts = [c.to_numpy(zero_copy_only=False) for c in count.slice(r0, r1 - r0).chunks]
+        return sc, (parts[0] if len(parts) == 1 else np.concatenate(parts))
+    return block
+
+
 class _Rows(dict):
-    """:func:`bucket_rows` of the writer's layout: the per-row bucket indices ``qb`` (QIT) and
-    ``sb`` (ST) are built only when asked for (the per-type path never reads them)."""
+    """:func:`bucket_rows` of the writer's layout: the per-row arrays — bucket indices ``qb``
+    (QIT) and ``sb`` (ST), the ST's ``sc`` and ``count`` — are built only when asked for (the
+    per-type path never reads them whole)."""
 
     def __missing__(self, key):
         if key in ("qb", "sb"):
             lengths = self["sizes"] if key == "qb" else self["n_ent"]
-            total = self["n_rows"] if key == "qb" else len(self["sc"])
+            total = self["n_rows"] if key == "qb" else self["n_st"]
             return np.repeat(np.arange(self["n_buckets"], dtype=np.int32 if total < 2 ** 31 else np.int64), lengths)
+        if key in ("sc", "count"):
+            return self["st_block"](0, self["n_st"])[0 if key == "sc" else 1]
         raise KeyError(key)
 
 
 #: rows (QIT or ST) handled at once by the chunked passes of the per-type path
-_ROW_BLOCK = 1 << 22
+_ROW_BLOCK = 1 << 21
 
 
 def _sorted_runs(col) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -258,20 +276,6 @@ def _same_ids(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def _narrow_counts(col) -> np.ndarray:
-    """An Arrow integer column in int32 when its values fit (else int64), a chunk at a time."""
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    parts = [c.to_numpy(zero_copy_only=False) for c in chunks]
-    hi = max((int(p.max()) for p in parts if len(p)), default=0)
-    lo = min((int(p.min()) for p in parts if len(p)), default=0)
-    out = np.empty(sum(len(p) for p in parts), dtype=np.int32 if -2 ** 31 <= lo and hi < 2 ** 31 else np.int64)
-    pos = 0
-    for p in parts:
-        out[pos:pos + len(p)] = p
-        pos += len(p)
-    return out
-
-
 def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
     """``release.fake_excluded()`` for buckets of the given sizes when the release has no
     negative associations (the publication rule then depends on |g| alone): values no real
@@ -300,75 +304,95 @@ def _bucket_blocks(n_ent: np.ndarray, block: int = _ROW_BLOCK):
 def _bucket_types(release) -> dict | None:
     b = bucket_rows(release)
     nb, m = b["n_buckets"], b["m"]
-    sizes, sc, cnt = b["sizes"], b["sc"], b["count"]
+    sizes = b["sizes"]
     sigma = release.fake_values
-    if nb == 0 or len(cnt) == 0 or int(cnt.min()) < 1:
-        return None
     n_ent = b.get("n_ent")
-    if n_ent is None:  # release.buckets(): ST rows grouped by bucket only if sorted
-        sb = b["sb"]
+    read = b["st_block"]
+    if n_ent is None:  # release.buckets(): its ST rows grouped by bucket (a stable sort when not)
+        sb, sc, cnt = b["sb"], b["sc"], b["count"]
         if (sb[1:] < sb[:-1]).any():
             order = np.argsort(sb, kind="stable")
             sb, sc, cnt = sb[order], sc[order], cnt[order]
         n_ent = np.bincount(sb, minlength=nb)
-        if len(n_ent) != nb or not n_ent.all():
-            return None
         del sb
-    # one ST row per (bucket, value): otherwise the exactness check below does not hold. Each
-    # bucket's values as a bit set (m ≤ 64) or a sort, a block of buckets at a time
+
+        def read(r0, r1, sc=sc, cnt=cnt):
+            return sc[r0:r1], cnt[r0:r1]
+    if nb == 0 or len(n_ent) != nb or not n_ent.all():
+        return None
     rng = np.random.default_rng(20061101)
     h_val = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64) | np.uint64(1)
     h_size = np.uint64(rng.integers(1, 2 ** 63) | 1)
     h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
-    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
-    # arithmetic (exact and order-free, so equal profiles get equal signatures)
-    sig = sizes.astype(np.uint64) * h_size
-    for g0, g1, r0, r1 in _bucket_blocks(n_ent):
-        scb, cb = sc[r0:r1], cnt[r0:r1]
-        local = np.concatenate([[0], np.cumsum(n_ent[g0:g1 - 1], dtype=np.int64)])
-        if m <= 64:
-            bits = np.left_shift(np.uint64(1), scb.astype(np.uint64))
-            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, local)), n_ent[g0:g1]):
-                return None
-            del bits
-        else:
-            key = np.repeat(np.arange(g1 - g0, dtype=np.int64), n_ent[g0:g1]) * m + scb
-            if len(np.unique(key)) != len(key):
-                return None
-            del key
-        sig[g0:g1] += np.add.reduceat(h_val[scb] * cb.astype(np.uint64), local)
     excluded = None
     if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
         excluded = release.fake_excluded()
-        sig += excluded.astype(np.uint8) @ h_exc
-    codes, uniq = pd.factorize(sig)
-    del sig
-    n_types = len(uniq)
-    if n_types > MAX_TYPES:
-        return None
-    narrow = np.int16 if n_types < 2 ** 15 else np.int32
-    type_of = codes.astype(narrow)
-    del codes
+    # pass 1, a block of buckets at a time: one ST row per (bucket, value) — else the exactness
+    # check below does not hold; each bucket's values as a bit set (m ≤ 64), else a sort — and the
+    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
+    # arithmetic (exact and order-free, so equal profiles get equal signatures), numbered by
+    # first appearance (as one factorization of every bucket's signature)
+    narrow = np.int16 if MAX_TYPES < 2 ** 15 else np.int32
+    type_of = np.empty(nb, dtype=narrow)
+    known = pd.Index(np.zeros(0, dtype=np.uint64))
+    for g0, g1, r0, r1 in _bucket_blocks(n_ent):
+        sc, cnt = read(r0, r1)
+        if len(cnt) and int(cnt.min()) < 1:
+            return None
+        ne = n_ent[g0:g1]
+        local = np.zeros(g1 - g0, dtype=np.int64)
+        np.cumsum(ne[:-1], out=local[1:])
+        if m <= 64:
+            bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
+            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, local)), ne):
+                return None
+            del bits
+        else:
+            key = np.repeat(np.arange(g1 - g0, dtype=np.int64), ne) * m + sc
+            if len(np.unique(key)) != len(key):
+                return None
+            del key
+        sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), local)
+        sig += sizes[g0:g1].astype(np.uint64) * h_size
+        if excluded is not None:
+            sig += excluded[g0:g1].astype(np.uint8) @ h_exc
+        codes, uniq = pd.factorize(sig)
+        ids = known.get_indexer(uniq)
+        new = ids < 0
+        if new.any():
+            ids[new] = len(known) + np.arange(int(new.sum()))
+            known = known.append(pd.Index(uniq[new]))
+            if len(known) > MAX_TYPES:
+                return None
+        type_of[g0:g1] = ids[codes]
+    n_types = len(known)
     rep = np.empty(n_types, dtype=np.int64)  # one bucket per type: its first
     rep[type_of[::-1]] = np.arange(nb - 1, -1, -1)
-    # exact check: same size, same number of ST rows, each ST row's count equal to the
-    # representative's count of that value (with one row per (bucket, value), the counts are equal)
+    # pass 2, exact check: same size, same number of ST rows, each ST row's count equal to the
+    # representative's count of that value (with one row per (bucket, value), the counts are
+    # equal). A type's representative is its first bucket, so it lies in this block or an
+    # earlier one: its counts are filled in before the block's rows are checked against them.
     rep_size, rep_ent = sizes[rep], n_ent[rep]
-    start_rep = np.concatenate([[0], np.cumsum(n_ent, dtype=np.int64)[:-1]])[rep]
-    rows = _ragged(rep_ent)
-    rep_rows = start_rep[rows[0]] + rows[1]
     rep_obs = np.zeros((n_types, m), dtype=np.int64)
-    rep_obs[rows[0], sc[rep_rows]] = cnt[rep_rows]
     flat = rep_obs.ravel()
     idx_t = np.int32 if n_types * m < 2 ** 31 else np.int64
     for g0, g1, r0, r1 in _bucket_blocks(n_ent):
         t = type_of[g0:g1]
-        if not (np.array_equal(rep_size[t], sizes[g0:g1]) and np.array_equal(rep_ent[t], n_ent[g0:g1])):
+        ne = n_ent[g0:g1]
+        if not (np.array_equal(rep_size[t], sizes[g0:g1]) and np.array_equal(rep_ent[t], ne)):
             return None
-        idx = np.repeat(t.astype(idx_t), n_ent[g0:g1])
+        sc, cnt = read(r0, r1)
+        here = np.flatnonzero((rep >= g0) & (rep < g1))
+        if len(here):
+            local = np.zeros(g1 - g0, dtype=np.int64)
+            np.cumsum(ne[:-1], out=local[1:])
+            item, k = _ragged(ne[rep[here] - g0])
+            rows = local[rep[here] - g0][item] + k
+            rep_obs[here[item], sc[rows]] = cnt[rows]
+        idx = np.repeat(t.astype(idx_t), ne)
         idx *= m
-        idx += sc[r0:r1]
-        if not np.array_equal(flat[idx], cnt[r0:r1]):
+        idx += sc
+        if not np.array_equal(flat[idx], cnt):
             return None
         del idx
     if excluded is not None:
@@ -378,7 +402,7 @@ def _bucket_types(release) -> dict | None:
     elif sigma:  # without negative associations the rule reads the bucket's size only (in its type)
         excluded = excluded_fakes(release, sizes[rep])
     p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
-    if "st_start" in b:  # the writer's layout: QIT rows grouped by bucket in dense order
+    if isinstance(b, _Rows):  # the writer's layout: QIT rows grouped by bucket in dense order
         row_type = np.repeat(type_of, sizes)
     else:
         row_type = type_of[b["qb"]]
