@@ -435,6 +435,9 @@ def qit_key(release, cols: tuple[str, ...]) -> np.ndarray:
     return key
 
 
+#: queries per block of the per-type variance terms (their queries × types products)
+_TERM_ROWS = 256
+
 # per release object (a release's files do not change once loaded): its entries and indexes
 _INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -687,16 +690,22 @@ class AnatomyEstimator(Estimator):
         est = np.einsum("qt,qt->q", N, sp)
         if not variance:
             return (est,)
-        nm = N * multi
-        lin_a = np.einsum("qt,qt->q", nm, sp)
-        quad_a = np.einsum("qt,qt->q", nm, sp * sp)
-        if u is not None:
-            su = selp @ u.T
-            nc = N * c
-            lin_f = np.einsum("qt,qt->q", nc, su)
-            quad_f = np.einsum("qt,qt->q", nc, su * su)
-        else:
-            lin_f = quad_f = np.zeros(len(est))
+        su = selp @ u.T if u is not None else None
+        nq = len(est)
+        lin_a, quad_a = np.empty(nq), np.empty(nq)
+        lin_f, quad_f = np.zeros(nq), np.zeros(nq)
+        # a block of queries at a time: the (queries × types) products stay small (reused memory)
+        for a in range(0, nq, _TERM_ROWS):
+            b = min(nq, a + _TERM_ROWS)
+            nm = N[a:b] * multi
+            spb = sp[a:b]
+            lin_a[a:b] = np.einsum("qt,qt->q", nm, spb)
+            quad_a[a:b] = np.einsum("qt,qt->q", nm, spb * spb)
+            if su is not None:
+                nc = N[a:b] * c
+                sub = su[a:b]
+                lin_f[a:b] = np.einsum("qt,qt->q", nc, sub)
+                quad_f[a:b] = np.einsum("qt,qt->q", nc, sub * sub)
         return est, lin_a, quad_a, lin_f, quad_f, N @ p.sum(axis=1)
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:

@@ -121,8 +121,8 @@ class UniformSetup:
         """(J, m): each group's (sub-table's) SA distribution over all its rows — the
         maximum-likelihood counts of the group's published SA counts (:func:`uniform_mle`),
         normalised; the prior mean of :func:`eb_shrink`."""
-        if self._parent is None:
-            self._parent = parent_distribution(self.release, self.model)
+        if self._parent is None:  # the counts over all rows: the index's sum without predicates (no pass over the rows)
+            self._parent = parent_distribution(self.release, self.model, counts=self.predicate_counts([{}])[0])
         return self._parent
 
     def predicate_counts(self, preds: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
@@ -234,15 +234,20 @@ def uniform_em(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, 
     return X, iters
 
 
-def parent_distribution(release, model) -> np.ndarray:
+def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.ndarray:
     """(J, m): per group (sub-table) of ``model``, the SA distribution of all its published rows,
     estimated by the exact maximum-likelihood counts (:func:`uniform_mle`) and normalised; 0
-    outside the group's domain. The groups hold thousands of rows, so this is precise."""
+    outside the group's domain. The groups hold thousands of rows, so this is precise.
+    ``counts`` (J, m): the published counts per group and value when already known (e.g. from
+    a count index), else counted from the rows."""
     m = model.n_values
     J = len(model.groups)
-    y = release.column_codes(model.attribute).astype(np.int64)
-    key = release.group_ids(model) * m + y
-    Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
+    if counts is not None:
+        Y = np.asarray(counts, dtype=np.float64).reshape(J, m)
+    else:
+        y = release.column_codes(model.attribute).astype(np.int64)
+        key = release.group_ids(model) * m + y
+        Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
     p, q = model.uniform_pq()
     X = uniform_mle(Y, p, q, model.membership())
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)

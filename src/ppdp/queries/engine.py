@@ -52,6 +52,8 @@ _COUNT_CELLS = 1 << 26
 _COUNT_ROWS = 1 << 22
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
 _BLOCK_BYTES = 1 << 23
+#: uint64 words of query bits built at once (a block of combinations × the chunk's words)
+_BLOCK_WORDS = 1 << 19
 #: matching (combination, query) pairs per reduction block (bounds the sparse pairs held at once)
 _BLOCK_PAIRS = 1 << 18
 #: a block whose non-zero bytes hold more set bits than this on average is summed a byte at a time
@@ -328,11 +330,27 @@ class CountIndex:
             return self._sums(masks)
 
     def _sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        # a predicate selecting its whole domain constrains nothing: the query is answered on
+        # the grouping of the other columns (fewer combinations, the same sums); queries with
+        # the same predicates (e.g. differing only in a column split off, like the SA) once
+        uniq: dict[bytes, int] = {}
+        first: list[int] = []
+        inv = np.empty(len(masks), dtype=np.int64)
+        for qi, m in enumerate(masks):
+            kept = sorted(c for c, v in m.items() if not np.all(v))
+            h = b"|".join(c.encode() + b"=" + np.packbits(np.asarray(m[c], dtype=bool)).tobytes() for c in kept)
+            j = uniq.setdefault(h, len(first))
+            if j == len(first):
+                first.append(qi)
+            inv[qi] = j
+        if len(first) < len(masks):
+            return self._distinct_sums([masks[q] for q in first])[inv]
+        return self._distinct_sums(masks)
+
+    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
         out = np.zeros((len(masks), self.K), dtype=np.float64)
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
-            # a predicate selecting its whole domain constrains nothing: the query is answered
-            # on the grouping of the other columns (fewer combinations, the same sums)
             by_cols[tuple(sorted(c for c, v in m.items() if not np.all(v)))].append(qi)
         # larger column sets first, so smaller ones can be derived from them
         for cols, qidx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
@@ -359,7 +377,7 @@ class CountIndex:
         product when few match, as a dense one when many do."""
         nq = len(chunk)
         n_words = 1 << int(np.ceil(np.log2(-(-nq // 64))))  # a power of two: byte columns by shifts
-        bits = None
+        luts = []
         for p, dims, code in packs:
             lut = None
             for c in p:  # outer AND over the packed columns → (Π dims, words)
@@ -368,10 +386,28 @@ class CountIndex:
                 w = np.packbits(m, axis=1, bitorder="little").view(np.uint64)
                 lut = w if lut is None else (lut[:, None, :] & w[None, :, :]).reshape(-1, n_words)
             assert lut is not None
-            g = np.take(lut, code, axis=0)
-            bits = g if bits is None else np.bitwise_and(bits, g, out=bits)
-        assert bits is not None
-        return self._reduce(bits, W, nq, cols)
+            luts.append((lut, code))
+        n_c = W.shape[0]
+        # a block of combinations at a time: the bits and their pairs stay small (reused memory)
+        rows = max(1024, _BLOCK_WORDS // n_words)
+        if rows >= n_c:
+            return self._reduce(self._bits(luts, 0, n_c, n_words), W, nq, cols)
+        out = np.zeros((nq, self.K), dtype=np.float64)
+        for a in range(0, n_c, rows):
+            b = min(n_c, a + rows)
+            out += self._reduce(self._bits(luts, a, b, n_words), W[a:b], nq, None)
+        return out
+
+    @staticmethod
+    def _bits(luts, a: int, b: int, n_words: int) -> np.ndarray:
+        """The query bits of combinations a … b − 1: the AND of each super-column's label row."""
+        bits = np.empty((b - a, n_words), dtype=np.uint64)
+        for i, (lut, code) in enumerate(luts):
+            if i == 0:
+                np.take(lut, code[a:b], axis=0, out=bits)
+            else:
+                np.bitwise_and(bits, np.take(lut, code[a:b], axis=0), out=bits)
+        return bits
 
     def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] = ()) -> np.ndarray:
         """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
