@@ -443,12 +443,12 @@ class CountIndex:
             indptr = np.zeros(b - a + 1, dtype=np.int64)
             np.cumsum(per_row[a:b], out=indptr[1:])
             P = sparse.csr_matrix((np.ones(len(q)), q, indptr), shape=(b - a, nb * 8))
-            del q
             Wb = W if whole else W[a:b]
-            if sparse.issparse(Wb):  # (Wᵀ·P)ᵀ: Wᵀ is a free CSC view, P is converted (its pairs)
-                out += (Wb.T @ P).toarray()[:, :nq].T
+            if sparse.issparse(Wb):  # one operand is converted to CSC (Pᵀ and Wᵀ are free CSC views): the smaller
+                out += (P.T @ Wb).toarray()[:nq] if Wb.nnz < len(q) else (Wb.T @ P).toarray()[:, :nq].T
             else:
                 out += (P.T @ np.asarray(Wb, dtype=np.float64))[:nq]
+            del P, q
         return out
 
     def _reduce_bytes(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] | None = ()) -> np.ndarray:
