@@ -327,14 +327,24 @@ def _bucket_types(release) -> dict | None:
     excluded = None
     if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
         excluded = release.fake_excluded()
-    # pass 1, a block of buckets at a time: one ST row per (bucket, value) — else the exactness
-    # check below does not hold; each bucket's values as a bit set (m ≤ 64), else a sort — and the
-    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
-    # arithmetic (exact and order-free, so equal profiles get equal signatures), numbered by
-    # first appearance (as one factorization of every bucket's signature)
+    # one pass over the ST, a block of buckets at a time:
+    # - one ST row per (bucket, value) — else the exactness check below does not hold: each
+    #   bucket's values as a bit set (m ≤ 64), else a sort;
+    # - the signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
+    #   arithmetic (exact and order-free, so equal profiles get equal signatures), numbered by
+    #   first appearance (as one factorization of every bucket's signature would number them);
+    # - the exact check: same size, same number of ST rows, each ST row's count equal to its
+    #   type's representative's (the type's first bucket: in this block or an earlier one, its
+    #   counts recorded when met) count of that value (with one row per (bucket, value), the
+    #   counts are then equal).
     narrow = np.int16 if MAX_TYPES < 2 ** 15 else np.int32
     type_of = np.empty(nb, dtype=narrow)
     known = pd.Index(np.zeros(0, dtype=np.uint64))
+    pow2 = np.left_shift(np.uint64(1), np.arange(min(m, 64), dtype=np.uint64))
+    rep_list: list[int] = []
+    rep_obs = np.zeros((min(nb, MAX_TYPES), m), dtype=np.int64)
+    flat = rep_obs.ravel()
+    idx_t = np.int32 if rep_obs.size < 2 ** 31 else np.int64
     for g0, g1, r0, r1 in _bucket_blocks(n_ent):
         sc, cnt = read(r0, r1)
         if len(cnt) and int(cnt.min()) < 1:
@@ -343,10 +353,8 @@ def _bucket_types(release) -> dict | None:
         local = np.zeros(g1 - g0, dtype=np.int64)
         np.cumsum(ne[:-1], out=local[1:])
         if m <= 64:
-            bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
-            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, local)), ne):
+            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(pow2[sc], local)), ne):
                 return None
-            del bits
         else:
             key = np.repeat(np.arange(g1 - g0, dtype=np.int64), ne) * m + sc
             if len(np.unique(key)) != len(key):
@@ -358,43 +366,34 @@ def _bucket_types(release) -> dict | None:
             sig += excluded[g0:g1].astype(np.uint8) @ h_exc
         codes, uniq = pd.factorize(sig)
         ids = known.get_indexer(uniq)
-        new = ids < 0
-        if new.any():
-            ids[new] = len(known) + np.arange(int(new.sum()))
-            known = known.append(pd.Index(uniq[new]))
-            if len(known) > MAX_TYPES:
+        new = np.flatnonzero(ids < 0)
+        if len(new):
+            if len(known) + len(new) > MAX_TYPES:
                 return None
-        type_of[g0:g1] = ids[codes]
-    n_types = len(known)
-    rep = np.empty(n_types, dtype=np.int64)  # one bucket per type: its first
-    rep[type_of[::-1]] = np.arange(nb - 1, -1, -1)
-    # pass 2, exact check: same size, same number of ST rows, each ST row's count equal to the
-    # representative's count of that value (with one row per (bucket, value), the counts are
-    # equal). A type's representative is its first bucket, so it lies in this block or an
-    # earlier one: its counts are filled in before the block's rows are checked against them.
-    rep_size, rep_ent = sizes[rep], n_ent[rep]
-    rep_obs = np.zeros((n_types, m), dtype=np.int64)
-    flat = rep_obs.ravel()
-    idx_t = np.int32 if n_types * m < 2 ** 31 else np.int64
-    for g0, g1, r0, r1 in _bucket_blocks(n_ent):
-        t = type_of[g0:g1]
-        ne = n_ent[g0:g1]
-        if not (np.array_equal(rep_size[t], sizes[g0:g1]) and np.array_equal(rep_ent[t], ne)):
+            ids[new] = len(known) + np.arange(len(new))
+            known = known.append(pd.Index(uniq[new]))
+            # the new types' representatives: their first bucket here (factorize numbers by first appearance)
+            first = np.full(len(uniq), -1, dtype=np.int64)
+            first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+            reps = first[new]
+            rep_list.extend((reps + g0).tolist())
+            item, k = _ragged(ne[reps])
+            rows = local[reps][item] + k
+            rep_obs[ids[new][item], sc[rows]] = cnt[rows]
+        t = ids[codes].astype(narrow)
+        type_of[g0:g1] = t
+        rep = np.asarray(rep_list, dtype=np.int64)
+        if not (np.array_equal(sizes[rep][t], sizes[g0:g1]) and np.array_equal(n_ent[rep][t], ne)):
             return None
-        sc, cnt = read(r0, r1)
-        here = np.flatnonzero((rep >= g0) & (rep < g1))
-        if len(here):
-            local = np.zeros(g1 - g0, dtype=np.int64)
-            np.cumsum(ne[:-1], out=local[1:])
-            item, k = _ragged(ne[rep[here] - g0])
-            rows = local[rep[here] - g0][item] + k
-            rep_obs[here[item], sc[rows]] = cnt[rows]
         idx = np.repeat(t.astype(idx_t), ne)
         idx *= m
         idx += sc
         if not np.array_equal(flat[idx], cnt):
             return None
         del idx
+    n_types = len(known)
+    rep = np.asarray(rep_list, dtype=np.int64)  # one bucket per type: its first
+    rep_obs = rep_obs[:n_types]
     if excluded is not None:
         if not np.array_equal(excluded, excluded[rep[type_of]]):
             return None
