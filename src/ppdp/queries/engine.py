@@ -62,11 +62,17 @@ _BYTE_PATH_BITS = 3.0
 _DENSE_KEYS = 32
 #: cells of a densified grouping kept for the next workload
 _MAX_DENSE_KEPT = 1 << 21
-#: a column set's queries get their own grouping (derived from the smallest built superset)
-#: when their expected matches per parent combination, times the share of combinations the
-#: derivation removes, exceed this (measured: a derivation costs about a pass over the parent's
-#: entries, a matching (combination, query) pair about as much as one parent combination)
-_DERIVE_MATCHES = 0.5
+#: the cost model that decides whether a column set's queries get their own grouping (derived
+#: from the smallest built superset) or are answered on that parent, in ns per parent
+#: combination (measured on EDU-like releases at 10^7 rows): answering a chunk of queries costs
+#: about _COST_COMBO per combination (its query bits, their scan) plus _COST_PAIR per matching
+#: (combination, query) pair and weight; a derivation about _COST_DERIVE_BASE per parent
+#: combination plus _COST_DERIVE_ENTRY per weight. Derived when the combinations it removes
+#: save more than it costs.
+_COST_COMBO = 150.0
+_COST_PAIR = 15.0
+_COST_DERIVE_BASE = 10.0
+_COST_DERIVE_ENTRY = 12.0
 #: labels of one super-column (its label table: labels × query words)
 _PACK_LABELS = 4096
 #: bit b of byte v, for every byte value
@@ -256,12 +262,12 @@ class CountIndex:
 
     def _target(self, cols: tuple[str, ...], masks, qidx: list[int]):
         """The grouping a set of queries on ``cols`` is answered over: (its columns, combinations,
-        weights). Its own (derived once, cached) when that pays: a derivation costs a pass over
-        the parent's entries, answering on the parent costs each query its matching parent
-        combinations instead — derived when the queries' expected matches per parent combination
-        (F, from the parent's per-column value counts) times the share of combinations the
-        derivation removes exceeds :data:`_DERIVE_MATCHES`; else the parent (the smallest
-        grouping built that contains ``cols``) answers them directly."""
+        weights). Its own (derived once, cached) when that pays, else the parent (the smallest
+        grouping built that contains ``cols``), which then answers them directly: a derivation
+        costs a pass over the parent's combinations and weights, answering on the parent costs
+        each query chunk the parent's combinations, and each query its matching combinations —
+        the expected matches per parent combination (F) estimated from the parent's per-column
+        value counts (cost model: :data:`_COST_COMBO`)."""
         g = self._groups.get(cols)
         if g is not None:
             return cols, g[0], g[1]
@@ -273,12 +279,13 @@ class CountIndex:
         pcols, pcombo, pW = parent
         n_p = pW.shape[0]
         F = self._expected_matches(pcols, pcombo, n_p, cols, masks, qidx)
-        if F > _DERIVE_MATCHES:
-            dims = [self.sizes[c] for c in cols]
-            distinct = self._distinct([pcombo[c] for c in cols], dims)
-            if F * (1.0 - len(distinct[0]) / max(n_p, 1)) > _DERIVE_MATCHES:
-                g = self._keep(cols, self._derive(cols, parent, distinct))
-                return cols, g[0], g[1]
+        dims = [self.sizes[c] for c in cols]
+        distinct = self._distinct([pcombo[c] for c in cols], dims)
+        saved = 1.0 - len(distinct[0]) / max(n_p, 1)  # the share of combinations the derivation removes
+        r = (pW.nnz if sparse.issparse(pW) else pW.size) / max(n_p, 1)  # weights per combination
+        if saved * (_COST_COMBO + _COST_PAIR * r * F) > _COST_DERIVE_BASE + _COST_DERIVE_ENTRY * r:
+            g = self._keep(cols, self._derive(cols, parent, distinct))
+            return cols, g[0], g[1]
         return parent
 
     def _expected_matches(self, pcols, pcombo, n_p: int, cols, masks, qidx) -> float:
