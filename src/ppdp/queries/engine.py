@@ -340,25 +340,29 @@ class CountIndex:
         # a predicate selecting its whole domain constrains nothing: the query is answered on
         # the grouping of the other columns (fewer combinations, the same sums); queries with
         # the same predicates (e.g. differing only in a column split off, like the SA) once
-        uniq: dict[bytes, int] = {}
-        first: list[int] = []
+        uniq: dict[tuple, int] = {}
+        first: list[dict[str, np.ndarray]] = []
         inv = np.empty(len(masks), dtype=np.int64)
         for qi, m in enumerate(masks):
-            kept = sorted(c for c, v in m.items() if not np.all(v))
-            h = b"|".join(c.encode() + b"=" + np.packbits(np.asarray(m[c], dtype=bool)).tobytes() for c in kept)
+            kept = {}
+            for c, v in m.items():
+                v = np.asarray(v, dtype=bool)
+                if not v.all():
+                    kept[c] = v
+            h = tuple(sorted((c, v.tobytes()) for c, v in kept.items()))
             j = uniq.setdefault(h, len(first))
             if j == len(first):
-                first.append(qi)
+                first.append(kept)
             inv[qi] = j
-        if len(first) < len(masks):
-            return self._distinct_sums([masks[q] for q in first])[inv]
-        return self._distinct_sums(masks)
+        out = self._distinct_sums(first)
+        return out if len(first) == len(masks) else out[inv]
 
     def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        """:meth:`sums` of distinct queries, each over the columns it constrains."""
         out = np.zeros((len(masks), self.K), dtype=np.float64)
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
-            by_cols[tuple(sorted(c for c, v in m.items() if not np.all(v)))].append(qi)
+            by_cols[tuple(sorted(m))].append(qi)
         # larger column sets first, so smaller ones can be derived from them
         for cols, qidx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
             qarr = np.asarray(qidx)
@@ -451,6 +455,8 @@ class CountIndex:
             np.cumsum(per_row[a:b], out=indptr[1:])
             P = sparse.csr_matrix((np.ones(len(q)), q, indptr), shape=(b - a, nb * 8))
             Wb = W if whole else W[a:b]
+            if sparse.issparse(Wb) and self.K <= _DENSE_KEYS:  # few keys: one dense pass beats two sparse ones
+                Wb = Wb.toarray()
             if sparse.issparse(Wb):  # one operand is converted to CSC (Pᵀ and Wᵀ are free CSC views): the smaller
                 out += (P.T @ Wb).toarray()[:nq] if Wb.nnz < len(q) else (Wb.T @ P).toarray()[:, :nq].T
             else:
