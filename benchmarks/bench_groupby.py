@@ -26,7 +26,11 @@ Wall and CPU seconds (``time.process_time``) are both reported: the machine is a
 5,000 queries. ``before`` holds the figures measured before the per-type bucketized path
 and the sparse count index (same benchmark, earlier code); ``before_mask_matrices`` those
 before the bit-parallel count index (queries as bits over each column set's distinct
-combinations, summed a byte of queries at a time: :mod:`ppdp.queries.engine`).
+combinations, summed a byte of queries at a time: :mod:`ppdp.queries.engine`); ``before_w8``
+those before the w8 query-path work (matching pairs summed as a sparse product, groupings
+derived by a cost model, whole-domain and repeated predicates dropped; the bucketized per-type
+path read a block at a time in narrow types; the empirical-Bayes path on each row's domain
+entries — the same answers and intervals, bit for bit).
 """
 
 from __future__ import annotations
@@ -71,6 +75,20 @@ BEFORE_MASKS = {
     "sdr": {"queries_cold_cpu_seconds": 7.188, "queries_warm_cpu_seconds": 4.906, "queries_5000_cold_seconds": 8.026, "queries_5000_warm_seconds": 5.834},
     "global": {"queries_cold_cpu_seconds": 9.312, "queries_warm_cpu_seconds": 3.871, "queries_5000_cold_seconds": 12.027, "queries_5000_warm_seconds": 5.8},
     "diverted": {"queries_cold_cpu_seconds": 10.854, "queries_warm_cpu_seconds": 5.943, "queries_5000_cold_seconds": 16.561, "queries_5000_warm_seconds": 9.176},
+}
+
+
+#: the figures of this benchmark's results file before the w8 query-path work (the count index's
+#: pairs product and derivation cost model, the block-by-block bucketized per-type path, the
+#: packed empirical-Bayes path): its run of 2026-11-23 12:46 UTC (src ab5ee93, load 3.4–5.3)
+BEFORE_W8 = {
+    "fprivacy": {"queries_cold_cpu_seconds": 6.078, "queries_warm_cpu_seconds": 2.23, "queries_5000_cold_seconds": 8.505, "queries_5000_warm_seconds": 2.479, "queries_peak_rss_gib": 2.29, "groupby_cold_cpu_seconds": 0.926, "groupby_cold_seconds": 1.707, "groupby_peak_rss_gib": 1.35, "queries_load_average": [4.35, 4.93, 5.34]},
+    "fprivacy_s2": {"queries_cold_cpu_seconds": 10.814, "queries_warm_cpu_seconds": 3.052, "queries_5000_cold_seconds": 13.631, "queries_5000_warm_seconds": 4.047, "queries_peak_rss_gib": 3.43, "groupby_cold_cpu_seconds": 3.291, "groupby_cold_seconds": 3.294, "groupby_peak_rss_gib": 2.13, "queries_load_average": [3.67, 4.72, 5.26]},
+    "anatomy": {"queries_cold_cpu_seconds": 5.101, "queries_warm_cpu_seconds": 2.213, "queries_5000_cold_seconds": 6.661, "queries_5000_warm_seconds": 2.47, "queries_peak_rss_gib": 2.36, "groupby_cold_cpu_seconds": 0.585, "groupby_cold_seconds": 0.841, "groupby_peak_rss_gib": 1.21, "queries_load_average": [3.57, 4.59, 5.19]},
+    "uniform": {"queries_cold_cpu_seconds": 4.422, "queries_warm_cpu_seconds": 1.816, "queries_5000_cold_seconds": 6.424, "queries_5000_warm_seconds": 2.572, "queries_peak_rss_gib": 1.62, "groupby_cold_cpu_seconds": 0.507, "groupby_cold_seconds": 0.578, "groupby_peak_rss_gib": 0.7, "queries_load_average": [3.71, 4.55, 5.17]},
+    "sdr": {"queries_cold_cpu_seconds": 6.236, "queries_warm_cpu_seconds": 3.077, "queries_5000_cold_seconds": 8.938, "queries_5000_warm_seconds": 4.718, "queries_peak_rss_gib": 2.1, "groupby_cold_cpu_seconds": 0.378, "groupby_cold_seconds": 0.562, "groupby_peak_rss_gib": 0.85, "queries_load_average": [3.7, 4.51, 5.14]},
+    "global": {"queries_cold_cpu_seconds": 3.693, "queries_warm_cpu_seconds": 1.404, "queries_5000_cold_seconds": 5.533, "queries_5000_warm_seconds": 1.9, "queries_peak_rss_gib": 1.6, "groupby_cold_cpu_seconds": 0.346, "groupby_cold_seconds": 0.518, "groupby_peak_rss_gib": 0.74, "queries_load_average": [3.46, 4.39, 5.09]},
+    "diverted": {"queries_cold_cpu_seconds": 3.445, "queries_warm_cpu_seconds": 1.896, "queries_5000_cold_seconds": 3.707, "queries_5000_warm_seconds": 2.006, "queries_peak_rss_gib": 1.59, "groupby_cold_cpu_seconds": 1.184, "groupby_cold_seconds": 1.71, "groupby_peak_rss_gib": 0.92, "queries_load_average": [3.4, 4.31, 5.05]},
 }
 
 
@@ -184,6 +202,8 @@ def main(rows: int, names: list[str], releases: str | None, save: str | None, sr
                     entry["before"] = BEFORE[name]
                 if name in BEFORE_MASKS:
                     entry["before_mask_matrices"] = BEFORE_MASKS[name]
+                if name in BEFORE_W8:
+                    entry["before_w8"] = BEFORE_W8[name]
             except Exception as exc:  # a family failing must not hide the others
                 entry["error"] = f"{type(exc).__name__}: {exc}"[:300]
             res["families"][name] = entry

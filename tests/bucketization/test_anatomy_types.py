@@ -68,7 +68,7 @@ def test_types_equal_rows_published(mech, tmp_path):
     rel.save(tmp_path / "r")
     loaded = ppdp.load_release(tmp_path / "r")
     rows, ref = bucket_rows(loaded), loaded.buckets()
-    assert "st_start" in rows  # the writer's layout: decoded from the sorted bid columns
+    assert "n_ent" in rows  # the writer's layout: decoded from the sorted bid columns
     for k in ("qb", "sb", "sc", "count", "sizes"):
         np.testing.assert_array_equal(rows[k], ref[k])
     assert rows["n_buckets"] == ref["n_buckets"]

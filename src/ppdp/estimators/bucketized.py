@@ -34,10 +34,12 @@ import weakref
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from scipy import sparse
 
 from ..claims import claim_of
 from ..queries import CountIndex, split_masks
+from ..queries.engine import LazyColumns
 from ..releases.bucketized import fake_candidates, revealed_absent
 from .base import Estimates, Estimator
 
@@ -152,11 +154,14 @@ def bucket_types(release) -> dict | None:
 
 
 def bucket_rows(release) -> dict:
-    """The decoded buckets the per-type path reads (``qb``, ``sb``, ``sc``, ``count``,
-    ``sizes``, ``n_buckets``, ``m``, dense bucket order = sorted published ids, as
-    ``release.buckets()``): straight from the ``bid`` columns when both files list their
-    rows grouped by sorted bucket id and name the same buckets (the writer's layout: one pass
-    each), else ``release.buckets()``."""
+    """The decoded buckets the per-type path reads: ``sizes``, ``n_rows`` (QIT rows),
+    ``n_buckets``, ``m``, the ST rows' SA codes ``sc`` and ``count``, and ``st_block(r0, r1)``:
+    (sc, count) of ST rows r0 … r1 − 1; dense bucket order = sorted published ids, as
+    ``release.buckets()``. When both files list their rows grouped by sorted bucket id and
+    name the same buckets (the writer's layout), read from the ``bid`` columns a chunk at a
+    time, with ``n_ent`` (ST rows per bucket, in order): then no per-row array is kept — ``qb``,
+    ``sb``, ``sc`` and ``count`` are decoded only when asked for (the per-type path reads the
+    ST a block at a time through ``st_block``). Else ``release.buckets()``."""
     cache = _INDEX.setdefault(release, {})
     if "rows" in cache:
         return cache["rows"]
@@ -164,30 +169,111 @@ def bucket_rows(release) -> dict:
     out = None
     if (qit is not None and st is not None and "bid" in qit.column_names and "bid" in st.column_names
             and "count" in st.column_names and release.sa in st.column_names and "fake" not in st.column_names
-            and qit.num_rows and st.num_rows):
-        qbid = qit.column("bid").to_numpy()
-        sbid = st.column("bid").to_numpy()
-        if (np.issubdtype(qbid.dtype, np.integer) and np.issubdtype(sbid.dtype, np.integer)
-                and not (qbid[1:] < qbid[:-1]).any() and not (sbid[1:] < sbid[:-1]).any()):
-            qnew = np.flatnonzero(qbid[1:] != qbid[:-1]) + 1
-            snew = np.flatnonzero(sbid[1:] != sbid[:-1]) + 1
-            if len(qnew) == len(snew) and qbid[0] == sbid[0] and np.array_equal(qbid[qnew], sbid[snew]):
-                nb, n = len(qnew) + 1, len(qbid)
-                narrow = np.int32 if n < 2 ** 31 else np.int64
-                qb = np.zeros(n, dtype=narrow)
-                qb[qnew] = 1
-                np.cumsum(qb, out=qb)
-                sb = np.zeros(len(sbid), dtype=narrow)
-                sb[snew] = 1
-                np.cumsum(sb, out=sb)
-                sizes = np.diff(np.concatenate([[0], qnew, [n]]))
-                out = {"qb": qb, "sb": sb, "st_start": np.concatenate([[0], snew]), "sc": release.codes("st", release.sa),
-                       "count": st.column("count").to_numpy().astype(np.int64), "sizes": sizes,
-                       "n_buckets": nb, "m": len(release.domains[release.sa])}
+            and qit.num_rows and st.num_rows and callable(getattr(release, "code_block", None))):
+        q = _sorted_runs(qit.column("bid"))
+        s = _sorted_runs(st.column("bid")) if q is not None else None
+        if q is not None and s is not None and len(q[0]) == len(s[0]) and _same_ids(q[1], s[1]):
+            n, n_st = qit.num_rows, st.num_rows
+            sizes, n_ent = _run_lengths(q[0], n), _run_lengths(s[0], n_st)
+            del q, s
+            out = _Rows(sizes=sizes, n_rows=n, n_ent=n_ent, n_st=n_st, n_buckets=len(sizes),
+                        m=len(release.domains[release.sa]), st_block=_st_reader(release))
     if out is None:
-        out = release.buckets()
+        out = dict(release.buckets())
+        out["n_rows"] = len(out["qb"])
+        sc, cnt = out["sc"], out["count"]
+        out["st_block"] = lambda r0, r1: (sc[r0:r1], cnt[r0:r1])
     cache["rows"] = out
     return out
+
+
+def _st_reader(release):
+    """(SA codes, counts) of ST rows r0 … r1 − 1, decoded from the Arrow columns."""
+    st = release.tables["st"]
+    count = st.column("count")
+
+    def block(r0: int, r1: int):
+        sc = release.code_block("st", [release.sa], r0, r1 - r0)[0]
+        parts = [c.to_numpy(zero_copy_only=False) for c in count.slice(r0, r1 - r0).chunks]
+        return sc, (parts[0] if len(parts) == 1 else np.concatenate(parts))
+    return block
+
+
+class _Rows(dict):
+    """:func:`bucket_rows` of the writer's layout: the per-row arrays — bucket indices ``qb``
+    (QIT) and ``sb`` (ST), the ST's ``sc`` and ``count`` — are built only when asked for (the
+    per-type path never reads them whole)."""
+
+    def __missing__(self, key):
+        if key in ("qb", "sb"):
+            lengths = self["sizes"] if key == "qb" else self["n_ent"]
+            total = self["n_rows"] if key == "qb" else self["n_st"]
+            return np.repeat(np.arange(self["n_buckets"], dtype=np.int32 if total < 2 ** 31 else np.int64), lengths)
+        if key in ("sc", "count"):
+            return self["st_block"](0, self["n_st"])[0 if key == "sc" else 1]
+        raise KeyError(key)
+
+
+#: rows (QIT or ST) handled at once by the chunked passes of the per-type path
+_ROW_BLOCK = 1 << 21
+
+
+def _sorted_runs(col) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """An integer id column read a chunk at a time: None unless its ids are non-decreasing;
+    else (first row of each run of equal ids — int32 below 2^31 rows —, the run ids, or None
+    when the runs are 0, 1, 2, … — the writer's dense ids — so no id array is kept)."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    n = sum(len(c) for c in chunks)
+    pos_t = np.int32 if n < 2 ** 31 else np.int64
+    starts: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    dense = True
+    n_runs = 0
+    prev = None
+    pos = 0
+    for ch in chunks:
+        arr = ch.to_numpy(zero_copy_only=False) if isinstance(ch, pa.Array) else np.asarray(ch)
+        if not np.issubdtype(arr.dtype, np.integer):
+            return None
+        for a in range(0, len(arr), _ROW_BLOCK):
+            x = arr[a:a + _ROW_BLOCK]
+            if not len(x):
+                continue
+            if prev is not None and x[0] < prev:
+                return None
+            if (x[1:] < x[:-1]).any():
+                return None
+            new = np.flatnonzero(x[1:] != x[:-1]) + 1
+            if prev is None or x[0] != prev:
+                new = np.concatenate([[0], new])
+            first = x[new]
+            if dense and not np.array_equal(first, np.arange(n_runs, n_runs + len(first))):
+                dense = False
+                ids = [np.arange(n_runs, dtype=np.int64)]
+            if not dense:
+                ids.append(first.astype(np.int64))
+            starts.append((new + (pos + a)).astype(pos_t))
+            n_runs += len(new)
+            prev = x[-1]
+        pos += len(arr)
+    if not starts:
+        return None
+    return np.concatenate(starts), (None if dense else np.concatenate(ids))
+
+
+def _run_lengths(starts: np.ndarray, n: int) -> np.ndarray:
+    """Lengths of the runs starting at ``starts`` in ``n`` rows (the starts' integer type)."""
+    out = np.empty(len(starts), dtype=starts.dtype)
+    np.subtract(starts[1:], starts[:-1], out=out[:-1])
+    out[-1] = n - starts[-1]
+    return out
+
+
+def _same_ids(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Two run-id sequences of :func:`_sorted_runs` (of the same length) are equal."""
+    if a is None or b is None:
+        return a is None and b is None
+    return bool(np.array_equal(a, b))
 
 
 def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
@@ -201,76 +287,155 @@ def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
     return excluded
 
 
+def _bucket_blocks(n_ent: np.ndarray, block: int = _ROW_BLOCK):
+    """(first bucket, end bucket, first ST row, end ST row) of consecutive blocks of buckets
+    holding about ``block`` ST rows each (the ST rows grouped by bucket, ``n_ent`` per bucket)."""
+    nb = len(n_ent)
+    ends = np.cumsum(n_ent, dtype=np.int64)
+    g0 = 0
+    while g0 < nb:
+        r0 = int(ends[g0 - 1]) if g0 else 0
+        g1 = int(np.searchsorted(ends, r0 + block, side="right"))
+        g1 = min(max(g1, g0 + 1), nb)
+        yield g0, g1, r0, int(ends[g1 - 1])
+        g0 = g1
+
+
 def _bucket_types(release) -> dict | None:
     b = bucket_rows(release)
     nb, m = b["n_buckets"], b["m"]
-    sizes, sb, sc, cnt = b["sizes"], b["sb"], b["sc"], b["count"]
+    sizes = b["sizes"]
     sigma = release.fake_values
-    if nb == 0 or len(cnt) == 0 or int(cnt.min()) < 1:
+    n_ent = b.get("n_ent")
+    read = b["st_block"]
+    if n_ent is None:  # release.buckets(): its ST rows grouped by bucket (a stable sort when not)
+        sb, sc, cnt = b["sb"], b["sc"], b["count"]
+        if (sb[1:] < sb[:-1]).any():
+            order = np.argsort(sb, kind="stable")
+            sb, sc, cnt = sb[order], sc[order], cnt[order]
+        n_ent = np.bincount(sb, minlength=nb)
+        del sb
+
+        def read(r0, r1, sc=sc, cnt=cnt):
+            return sc[r0:r1], cnt[r0:r1]
+    if nb == 0 or len(n_ent) != nb or not n_ent.all():
         return None
-    start = b.get("st_start")
-    if start is None:  # ST rows not grouped by bucket: group them
-        order = np.argsort(sb, kind="stable")
-        sb, sc, cnt = sb[order], sc[order], cnt[order]
-        start = np.searchsorted(sb, np.arange(nb))
-        if not np.array_equal(np.unique(sb), np.arange(nb)):
-            return None
-    n_ent = np.diff(np.append(start, len(sb)))
-    # one ST row per (bucket, value): otherwise the exactness check below does not hold
-    if m <= 64 and nb * m > 1 << 30:  # each bucket's values as a bit set: as many bits as ST rows
-        bits = np.left_shift(np.uint64(1), sc.astype(np.uint64))
-        if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(bits, start)), n_ent):
-            return None
-        del bits
-    else:  # a table of (bucket, value) cells: as many distinct cells as ST rows
-        key = (sb if nb * m < 2 ** 31 else sb.astype(np.int64)) * m + sc
-        seen = np.zeros(nb * m, dtype=bool)
-        seen[key] = True
-        if int(np.count_nonzero(seen)) != len(key):
-            return None
-        del seen, key
-    # signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
-    # arithmetic (exact and order-free, so equal profiles get equal signatures)
     rng = np.random.default_rng(20061101)
     h_val = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64) | np.uint64(1)
-    sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), start)
-    sig += sizes.astype(np.uint64) * np.uint64(rng.integers(1, 2 ** 63) | 1)
-    excluded = None
+    h_size = np.uint64(rng.integers(1, 2 ** 63) | 1)
     h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
+    excluded = None
     if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
         excluded = release.fake_excluded()
-        sig += excluded.astype(np.uint8) @ h_exc
-    codes, uniq = pd.factorize(sig)
-    n_types = len(uniq)
-    if n_types > MAX_TYPES:
-        return None
-    type_of = codes.astype(np.int64, copy=False)
-    rep = np.empty(n_types, dtype=np.int64)  # one bucket per type: its first
-    rep[type_of[::-1]] = np.arange(nb - 1, -1, -1)
-    # exact check: same size, same number of ST rows, each ST row's count equal to the
-    # representative's count of that value (with one row per (bucket, value), the counts are equal)
-    rt = rep[type_of]
-    size_ent = sizes.astype(np.int64) * (int(n_ent.max()) + 1) + n_ent
-    if not np.array_equal(size_ent, size_ent[rt]):
-        return None
-    del size_ent
-    rows = _ragged(n_ent[rep])
-    rep_rows = start[rep][rows[0]] + rows[1]
-    rep_obs = np.zeros((n_types, m), dtype=np.int64)
-    rep_obs[rows[0], sc[rep_rows]] = cnt[rep_rows]
-    if not np.array_equal(rep_obs.ravel()[type_of[sb] * m + sc], cnt):
-        return None
+    # one pass over the ST, a block of buckets at a time:
+    # - one ST row per (bucket, value) — else the exactness check below does not hold: each
+    #   bucket's values as a bit set (m ≤ 64), else a sort;
+    # - the signature: a random linear hash of (size, counts, excluded values) in wrapping uint64
+    #   arithmetic (exact and order-free, so equal profiles get equal signatures), numbered by
+    #   first appearance (as one factorization of every bucket's signature would number them);
+    # - the exact check: same size, same number of ST rows, each ST row's count equal to its
+    #   type's representative's (the type's first bucket: in this block or an earlier one, its
+    #   counts recorded when met) count of that value (with one row per (bucket, value), the
+    #   counts are then equal).
+    narrow = np.int16 if MAX_TYPES < 2 ** 15 else np.int32
+    type_of = np.empty(nb, dtype=narrow)
+    known = pd.Index(np.zeros(0, dtype=np.uint64))
+    pow2 = np.left_shift(np.uint64(1), np.arange(min(m, 64), dtype=np.uint64))
+    rep_list: list[int] = []
+    rep_obs = np.zeros((min(nb, MAX_TYPES), m), dtype=np.int64)
+    flat = rep_obs.ravel()
+    idx_t = np.int32 if rep_obs.size < 2 ** 31 else np.int64
+    for g0, g1, r0, r1 in _bucket_blocks(n_ent):
+        sc, cnt = read(r0, r1)
+        if len(cnt) and int(cnt.min()) < 1:
+            return None
+        ne = n_ent[g0:g1]
+        local = np.zeros(g1 - g0, dtype=np.int64)
+        np.cumsum(ne[:-1], out=local[1:])
+        if m <= 64:
+            if not np.array_equal(np.bitwise_count(np.bitwise_or.reduceat(pow2[sc], local)), ne):
+                return None
+        else:
+            key = np.repeat(np.arange(g1 - g0, dtype=np.int64), ne) * m + sc
+            if len(np.unique(key)) != len(key):
+                return None
+            del key
+        sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), local)
+        sig += sizes[g0:g1].astype(np.uint64) * h_size
+        if excluded is not None:
+            sig += excluded[g0:g1].astype(np.uint8) @ h_exc
+        codes, uniq = pd.factorize(sig)
+        ids = known.get_indexer(uniq)
+        new = np.flatnonzero(ids < 0)
+        if len(new):
+            if len(known) + len(new) > MAX_TYPES:
+                return None
+            ids[new] = len(known) + np.arange(len(new))
+            known = known.append(pd.Index(uniq[new]))
+            # the new types' representatives: their first bucket here (factorize numbers by first appearance)
+            first = np.full(len(uniq), -1, dtype=np.int64)
+            first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+            reps = first[new]
+            rep_list.extend((reps + g0).tolist())
+            item, k = _ragged(ne[reps])
+            rows = local[reps][item] + k
+            rep_obs[ids[new][item], sc[rows]] = cnt[rows]
+        t = ids[codes].astype(narrow)
+        type_of[g0:g1] = t
+        rep = np.asarray(rep_list, dtype=np.int64)
+        if not (np.array_equal(sizes[rep][t], sizes[g0:g1]) and np.array_equal(n_ent[rep][t], ne)):
+            return None
+        idx = np.repeat(t.astype(idx_t), ne)
+        idx *= m
+        idx += sc
+        if not np.array_equal(flat[idx], cnt):
+            return None
+        del idx
+    n_types = len(known)
+    rep = np.asarray(rep_list, dtype=np.int64)  # one bucket per type: its first
+    rep_obs = rep_obs[:n_types]
     if excluded is not None:
-        if not np.array_equal(excluded, excluded[rt]):
+        if not np.array_equal(excluded, excluded[rep[type_of]]):
             return None
         excluded = excluded[rep]
     elif sigma:  # without negative associations the rule reads the bucket's size only (in its type)
         excluded = excluded_fakes(release, sizes[rep])
     p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
-    narrow = np.int16 if n_types < 2 ** 15 else np.int32
-    return {"type": type_of, "row_type": type_of.astype(narrow)[b["qb"]], "p": p, "u": u, "c": c,
+    if isinstance(b, _Rows):  # the writer's layout: QIT rows grouped by bucket in dense order
+        row_type = np.repeat(type_of, sizes)
+    else:
+        row_type = type_of[b["qb"]]
+    return {"type": type_of, "row_type": row_type, "p": p, "u": u, "c": c,
             "multi": (sizes[rep] > 1).astype(np.float64), "n_types": n_types}
 
+
+def _qit_codes(release, column: str) -> np.ndarray:
+    """A QIT column's codes in a narrow integer type (dictionary chunks decoded through their
+    dictionary, no int32 copy of the whole column when int16 holds the domain)."""
+    narrow_codes = getattr(release, "narrow_codes", None)
+    return narrow_codes("qit", column) if narrow_codes is not None else release.codes("qit", column)
+
+
+def qit_key(release, cols: tuple[str, ...]) -> np.ndarray:
+    """The QIT rows' combined key over ``cols`` (row-major over their domains, as
+    :func:`~ppdp.queries.engine.combine`), built a column at a time in place: the key (int32
+    when the product of the domain sizes allows) and one column's narrow codes at a time."""
+    dims = [len(release.domains[c]) for c in cols]
+    key = None
+    for c, d in zip(cols, dims):
+        codes = _qit_codes(release, c)
+        if key is None:
+            key = np.array(codes, dtype=np.int32 if float(np.prod(dims, dtype=float)) < 2 ** 31 else np.int64)
+        else:
+            np.multiply(key, d, out=key, casting="unsafe")
+            np.add(key, codes, out=key, casting="unsafe")
+        del codes
+    assert key is not None
+    return key
+
+
+#: queries per block of the per-type variance terms (their queries × types products)
+_TERM_ROWS = 256
 
 # per release object (a release's files do not change once loaded): its entries and indexes
 _INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -497,19 +662,18 @@ class AnatomyEstimator(Estimator):
 
     def _type_index(self, release, types: dict, cols: tuple[str, ...]) -> CountIndex:
         """QIT rows counted per (combination of ``cols``, bucket type): an index over a superset
-        of the columns already built is reused (its groupings derive the smaller ones)."""
+        of the columns already built is reused (its groupings derive the smaller ones). The
+        rows' combined key is computed a column at a time (:func:`qit_key`), never holding
+        every column's codes at once."""
         cache = _INDEX.setdefault(release, {})
         built = cache.setdefault("type_index", {})
         fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
         if fits:
             return min(fits, key=lambda ix: len(ix.columns))
-        codes = cache.setdefault("codes", {})
-        for c in cols:
-            if c not in codes:
-                codes[c] = release.codes("qit", c)
-        domains = release.domains
-        index = CountIndex({c: codes[c] for c in cols}, {c: len(domains[c]) for c in cols}, types["row_type"],
-                           n_keys=types["n_types"])
+        sizes = {c: len(release.domains[c]) for c in cols}
+        key = qit_key(release, cols) if cols else None
+        index = CountIndex(LazyColumns(cols, lambda c: _qit_codes(release, c)), sizes, types["row_type"],
+                           n_keys=types["n_types"], row_key=key)
         built[cols] = index
         return index
 
@@ -525,16 +689,22 @@ class AnatomyEstimator(Estimator):
         est = np.einsum("qt,qt->q", N, sp)
         if not variance:
             return (est,)
-        nm = N * multi
-        lin_a = np.einsum("qt,qt->q", nm, sp)
-        quad_a = np.einsum("qt,qt->q", nm, sp * sp)
-        if u is not None:
-            su = selp @ u.T
-            nc = N * c
-            lin_f = np.einsum("qt,qt->q", nc, su)
-            quad_f = np.einsum("qt,qt->q", nc, su * su)
-        else:
-            lin_f = quad_f = np.zeros(len(est))
+        su = selp @ u.T if u is not None else None
+        nq = len(est)
+        lin_a, quad_a = np.empty(nq), np.empty(nq)
+        lin_f, quad_f = np.zeros(nq), np.zeros(nq)
+        # a block of queries at a time: the (queries × types) products stay small (reused memory)
+        for a in range(0, nq, _TERM_ROWS):
+            b = min(nq, a + _TERM_ROWS)
+            nm = N[a:b] * multi
+            spb = sp[a:b]
+            lin_a[a:b] = np.einsum("qt,qt->q", nm, spb)
+            quad_a[a:b] = np.einsum("qt,qt->q", nm, spb * spb)
+            if su is not None:
+                nc = N[a:b] * c
+                sub = su[a:b]
+                lin_f[a:b] = np.einsum("qt,qt->q", nc, sub)
+                quad_f[a:b] = np.einsum("qt,qt->q", nc, sub * sub)
         return est, lin_a, quad_a, lin_f, quad_f, N @ p.sum(axis=1)
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
@@ -548,7 +718,7 @@ class AnatomyEstimator(Estimator):
 
     def _finish(self, release, est, lin_a, quad_a, lin_f, quad_f, covered, level: float) -> Estimates:
         # finite-population factor 1 − π_P (π_P: share of all records meeting the QI predicate)
-        pi = np.clip(covered / max(float(len(bucket_rows(release)["qb"])), 1.0), 0.0, 1.0)
+        pi = np.clip(covered / max(float(bucket_rows(release)["n_rows"]), 1.0), 0.0, 1.0)
         var = np.maximum(lin_a - quad_a, 0.0) * (1.0 - pi) + np.maximum(lin_f - quad_f, 0.0)
         var[var < 1e-9 * np.maximum(np.abs(est), 1.0)] = 0.0
         method = ("closed form: Anatomy's estimator under uniform within-bucket assignment (independent draws from each "

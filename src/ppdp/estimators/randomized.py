@@ -126,8 +126,8 @@ class UniformSetup:
         """(J, m): each group's (sub-table's) SA distribution over all its rows — the
         maximum-likelihood counts of the group's published SA counts (:func:`uniform_mle`),
         normalised; the prior mean of :func:`eb_shrink`."""
-        if self._parent is None:
-            self._parent = parent_distribution(self.release, self.model)
+        if self._parent is None:  # the counts over all rows: the index's sum without predicates (no pass over the rows)
+            self._parent = parent_distribution(self.release, self.model, counts=self.predicate_counts([{}])[0])
         return self._parent
 
     def predicate_counts(self, preds: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
@@ -239,20 +239,29 @@ def uniform_em(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, 
     return X, iters
 
 
-def parent_distribution(release, model) -> np.ndarray:
+def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.ndarray:
     """(J, m): per group (sub-table) of ``model``, the SA distribution of all its published rows,
     estimated by the exact maximum-likelihood counts (:func:`uniform_mle`) and normalised; 0
-    outside the group's domain. The groups hold thousands of rows, so this is precise."""
+    outside the group's domain. The groups hold thousands of rows, so this is precise.
+    ``counts`` (J, m): the published counts per group and value when already known (e.g. from
+    a count index), else counted from the rows."""
     m = model.n_values
     J = len(model.groups)
-    y = release.column_codes(model.attribute).astype(np.int64)
-    key = release.group_ids(model) * m + y
-    Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
+    if counts is not None:
+        Y = np.asarray(counts, dtype=np.float64).reshape(J, m)
+    else:
+        y = release.column_codes(model.attribute).astype(np.int64)
+        key = release.group_ids(model) * m + y
+        Y = np.bincount(key, minlength=J * m)[: J * m].reshape(J, m).astype(np.float64)
     p, q = model.uniform_pq()
     X = uniform_mle(Y, p, q, model.membership())
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
 
 
+#: the default empirical-Bayes path (and Norm-Sub) entrywise on each row's domain entries only
+#: (:class:`_Packed`) and each candidate parent's likelihood on the rows it applies to — the
+#: same numbers as the whole-row computation (False: that one, the reference of the tests)
+_PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
@@ -377,17 +386,23 @@ class _MomentsLikelihood:
         self.ca = (n * a * (1 - a) / p**2)[:, None]  # n·a(1−a)/p²
         self.cb = (n * b * (1 - b) / p**2)[:, None]  # n·b(1−b)/p²
 
-    def __call__(self, prior: np.ndarray) -> np.ndarray:
-        n = self.n
-        P0 = prior * self.memf
-        d = self.xt - n[:, None] * P0
-        sig2 = (P0 * (self.ca - self.cb) + self.cb) * self.memf
+    def __call__(self, prior: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Each row's log likelihood under ``prior`` (of those ``rows``, when given: row by row,
+        the same numbers as over every row)."""
+        if rows is None:
+            n, memf, xt, ca, cb, member = self.n, self.memf, self.xt, self.ca, self.cb, self.member
+        else:
+            n, memf, xt, ca, cb, member = (self.n[rows], self.memf[rows], self.xt[rows], self.ca[rows], self.cb[rows],
+                                           self.member[rows])
+        P0 = prior * memf
+        d = xt - n[:, None] * P0
+        sig2 = (P0 * (ca - cb) + cb) * memf
         het = n * (1.0 - np.einsum("ij,ij->i", P0, P0))
         dd = np.einsum("ij,ij->i", d, d)
         rho = np.divide(dd - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
         rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
         V = sig2 + (n * rho)[:, None] * P0 * (1 - P0)
-        live = self.member & (V > 0)
+        live = member & (V > 0)
         Vs = np.where(live, V, 1.0)
         return -0.5 * np.where(live, np.log(Vs) + d * d / Vs, 0.0).sum(axis=1)
 
@@ -446,12 +461,50 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
         raise ParameterError(f"strength must be one of {EB_STRENGTHS}, got {strength!r}", param="strength")
     if covariance not in EB_COVARIANCES:
         raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
+    if _PACKED_EB and (strength, covariance, return_ll) == ("moments", "diagonal", False):
+        return _eb_moments_diagonal(Y, p, q, member, prior)
     R = _EBRows(Y, p, q, member, prior, covariance)
     rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
     X = R.predict(rho)
     if not return_ll:
         return X
     return X, R.loglik(rho)
+
+
+def _eb_moments_diagonal(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """:func:`eb_shrink` at its default options (method-of-moments strength, diagonal
+    covariance), entrywise on each row's domain entries only (:class:`_Packed`), with the
+    numbers of :class:`_EBRows`: the same operations entry by entry, and the sums over each row
+    taken over whole rows (zeros outside the domain), as there."""
+    member = np.asarray(member, dtype=bool)
+    if member.shape[1] and np.count_nonzero(member, axis=1).max(initial=0) * 2 > member.shape[1]:
+        R = _EBRows(Y, p, q, member, prior, "diagonal")  # most of each row is its domain: nothing to gain
+        return R.predict(R.moments_rho())
+    pk = _Packed(member)
+    Yc = pk.pack(Y)
+    n = pk.unpack(Yc).sum(axis=1)
+    P0 = pk.pack(prior)
+    pp, qq = p[:, None], q[:, None]
+    a, b = pp + qq, qq
+    xt = (Yc - n[:, None] * qq) / pp
+    mu = n[:, None] * P0
+    d = xt - mu
+    sig2 = n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2
+    t = n[:, None] * P0 * (1 - P0)
+    valid = pk.valid
+    d[~valid] = 0.0
+    sig2[~valid] = 0.0
+    # ρ by the method of moments (as _EBRows.moments_rho, over whole rows)
+    het = n * (1.0 - pk.unpack(P0**2).sum(axis=1))
+    rho = np.divide(pk.unpack(d**2).sum(axis=1) - pk.unpack(sig2).sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+    rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
+    # the best linear predictor (as _EBRows.predict), projected
+    tau2 = t * rho[:, None]
+    V = tau2 + sig2
+    w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+    X = mu + w * d
+    X[~valid] = -np.inf
+    return pk.unpack(_norm_sub_packed(X, valid, n))
 
 
 def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diagonal",
@@ -490,6 +543,8 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
                     singles.append({c: mk[c]})
                 ids.append(keys[k])
         cond.append(ids)
+    if _PACKED_EB and parents == "select" and (strength, covariance) == ("moments", "diagonal"):
+        return _eb_select_moments(S, pi0, singles, cond)
     cands = [np.broadcast_to(pi0, (U, J, m))]
     if singles:
         Ys = S.predicate_counts(singles)
@@ -549,10 +604,124 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
     return (acc if parents == "average" else best).reshape(U, J, m)
 
 
+def _eb_select_moments(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: list[list[int]]) -> np.ndarray:
+    """:func:`eb_fit` at its default options (method-of-moments strength, diagonal covariance,
+    the best parent selected), with the same numbers: each candidate parent other than the
+    sub-table's distribution π⁰ differs from π⁰ only for the predicates it applies to (the
+    combination: two conditions or more; a condition's distribution: the predicates with that
+    many conditions), and a row whose candidate is π⁰ keeps its choice, so each candidate's
+    likelihood is computed for those predicates' rows only."""
+    U, J, m = S.Y.shape
+    rows, grp = S.rows
+    p, q, member = S.p[grp], S.q[grp], S.member[grp]
+    fast = _MomentsLikelihood(rows, p, q, member)
+    prior = np.ascontiguousarray(np.broadcast_to(pi0, (U, J, m))).reshape(U * J, m).copy()
+    bll = fast(prior)
+
+    def consider(us: np.ndarray, cand: np.ndarray) -> None:
+        r = (us[:, None] * J + np.arange(J)[None, :]).ravel()
+        cr = np.ascontiguousarray(cand).reshape(len(r), m)
+        ll = fast(cr, r)
+        better = ll > bll[r]
+        prior[r[better]] = cr[better]
+        bll[r[better]] = ll[better]
+
+    if singles:
+        Ys = S.predicate_counts(singles)
+        gs = np.tile(np.arange(J), len(singles))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)))
+        Xs = Xs.reshape(len(singles), J, m)
+        pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
+        kmax = max(len(c) for c in cond)
+        idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
+        for u, ids in enumerate(cond):
+            idx[u, : len(ids)] = ids
+        has = idx >= 0
+        nk = has.sum(axis=1)
+        logs = np.log(np.maximum(pis, 1e-300))  # (S, J, m)
+        # their combination under conditional independence, ∝ Π_c π_c / (π⁰)^(k−1), for k ≥ 2
+        u2 = np.flatnonzero(nk >= 2)
+        if len(u2):
+            lg = logs[idx[u2, 0]]  # the conditions' log-distributions summed in order (as a sum over them)
+            for i in range(1, kmax):
+                lg = lg + np.where(has[u2, i, None, None], logs[np.maximum(idx[u2, i], 0)], 0.0)
+            lg = lg - np.maximum(nk[u2] - 1, 0)[:, None, None] * np.log(np.maximum(pi0, 1e-300))[None]
+            lg = np.where(S.member[None], lg, -np.inf)
+            e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
+            del lg
+            consider(u2, e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300))
+            del e
+        for i in range(kmax):
+            ui = np.flatnonzero(has[:, i])
+            if len(ui):
+                consider(ui, pis[idx[ui, i]])
+    S._eb_prior = prior
+    return eb_shrink(rows, p, q, member, prior).reshape(U, J, m)
+
+
+class _Packed:
+    """Each row's domain entries (``member``) gathered into a (rows × the largest domain) array,
+    in order: an SDR sub-table's domain is a small part of the SA's, and the entrywise work of
+    the estimators needs only those entries. ``pack``/``unpack`` move whole-row arrays in and
+    out (entries outside the domains: ``fill`` / 0)."""
+
+    def __init__(self, member: np.ndarray):
+        member = np.asarray(member, dtype=bool)
+        self.shape = member.shape
+        R, m = member.shape
+        self.idx = np.flatnonzero(member)
+        d = np.count_nonzero(member, axis=1)
+        self.D = max(int(d.max()) if R else 0, 1)
+        self.row = self.idx // m
+        slot = np.arange(len(self.idx), dtype=np.int64) - np.repeat(np.cumsum(d) - d, d)
+        self.pos = self.row * self.D + slot
+        self.valid = np.zeros((R, self.D), dtype=bool)
+        self.valid.ravel()[self.pos] = True
+
+    def pack(self, A: np.ndarray, fill: float = 0.0) -> np.ndarray:
+        out = np.full((self.shape[0], self.D), fill)
+        out.ravel()[self.pos] = np.asarray(A, dtype=np.float64).ravel()[self.idx]
+        return out
+
+    def unpack(self, Ac: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.shape)
+        out.ravel()[self.idx] = Ac.ravel()[self.pos]
+        return out
+
+
 def norm_sub(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
     """Norm-Sub (Wang, Lopuhaä-Zwakenberg, Li, Škorić & Li 2020): x̂_i = max(x_i + δ, 0) on each
     row's domain with the one δ that makes Σ x̂ = total — the Euclidean projection onto
-    {x ≥ 0, Σ x = total}. Rows with total ≤ 0 become 0."""
+    {x ≥ 0, Σ x = total}. Rows with total ≤ 0 become 0.
+
+    Each row's domain values are gathered first (:class:`_Packed`: rows × the largest domain,
+    not × m); the sort, the running sums and δ only read them, so the result is
+    :func:`norm_sub_full`'s exactly."""
+    X = np.asarray(X, dtype=np.float64)
+    member = np.asarray(member, dtype=bool)
+    if not _PACKED_EB or (X.shape[1] and np.count_nonzero(member, axis=1).max(initial=0) * 2 > X.shape[1]):
+        return norm_sub_full(X, member, total)  # most of each row is its domain: nothing to gain
+    pk = _Packed(member)
+    return pk.unpack(_norm_sub_packed(pk.pack(X, -np.inf), pk.valid, np.asarray(total, dtype=np.float64)))
+
+
+def _norm_sub_packed(v: np.ndarray, valid: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """:func:`norm_sub` of packed rows (``v``: the domain entries, −∞ in the padding)."""
+    srt = -np.sort(-v, axis=1)  # descending, padding (−∞) last
+    finite = np.isfinite(srt)
+    css = np.cumsum(np.where(finite, srt, 0.0), axis=1)
+    k = np.arange(1, srt.shape[1] + 1)
+    delta_k = (total[:, None] - css) / k
+    ok = finite & (srt + delta_k > 0)
+    kk = np.where(ok.any(axis=1), srt.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
+    delta = delta_k[np.arange(len(v)), kk]
+    out = np.where(valid, np.maximum(v + delta[:, None], 0.0), 0.0)
+    out[total <= 0] = 0.0
+    return out
+
+
+def norm_sub_full(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
+    """:func:`norm_sub` over whole rows (the reference)."""
     X = np.asarray(X, dtype=np.float64)
     total = np.asarray(total, dtype=np.float64)
     v = np.where(member, X, -np.inf)

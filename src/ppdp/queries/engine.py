@@ -45,14 +45,34 @@ from threadpoolctl import threadpool_limits
 _MAX_CACHED_CELLS = 16_000_000
 #: queries × combinations per chunk of query bits (64 MiB of words)
 _CHUNK_BITS = 1 << 29
-#: (group, key) cells counted in one table when grouping rows by integer keys
+#: (group, key) cells counted in one dense table when grouping rows by integer keys (and at
+#: most :data:`_SPARSE_MIN_CELLS`); more are counted as sparse entries
 _COUNT_CELLS = 1 << 26
+#: rows counted at once when grouping rows by integer keys (bounds the temporaries)
+_COUNT_ROWS = 1 << 22
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
 _BLOCK_BYTES = 1 << 23
+#: uint64 words of query bits built at once (a block of combinations × the chunk's words)
+_BLOCK_WORDS = 1 << 19
+#: matching (combination, query) pairs per reduction block (bounds the sparse pairs held at once)
+_BLOCK_PAIRS = 1 << 18
+#: a block whose non-zero bytes hold more set bits than this on average is summed a byte at a time
+_BYTE_PATH_BITS = 3.0
 #: a sparse grouping of at most this many keys is summed against the query bytes densely
 _DENSE_KEYS = 32
 #: cells of a densified grouping kept for the next workload
 _MAX_DENSE_KEPT = 1 << 21
+#: the cost model that decides whether a column set's queries get their own grouping (derived
+#: from the smallest built superset) or are answered on that parent, in ns per parent
+#: combination (measured on EDU-like releases at 10^7 rows): answering a chunk of queries costs
+#: about _COST_COMBO per combination (its query bits, their scan) plus _COST_PAIR per matching
+#: (combination, query) pair and weight; a derivation about _COST_DERIVE_BASE per parent
+#: combination plus _COST_DERIVE_ENTRY per weight. Derived when the combinations it removes
+#: save more than it costs.
+_COST_COMBO = 150.0
+_COST_PAIR = 15.0
+_COST_DERIVE_BASE = 10.0
+_COST_DERIVE_ENTRY = 12.0
 #: labels of one super-column (its label table: labels × query words)
 _PACK_LABELS = 4096
 #: bit b of byte v, for every byte value
@@ -64,16 +84,42 @@ _SPARSE_MIN_CELLS = 1 << 20
 _SPARSE_DENSITY = 0.2
 
 
+class LazyColumns(Mapping):
+    """The codes of each named column, produced by ``load(column)`` when asked (not kept): the
+    ``columns`` of a :class:`CountIndex` built from a combined row key, which never needs
+    them whole (they stay available for a check against a row scan)."""
+
+    def __init__(self, names: Sequence[str], load):
+        self._names = list(names)
+        self._load = load
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        if column not in self._names:
+            raise KeyError(column)
+        return np.asarray(self._load(column))
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class CountIndex:
     """Rows with categorical columns and per-row weights over K keys.
 
     ``keys`` is either an int array (N,) of key codes in [0, K) (weight 1 on that key) or a
-    float array (N, K) of weights.
+    float array (N, K) of weights. ``row_key`` (optional): the rows' combined key over the
+    columns in ``columns``' order (:func:`combine`), computed by the caller a column at a time
+    (then ``columns`` may be a :class:`LazyColumns`); the index takes it over (it is
+    overwritten) and builds its first grouping from it instead of the columns.
     """
 
-    def __init__(self, columns: Mapping[str, np.ndarray], domain_sizes: Mapping[str, int], keys: np.ndarray, n_keys: int | None = None):
-        self.columns = {c: np.asarray(v) for c, v in columns.items()}
+    def __init__(self, columns: Mapping[str, np.ndarray], domain_sizes: Mapping[str, int], keys: np.ndarray,
+                 n_keys: int | None = None, row_key: np.ndarray | None = None):
+        self.columns = columns if isinstance(columns, LazyColumns) else {c: np.asarray(v) for c, v in columns.items()}
         self.sizes = {c: int(domain_sizes[c]) for c in self.columns}
+        self._row_key = row_key
         keys = np.asarray(keys)
         if keys.ndim == 1:
             self.K = int(n_keys if n_keys is not None else (keys.max() + 1 if len(keys) else 1))
@@ -83,7 +129,8 @@ class CountIndex:
         self.n = len(keys)
         self._groups: dict[tuple[str, ...], tuple[dict[str, np.ndarray], np.ndarray]] = {}
         self._base: tuple[dict[str, np.ndarray], np.ndarray] | None = None
-        self._pack_cache: dict[tuple[str, ...], list] = {}
+        self._pack_cache: dict[tuple[tuple[str, ...], tuple[str, ...]], list] = {}
+        self._hist: dict[tuple[tuple[str, ...], str], np.ndarray] = {}
         self._wt: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._integral = keys.ndim == 1
 
@@ -97,19 +144,7 @@ class CountIndex:
             stacked = np.stack(codes, axis=1)
             uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
             return uniq, inv.ravel(), True
-        key = combine(codes, dims)
-        if prod <= max(4 * len(key), 1 << 20):
-            present = np.zeros(int(prod), dtype=bool)
-            present[key] = True
-            uniq = np.flatnonzero(present)
-            del present
-            # each key's rank among the present ones: written at the present keys only (the
-            # rest of the table is never touched, so a large sparse domain costs its keys)
-            rank = np.empty(int(prod), dtype=np.int32 if len(uniq) < 2**31 else np.int64)
-            rank[uniq] = np.arange(len(uniq), dtype=rank.dtype)
-            return uniq, rank[key], False
-        uniq, inv = np.unique(key, return_inverse=True)
-        return uniq, inv.ravel(), False
+        return (*_distinct_keys(combine(codes, dims), prod), False)
 
     def _unravel(self, uniq: np.ndarray, cols: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Each column's codes of the combined keys ``uniq``, in narrow integers."""
@@ -140,27 +175,33 @@ class CountIndex:
 
     def _count_keys(self, inv: np.ndarray, n_c: int):
         """Rows counted per (group ``inv``, integer key): a dense (n_c × K) float64 array, or a
-        CSR matrix when large and mostly zero. One bincount over the (group, key) cells, or a
-        sort of the rows' cells when there are too many cells for one table."""
+        CSR matrix when large and mostly zero. One bincount over the (group, key) cells when
+        they are few (:data:`_SPARSE_MIN_CELLS`), else the rows as (group, key) entries of a
+        sparse matrix whose duplicates are summed — a counting sort by group, O(rows), a block
+        of :data:`_COUNT_ROWS` rows at a time (bounded memory, narrow integers)."""
         K = self.K
         cells = n_c * K
-        if cells <= _COUNT_CELLS:
-            sums = np.bincount(inv.astype(np.int64) * K + self.keys, minlength=cells)
-            if cells <= _SPARSE_MIN_CELLS:
-                return sums.reshape(n_c, K).astype(np.float64)
-            nz = np.flatnonzero(sums)
-            if len(nz) > _SPARSE_DENSITY * cells:
-                return sums.reshape(n_c, K).astype(np.float64)
-            return _csr_from_cells(nz, sums[nz], n_c, K)
-        # too many cells for one table: sort the rows' cell numbers (the cost is the rows',
-        # not the cells')
-        srt = inv.astype(np.int64)
-        srt *= K
-        srt += self.keys
-        srt.sort()
-        starts = np.flatnonzero(np.concatenate([[True], srt[1:] != srt[:-1]]))
-        counts = np.diff(np.append(starts, len(srt)))
-        return _csr_from_cells(srt[starts], counts, n_c, K)
+        n = len(inv)
+        if cells <= min(_COUNT_CELLS, _SPARSE_MIN_CELLS):
+            sums = np.zeros(cells, dtype=np.int64)
+            for a in range(0, n, _COUNT_ROWS):
+                cell = inv[a:a + _COUNT_ROWS].astype(np.int64)
+                cell *= K
+                cell += self.keys[a:a + _COUNT_ROWS]
+                sums += np.bincount(cell, minlength=cells)
+            return sums.reshape(n_c, K).astype(np.float64)
+        count_t = np.int32 if n < 2**31 else np.int64
+        acc = None
+        for a in range(0, n, _COUNT_ROWS):
+            r = inv[a:a + _COUNT_ROWS]
+            part = sparse.csr_matrix((np.ones(len(r), dtype=count_t), (r, self.keys[a:a + _COUNT_ROWS])), shape=(n_c, K))
+            acc = part if acc is None else acc + part
+        if acc is None:
+            acc = sparse.csr_matrix((n_c, K), dtype=count_t)
+        acc.sum_duplicates()
+        if cells <= _SPARSE_MIN_CELLS or acc.nnz > _SPARSE_DENSITY * cells:
+            return acc.toarray().astype(np.float64)
+        return sparse.csr_matrix((acc.data.astype(np.float64), acc.indices, acc.indptr), shape=(n_c, K))
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -170,7 +211,13 @@ class CountIndex:
                 self._base = ({}, self._weights(np.zeros(self.n, dtype=np.int64), 1))
             else:
                 dims = [self.sizes[c] for c in cols]
-                uniq, inv, stacked = self._distinct([self.columns[c] for c in cols], dims)
+                if self._row_key is not None:  # the caller's combined key (then overwritten: the index owns it)
+                    key, self._row_key = self._row_key, None
+                    uniq, inv = _distinct_keys(key, float(np.prod(dims, dtype=float)), in_place=True)
+                    del key
+                    stacked = False
+                else:
+                    uniq, inv, stacked = self._distinct([self.columns[c] for c in cols], dims)
                 combo = {c: uniq[:, i] for i, c in enumerate(cols)} if stacked else self._unravel(uniq, cols)
                 self._base = (combo, self._weights(inv, len(uniq)))
         return self._base
@@ -186,27 +233,83 @@ class CountIndex:
         elif set(cols) == set(base_combo):
             g = ({c: base_combo[c] for c in cols}, base_W)
         else:
-            # derive from the smallest grouping already built that contains these columns
-            parent_combo, parent_W = base_combo, base_W
-            for pcols, (pc, pw) in self._groups.items():
-                if pw.shape[0] < parent_W.shape[0] and set(cols) <= set(pcols):
-                    parent_combo, parent_W = pc, pw
-            dims = [self.sizes[c] for c in cols]
-            uniq, inv, stacked = self._distinct([parent_combo[c] for c in cols], dims)
-            combo = {c: uniq[:, i] for i, c in enumerate(cols)} if stacked else self._unravel(uniq, cols)
-            g = (combo, self._weights(inv, len(uniq), parent_W))
+            g = self._derive(cols, self._parent(cols))
+        return self._keep(cols, g)
+
+    def _keep(self, cols: tuple[str, ...], g):
         w_g: Any = g[1]
         if (w_g.nnz if sparse.issparse(w_g) else w_g.size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
             self._groups[cols] = g
         return g
 
+    def _parent(self, cols: tuple[str, ...]):
+        """The smallest grouping already built that contains ``cols``: (its columns, combinations, weights)."""
+        base_combo, base_W = self._base_group()
+        best = (tuple(base_combo), base_combo, base_W)
+        for pcols, (pc, pw) in self._groups.items():
+            if pw.shape[0] < best[2].shape[0] and set(cols) <= set(pcols):
+                best = (pcols, pc, pw)
+        return best
+
+    def _derive(self, cols: tuple[str, ...], parent, distinct=None):
+        """The grouping of ``cols`` from a grouping of a superset (a group-by over its
+        combinations; ``distinct``: their (uniq, inv, stacked) over ``cols`` when known)."""
+        _, parent_combo, parent_W = parent
+        dims = [self.sizes[c] for c in cols]
+        uniq, inv, stacked = distinct if distinct is not None else self._distinct([parent_combo[c] for c in cols], dims)
+        combo = {c: uniq[:, i] for i, c in enumerate(cols)} if stacked else self._unravel(uniq, cols)
+        return (combo, self._weights(inv, len(uniq), parent_W))
+
+    def _target(self, cols: tuple[str, ...], masks, qidx: list[int]):
+        """The grouping a set of queries on ``cols`` is answered over: (its columns, combinations,
+        weights). Its own (derived once, cached) when that pays, else the parent (the smallest
+        grouping built that contains ``cols``), which then answers them directly: a derivation
+        costs a pass over the parent's combinations and weights, answering on the parent costs
+        each query chunk the parent's combinations, and each query its matching combinations —
+        the expected matches per parent combination (F) estimated from the parent's per-column
+        value counts (cost model: :data:`_COST_COMBO`)."""
+        g = self._groups.get(cols)
+        if g is not None:
+            return cols, g[0], g[1]
+        base_combo, base_W = self._base_group()
+        if set(cols) == set(base_combo):
+            g = self.group(cols)
+            return cols, g[0], g[1]
+        parent = self._parent(cols)
+        pcols, pcombo, pW = parent
+        n_p = pW.shape[0]
+        F = self._expected_matches(pcols, pcombo, n_p, cols, masks, qidx)
+        dims = [self.sizes[c] for c in cols]
+        distinct = self._distinct([pcombo[c] for c in cols], dims)
+        saved = 1.0 - len(distinct[0]) / max(n_p, 1)  # the share of combinations the derivation removes
+        r = (pW.nnz if sparse.issparse(pW) else pW.size) / max(n_p, 1)  # weights per combination
+        if saved * (_COST_COMBO + _COST_PAIR * r * F) > _COST_DERIVE_BASE + _COST_DERIVE_ENTRY * r:
+            g = self._keep(cols, self._derive(cols, parent, distinct))
+            return cols, g[0], g[1]
+        return parent
+
+    def _expected_matches(self, pcols, pcombo, n_p: int, cols, masks, qidx) -> float:
+        """Σ_q (share of the grouping's combinations meeting query q), each query's share the
+        product of its columns' shares (value counts of the grouping's combinations, cached)."""
+        share = np.ones(len(qidx))
+        for c in cols:
+            h = self._hist.get((pcols, c))
+            if h is None or len(pcombo[c]) != n_p:
+                h = np.bincount(pcombo[c], minlength=self.sizes[c]).astype(np.float64)
+                if pcols in self._groups or pcols == tuple(self.columns):
+                    self._hist[(pcols, c)] = h
+            share *= np.stack([masks[q][c] for q in qidx]).astype(np.float64) @ h / max(n_p, 1)
+        return float(share.sum())
+
     # ------------------------------------------------------------- answers
-    def _packs(self, cols: tuple[str, ...], combo: Mapping[str, np.ndarray], limit: int = _PACK_LABELS):
+    def _packs(self, cols: tuple[str, ...], combo: Mapping[str, np.ndarray], limit: int = _PACK_LABELS,
+               gcols: tuple[str, ...] | None = None):
         """Pack columns into few "super-columns" whose joint domain is ≤ ``limit`` labels, so a
         query's bits over the combinations need one gather per super-column, not per column:
         ``[(columns, their domain sizes, the super-column's code of every combination)]``,
-        cached beside the grouping."""
-        got = self._pack_cache.get(cols)
+        cached beside the grouping (``gcols``: its columns, default ``cols``)."""
+        gcols = cols if gcols is None else gcols
+        got = self._pack_cache.get((gcols, cols))
         if got is not None and len(got[0][2]) == len(next(iter(combo.values()))):
             return got
         order = sorted(cols, key=lambda c: self.sizes[c])
@@ -222,8 +325,8 @@ class CountIndex:
         for p in packs:
             dims = [self.sizes[c] for c in p]
             out.append((p, dims, combine([combo[c] for c in p], dims)))
-        if cols in self._groups:
-            self._pack_cache[cols] = out
+        if gcols in self._groups or gcols == tuple(self.columns):
+            self._pack_cache[(gcols, cols)] = out
         return out
 
     def sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
@@ -234,24 +337,47 @@ class CountIndex:
             return self._sums(masks)
 
     def _sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        # a predicate selecting its whole domain constrains nothing: the query is answered on
+        # the grouping of the other columns (fewer combinations, the same sums); queries with
+        # the same predicates (e.g. differing only in a column split off, like the SA) once
+        uniq: dict[tuple, int] = {}
+        first: list[dict[str, np.ndarray]] = []
+        inv = np.empty(len(masks), dtype=np.int64)
+        for qi, m in enumerate(masks):
+            kept = {}
+            for c, v in m.items():
+                v = np.asarray(v, dtype=bool)
+                if not v.all():
+                    kept[c] = v
+            h = tuple(sorted((c, v.tobytes()) for c, v in kept.items()))
+            j = uniq.setdefault(h, len(first))
+            if j == len(first):
+                first.append(kept)
+            inv[qi] = j
+        out = self._distinct_sums(first)
+        return out if len(first) == len(masks) else out[inv]
+
+    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+        """:meth:`sums` of distinct queries, each over the columns it constrains."""
         out = np.zeros((len(masks), self.K), dtype=np.float64)
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
             by_cols[tuple(sorted(m))].append(qi)
         # larger column sets first, so smaller ones can be derived from them
         for cols, qidx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
-            combo, W = self.group(cols)
             qarr = np.asarray(qidx)
             if not cols:
+                W = self.group(cols)[1]
                 out[qarr] = np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel()
                 continue
+            gcols, combo, W = self._target(cols, masks, qidx)
             n_c = W.shape[0]
-            packs = self._packs(cols, combo)
+            packs = self._packs(cols, combo, gcols=gcols)
             # queries per chunk: 64 × a power of two (one bit each in the words of every combination)
             step = 64 << max(0, int(np.log2(max(1, _CHUNK_BITS // max(n_c, 1) // 64))))
             for s in range(0, len(qidx), step):
                 chunk = qidx[s : s + step]
-                out[qarr[s : s + step]] = self._chunk_sums(chunk, masks, packs, W, cols)
+                out[qarr[s : s + step]] = self._chunk_sums(chunk, masks, packs, W, gcols)
         return out
 
     def _chunk_sums(self, chunk: list[int], masks, packs, W, cols) -> np.ndarray:
@@ -262,7 +388,7 @@ class CountIndex:
         product when few match, as a dense one when many do."""
         nq = len(chunk)
         n_words = 1 << int(np.ceil(np.log2(-(-nq // 64))))  # a power of two: byte columns by shifts
-        bits = None
+        luts = []
         for p, dims, code in packs:
             lut = None
             for c in p:  # outer AND over the packed columns → (Π dims, words)
@@ -271,19 +397,79 @@ class CountIndex:
                 w = np.packbits(m, axis=1, bitorder="little").view(np.uint64)
                 lut = w if lut is None else (lut[:, None, :] & w[None, :, :]).reshape(-1, n_words)
             assert lut is not None
-            g = np.take(lut, code, axis=0)
-            bits = g if bits is None else np.bitwise_and(bits, g, out=bits)
-        assert bits is not None
-        return self._reduce(bits, W, nq, cols)
+            luts.append((lut, code))
+        n_c = W.shape[0]
+        # a block of combinations at a time: the bits and their pairs stay small (reused memory)
+        rows = max(1024, _BLOCK_WORDS // n_words)
+        if rows >= n_c:
+            return self._reduce(self._bits(luts, 0, n_c, n_words), W, nq, cols)
+        out = np.zeros((nq, self.K), dtype=np.float64)
+        for a in range(0, n_c, rows):
+            b = min(n_c, a + rows)
+            out += self._reduce(self._bits(luts, a, b, n_words), W[a:b], nq, None)
+        return out
+
+    @staticmethod
+    def _bits(luts, a: int, b: int, n_words: int) -> np.ndarray:
+        """The query bits of combinations a … b − 1: the AND of each super-column's label row."""
+        bits = np.empty((b - a, n_words), dtype=np.uint64)
+        for i, (lut, code) in enumerate(luts):
+            if i == 0:
+                np.take(lut, code[a:b], axis=0, out=bits)
+            else:
+                np.bitwise_and(bits, np.take(lut, code[a:b], axis=0), out=bits)
+        return bits
 
     def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] = ()) -> np.ndarray:
         """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
 
-        The bits are read a byte (8 queries) at a time: each non-zero byte of combination c in
+        The set bits — the (combination, query) pairs that match — become a sparse 0/1
+        (combinations × queries) matrix P, and R = Pᵀ·W: the cost is the matching pairs' times
+        W's entries per combination, not the queries × combinations'. Combinations are taken in
+        blocks of at most :data:`_BLOCK_PAIRS` pairs. A block whose non-zero bytes hold many
+        bits each (broad queries) is summed a byte at a time instead (:meth:`_reduce_bytes`)."""
+        n_c, n_words = bits.shape
+        out = np.zeros((nq, self.K), dtype=np.float64)
+        if n_c == 0:
+            return out
+        per_row = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+        cum = np.cumsum(per_row)
+        if cum[-1] == 0:
+            return out
+        nb = n_words * 8
+        cuts = np.unique(np.searchsorted(cum, np.arange(_BLOCK_PAIRS, int(cum[-1]), _BLOCK_PAIRS), side="right"))
+        bounds = [0, *[int(c) for c in cuts if 0 < c < n_c], n_c]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            by = bits[a:b].view(np.uint8).ravel()
+            nz = np.flatnonzero(by)
+            if not len(nz):
+                continue
+            n_pairs = int(cum[b - 1] - (cum[a - 1] if a else 0))
+            whole = (a, b) == (0, n_c)
+            if n_pairs > _BYTE_PATH_BITS * len(nz):  # broad queries: a byte (8 queries) at a time
+                out += self._reduce_bytes(bits[a:b], W if whole else W[a:b], nq, cols if whole else None)
+                continue
+            q = _set_bits(by, nz, nb)
+            del nz
+            indptr = np.zeros(b - a + 1, dtype=np.int64)
+            np.cumsum(per_row[a:b], out=indptr[1:])
+            P = sparse.csr_matrix((np.ones(len(q)), q, indptr), shape=(b - a, nb * 8))
+            Wb = W if whole else W[a:b]
+            if sparse.issparse(Wb) and self.K <= _DENSE_KEYS:  # few keys: one dense pass beats two sparse ones
+                Wb = Wb.toarray()
+            if sparse.issparse(Wb):  # one operand is converted to CSC (Pᵀ and Wᵀ are free CSC views): the smaller
+                out += (P.T @ Wb).toarray()[:nq] if Wb.nnz < len(q) else (Wb.T @ P).toarray()[:, :nq].T
+            else:
+                out += (P.T @ np.asarray(Wb, dtype=np.float64))[:nq]
+            del P, q
+        return out
+
+    def _reduce_bytes(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] | None = ()) -> np.ndarray:
+        """:meth:`_reduce` a byte (8 queries) at a time: each non-zero byte of combination c in
         byte column j adds W[c] to the cell (j, byte value) of a (K × byte columns · 256)
-        table H — one sparse product over the non-zero bytes, whose cost is the matching
-        pairs', not the queries × combinations' — and query 8j + b is then the sum of the
-        cells (j, v) of the byte values v with bit b set (H times a fixed 0/1 matrix)."""
+        table H — one sparse product over the non-zero bytes — and query 8j + b is then the
+        sum of the cells (j, v) of the byte values v with bit b set (H times a fixed 0/1
+        matrix). Worth it when the non-zero bytes hold many bits each."""
         n_c, n_words = bits.shape
         nb = n_words * 8
         out = np.zeros((self.K, nb * 8), dtype=np.float64)
@@ -332,6 +518,34 @@ class CountIndex:
         return out
 
 
+#: per byte value: its number of set bits, its lowest set bit, and its k-th set bit
+_POPCOUNT8 = np.bitwise_count(np.arange(256, dtype=np.uint8)).astype(np.int64)
+_LOWBIT8 = np.array([(v & -v).bit_length() - 1 if v else 0 for v in range(256)], dtype=np.int32)
+_KTHBIT8 = np.array([[k for k in range(8) if v >> k & 1] + [0] * (8 - bin(v).count("1")) for v in range(256)], dtype=np.int32)
+
+
+def _set_bits(by: np.ndarray, nz: np.ndarray, nb: int) -> np.ndarray:
+    """The query of every set bit of the bytes ``by`` (combinations × ``nb`` bytes, flat) at
+    the non-zero positions ``nz``, in order (byte by byte, low bit first): byte j of a
+    combination holds queries 8j … 8j + 7. Most non-zero bytes of selective queries hold
+    one bit: each byte's lowest bit by a table, the others (bytes of several bits) after it."""
+    vals = by[nz]
+    cnt = _POPCOUNT8[vals]
+    off = np.cumsum(cnt)
+    out = np.empty(int(off[-1]) if len(off) else 0, dtype=np.int32)
+    off -= cnt
+    q0 = (nz & (nb - 1)).astype(np.int32)
+    q0 <<= 3
+    out[off] = q0 + _LOWBIT8[vals]
+    multi = np.flatnonzero(cnt > 1)
+    if len(multi):
+        more = cnt[multi] - 1
+        idx = np.repeat(multi, more)
+        k = np.arange(len(idx), dtype=np.int64) - np.repeat(np.cumsum(more) - more, more) + 1
+        out[off[idx] + k] = q0[idx] + _KTHBIT8[vals[idx], k]
+    return out
+
+
 @functools.lru_cache(maxsize=16)
 def _byte_bits(nb: int) -> sparse.csr_matrix:
     """(nb·256 × nb·8) 0/1: cell (byte column j, byte value v) → the queries 8j + b of v's set bits b."""
@@ -339,12 +553,26 @@ def _byte_bits(nb: int) -> sparse.csr_matrix:
     return sparse.csr_matrix((np.ones(len(cell)), (cell, (cell // 256) * 8 + bit)), shape=(nb * 256, nb * 8))
 
 
-def _csr_from_cells(nz: np.ndarray, vals: np.ndarray, n_rows: int, K: int) -> sparse.csr_matrix:
-    """A CSR (n_rows × K) from sorted flat cells (row × K + column) and their values."""
-    rows, cols = np.divmod(nz, K)
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
-    return sparse.csr_matrix((vals.astype(np.float64), cols.astype(np.int32), indptr), shape=(n_rows, K))
+def _distinct_keys(key: np.ndarray, prod: float, in_place: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, each key's rank among them) of combined keys below ``prod``:
+    dense counting when ``prod`` is small against the number of keys, a sort otherwise.
+    ``in_place``: the ranks may be written over ``key`` (no second array of the keys' size)."""
+    if prod <= max(4 * len(key), 1 << 20):
+        present = np.zeros(int(prod), dtype=bool)
+        for a in range(0, len(key), _COUNT_ROWS):
+            present[key[a:a + _COUNT_ROWS]] = True
+        uniq = np.flatnonzero(present)
+        del present
+        # each key's rank among the present ones: written at the present keys only (the
+        # rest of the table is never touched, so a large sparse domain costs its keys)
+        rank = np.empty(int(prod), dtype=np.int32 if len(uniq) < 2**31 else np.int64)
+        rank[uniq] = np.arange(len(uniq), dtype=rank.dtype)
+        out = key if in_place and key.dtype == rank.dtype else np.empty(len(key), dtype=rank.dtype)
+        for a in range(0, len(key), _COUNT_ROWS):
+            np.take(rank, key[a:a + _COUNT_ROWS], out=out[a:a + _COUNT_ROWS])
+        return uniq, out
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq, inv.ravel()
 
 
 def combine(codes: Sequence[np.ndarray], dims: Sequence[int]) -> np.ndarray:

@@ -255,17 +255,21 @@ class Resolver:
         self.numeric = numeric or {}
         self._lookups: dict[str, dict[str, int]] = {}
         self._bins: dict[str, tuple[float, ...] | None] = {}
+        self._masks: dict[Predicate, np.ndarray] = {}  # a predicate met again (a workload repeats many) is not resolved again
 
     def __call__(self, query: "Query") -> dict[str, np.ndarray]:
         out = {}
         for p in query.predicates:
             c = p.column
-            if c not in self.domains:
-                raise QueryError(f"unknown attribute {c!r}; the release has {sorted(self.domains)}")
-            lk = self._lookups.get(c)
-            if lk is None:
-                lk = self._lookups[c] = {lab: i for i, lab in enumerate(self.domains[c])}
-            out[c] = p.mask(self.domains[c], self.numeric.get(c), lk, edges=self._edges(c))
+            got = self._masks.get(p)
+            if got is None:
+                if c not in self.domains:
+                    raise QueryError(f"unknown attribute {c!r}; the release has {sorted(self.domains)}")
+                lk = self._lookups.get(c)
+                if lk is None:
+                    lk = self._lookups[c] = {lab: i for i, lab in enumerate(self.domains[c])}
+                got = self._masks[p] = p.mask(self.domains[c], self.numeric.get(c), lk, edges=self._edges(c))
+            out[c] = got.copy()  # each query its own mask (a caller may change it)
         return out
 
     def _edges(self, column: str):

@@ -1,0 +1,104 @@
+"""The count index's alternative paths give the sums of a per-query row scan, exactly for
+integer keys: a combined row key instead of the columns (:class:`LazyColumns`), predicates
+that select a whole domain dropped, repeated predicates answered once, a column set answered
+on its own derived grouping or on a parent grouping (the cost model forced either way), the
+matching pairs summed bit by bit or a byte at a time, in blocks of any size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppdp.queries import engine
+from ppdp.queries.engine import CountIndex, LazyColumns, combine
+
+
+def naive_sums(index: CountIndex, masks) -> np.ndarray:
+    """R[q, k] by scanning every row for every query (the definition; integer keys)."""
+    out = np.zeros((len(masks), index.K))
+    for q, mk in enumerate(masks):
+        hit = np.ones(index.n, dtype=bool)
+        for c, v in mk.items():
+            hit &= np.asarray(v)[index.columns[c]]
+        out[q] = np.bincount(index.keys[hit].astype(np.int64), minlength=index.K)
+    return out
+
+
+def _case(seed: int, n: int = 3000):
+    rng = np.random.default_rng(seed)
+    sizes = {"a": 11, "b": 2, "c": 7, "d": 5}
+    cols = {c: rng.integers(0, s, n).astype(np.int16) for c, s in sizes.items()}
+    K = int(rng.integers(2, 60))
+    keys = rng.integers(0, K, n).astype(np.int16)
+    masks = []
+    for _ in range(300):
+        chosen = [c for c in sizes if rng.random() < 0.7]
+        share = rng.random()
+        mk = {c: rng.random(sizes[c]) < share for c in chosen}
+        if chosen and rng.random() < 0.3:  # a predicate over its whole domain
+            mk[chosen[0]] = np.ones(sizes[chosen[0]], dtype=bool)
+        masks.append(mk)
+    masks += masks[:40]  # repeated predicates
+    return cols, sizes, keys, K, masks
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mode", ["default", "always-derive", "never-derive", "bytes", "tiny-blocks"])
+def test_paths_equal_row_scan(seed, mode, monkeypatch):
+    cols, sizes, keys, K, masks = _case(seed)
+    if mode == "always-derive":
+        monkeypatch.setattr(engine, "_COST_DERIVE_BASE", -1e9)
+    elif mode == "never-derive":
+        monkeypatch.setattr(engine, "_COST_DERIVE_BASE", 1e9)
+    elif mode == "bytes":
+        monkeypatch.setattr(engine, "_BYTE_PATH_BITS", 0.0)
+    elif mode == "tiny-blocks":
+        monkeypatch.setattr(engine, "_BLOCK_PAIRS", 7)
+        monkeypatch.setattr(engine, "_BLOCK_WORDS", 3)
+        monkeypatch.setattr(engine, "_COUNT_ROWS", 100)
+        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)
+        monkeypatch.setattr(engine, "_SPARSE_DENSITY", 1.0)
+    index = CountIndex(cols, sizes, keys, n_keys=K)
+    got = index.sums(masks)
+    np.testing.assert_array_equal(got, naive_sums(index, masks))
+    np.testing.assert_array_equal(index.sums(masks[::-1]), got[::-1])  # cached groupings, another order
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_key_equals_columns(seed):
+    """A combined row key (the columns decoded lazily, a column at a time) gives the sums of
+    the index over the columns themselves."""
+    cols, sizes, keys, K, masks = _case(seed)
+    names = tuple(sizes)
+    key = combine([cols[c] for c in names], [sizes[c] for c in names])
+    lazy = LazyColumns(names, lambda c: cols[c])
+    assert list(lazy) == list(names) and len(lazy) == len(names)
+    with pytest.raises(KeyError):
+        lazy["nope"]
+    by_key = CountIndex(lazy, sizes, keys, n_keys=K, row_key=key.copy())
+    plain = CountIndex(cols, sizes, keys, n_keys=K)
+    np.testing.assert_array_equal(by_key.sums(masks), plain.sums(masks))
+    np.testing.assert_array_equal(by_key.sums(masks), naive_sums(by_key, masks))
+
+
+def test_distinct_keys_in_place():
+    rng = np.random.default_rng(3)
+    for n, prod in [(10_000, 30_000), (5_000, 40), (20_000, 10**9)]:
+        key = rng.integers(0, prod, n).astype(np.int32)
+        want_u, want_i = np.unique(key, return_inverse=True)
+        u, i = engine._distinct_keys(key.copy(), float(prod), in_place=True)
+        np.testing.assert_array_equal(u, want_u)
+        np.testing.assert_array_equal(i, want_i.ravel())
+
+
+def test_set_bits_order():
+    """Every set bit of a (rows × bytes) bit matrix, byte by byte and low bit first."""
+    rng = np.random.default_rng(0)
+    nb = 8
+    by = (rng.random((300, nb * 8)) < rng.random()).astype(np.uint8)
+    packed = np.packbits(by, axis=1, bitorder="little").ravel()
+    nz = np.flatnonzero(packed)
+    q = engine._set_bits(packed, nz, nb)
+    rows, cols = np.nonzero(by)
+    np.testing.assert_array_equal(q, cols)
+    assert len(q) == len(rows)
