@@ -31,6 +31,7 @@ bucket's count-1 values (biased in that corner; :func:`correct_counts` counts su
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -166,7 +167,7 @@ def bucket_rows(release) -> dict:
     if "rows" in cache:
         return cache["rows"]
     qit, st = release.tables.get("qit"), release.tables.get("st")
-    out = None
+    out: Any = None
     if (qit is not None and st is not None and "bid" in qit.column_names and "bid" in st.column_names
             and "count" in st.column_names and release.sa in st.column_names and "fake" not in st.column_names
             and qit.num_rows and st.num_rows and callable(getattr(release, "code_block", None))):

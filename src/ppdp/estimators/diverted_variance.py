@@ -133,7 +133,7 @@ class TransitionDraws:
                             np.full(lp, 1.0 / lp))  # (B, K, ℓ')
         F = np.zeros((draws, m), dtype=np.int64)
         for j in range(lp):
-            np.add.at(F, (slice(None), types.sets[:, j]), Z[:, :, j])
+            np.add.at(F, (slice(None), types.sets[:, j]), Z[:, :, j])  # type: ignore[arg-type]
         self.E = np.empty((draws, m, m))
         eye = np.eye(m)
         with threadpool_limits(limits=1, user_api="blas"):

@@ -721,21 +721,11 @@ def _norm_sub_packed(v: np.ndarray, valid: np.ndarray, total: np.ndarray) -> np.
 
 
 def norm_sub_full(X: np.ndarray, member: np.ndarray, total: np.ndarray) -> np.ndarray:
-    """:func:`norm_sub` over whole rows (the reference)."""
+    """:func:`norm_sub` over whole rows (the reference): the packed computation with every
+    entry a slot and the non-members as padding."""
     X = np.asarray(X, dtype=np.float64)
-    total = np.asarray(total, dtype=np.float64)
-    v = np.where(member, X, -np.inf)
-    srt = -np.sort(-v, axis=1)  # descending, non-members (−∞) last
-    finite = np.isfinite(srt)
-    css = np.cumsum(np.where(finite, srt, 0.0), axis=1)
-    k = np.arange(1, X.shape[1] + 1)
-    delta_k = (total[:, None] - css) / k
-    ok = finite & (srt + delta_k > 0)
-    kk = np.where(ok.any(axis=1), X.shape[1] - 1 - np.argmax(ok[:, ::-1], axis=1), 0)
-    delta = delta_k[np.arange(len(X)), kk]
-    out = np.where(member, np.maximum(X + delta[:, None], 0.0), 0.0)
-    out[total <= 0] = 0.0
-    return out
+    member = np.asarray(member, dtype=bool)
+    return _norm_sub_packed(np.where(member, X, -np.inf), member, np.asarray(total, dtype=np.float64))
 
 
 def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray,

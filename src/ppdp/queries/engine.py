@@ -420,7 +420,7 @@ class CountIndex:
                 np.bitwise_and(bits, np.take(lut, code[a:b], axis=0), out=bits)
         return bits
 
-    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] = ()) -> np.ndarray:
+    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] | None = ()) -> np.ndarray:
         """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
 
         The set bits — the (combination, query) pairs that match — become a sparse 0/1
