@@ -474,12 +474,11 @@ def anatomy_index(release, variance: bool = False, columns=None, pairs: np.ndarr
     n = len(b["qb"])
     if quasi:
         dims = [len(domains[c]) for c in quasi]
-        codes = cache.setdefault("codes", {})
-        for c in quasi:
-            if c not in codes:
-                codes[c] = release.codes("qit", c).astype(np.int64)
-        qkey = np.ravel_multi_index([codes[c] for c in quasi], dims)
         prod = float(np.prod(dims, dtype=np.float64))
+        if prod < 2 ** 62:  # the rows' combined key a column at a time (no int64 codes per column kept)
+            qkey = qit_key(release, tuple(quasi))
+        else:  # pragma: no cover - astronomically large domains
+            qkey = np.ravel_multi_index([release.codes("qit", c).astype(np.int64) for c in quasi], dims)
         if prod <= max(4 * n, 1 << 20):  # dense: count the present combinations
             present = np.zeros(int(prod), dtype=np.int64)
             present[qkey] = 1
