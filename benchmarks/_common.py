@@ -13,7 +13,34 @@ from pathlib import Path
 
 from ppdp.provenance import load_average, machine, provenance
 
-__all__ = ["times", "timed", "write_result", "portable", "machine", "load_average", "provenance"]
+__all__ = ["times", "timed", "write_result", "portable", "machine", "load_average", "provenance", "peak_rss_gib", "child_env"]
+
+
+def peak_rss_gib() -> float:
+    """This process's peak resident memory in GiB: ``VmHWM``, the high-water mark of its own
+    address space. Not ``ru_maxrss``: on Linux a process started by fork + exec keeps its
+    parent's ``ru_maxrss`` (a benchmark child of a parent that held a 10^7-row table reported
+    the parent's 6.4 GiB), while ``VmHWM`` starts afresh with the new program. Falls back to
+    ``ru_maxrss`` where ``/proc`` is absent."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20  # kB
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def child_env() -> dict:
+    """The environment of a benchmark's child process (``python -c``): this one's, with the
+    benchmarks directory first on ``PYTHONPATH`` so that the child imports :mod:`_common`."""
+    import os
+
+    here = str(Path(__file__).resolve().parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
 
 
 def times(fn, repeat: int = 5, warmup: int = 1) -> dict:

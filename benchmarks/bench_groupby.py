@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -48,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 import ppdp
-from _common import load_average, provenance, write_result
+from _common import load_average, peak_rss_gib, provenance, write_result
 
 FAMILY = {"fprivacy": "bucketized", "fprivacy_s2": "bucketized", "anatomy": "bucketized", "uniform": "randomized",
           "sdr": "randomized", "global": "randomized", "diverted": "randomized", "cells": "histogram",
@@ -154,7 +153,7 @@ def measure_one(name: str, path: str, what: str) -> dict:
             f"{what}_warm_cpu_seconds": round(wc, 3), f"{what}_n": n,
             f"{what}_se_finite": bool(np.isfinite(np.asarray(se, dtype=float)).all()),
             f"{what}_load_average": load0,
-            f"{what}_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+            f"{what}_peak_rss_gib": round(peak_rss_gib(), 2)}
 
 
 def main(rows: int, names: list[str], releases: str | None, save: str | None, src: str | None,

@@ -4,7 +4,7 @@ Tables: synthetic OCC- and EDU-like tables (:mod:`ppdp.datasets.synthetic`: the 
 QI×SA two-way marginals of the bundled table) written once per (data, size) to a Parquet file
 under ``--cache`` (default ``benchmarks/data``, git-ignored). Each (size, mechanism) then runs
 as four child processes, one stage each — as a user runs ``ppdp publish``, ``ppdp verify`` and
-``ppdp query`` — so that each stage's peak memory (``ru_maxrss``) is its own, under an
+``ppdp query`` — so that each stage's peak memory (``VmHWM``) is its own, under an
 address-space limit (``--limit-gib``, default 11), one child at a time:
 
 1. ``publish``: reads the columns (one Parquet column at a time, straight to narrow codes) and
@@ -68,7 +68,9 @@ def _cpu() -> float:
 
 
 def _peak_gib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+    from _common import peak_rss_gib
+
+    return peak_rss_gib()
 
 
 def data_file(data: str, n: int, cache: Path) -> Path:

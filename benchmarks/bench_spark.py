@@ -30,14 +30,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from _common import provenance, write_result
+from _common import child_env, peak_rss_gib, provenance, write_result
 
 DATA = Path(os.environ.get("PPDP_BENCH_DATA", Path(__file__).resolve().parent / "data"))  # large generated tables (git-ignored)
 DIMS = "dims=['age', 'sex', 'education'], domains='occ'"
@@ -57,6 +56,7 @@ MECHS = {
 
 LOCAL = r"""
 import json, os, resource, sys, time, ppdp
+from _common import peak_rss_gib
 src, rel_dir, expr, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 mech = eval(expr)
 t0 = time.perf_counter(); c0 = time.process_time(); table = ppdp.Table.from_parquet(src)
@@ -84,7 +84,7 @@ print(json.dumps({"local_wall_s": wall, "local_cpu_s": cpu, "read_table_s": t_re
                   "certificate_equal": rel.manifest["certificate"] == local.manifest["certificate"],
                   "manifest_fields_differing": diff,
                   "disclosure_spark": rel.manifest.get("disclosure"), "disclosure_local": local.manifest.get("disclosure"),
-                  "local_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}, default=str))
+                  "local_peak_gib": peak_rss_gib()}, default=str))
 """
 
 
@@ -201,14 +201,14 @@ def main() -> None:
         row = {"mechanism": name, "n": args.n, "load_average_before": load0, "spark_wall_s": time.perf_counter() - t0,
                "driver_python_cpu_s": time.process_time() - c0,
                "spark_cpu_s": tree_cpu_seconds(os.getpid()) - j0 - 0.0,
-               "driver_python_peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+               "driver_python_peak_gib": peak_rss_gib(),
                "driver_jvm_heap_cap": args.driver_memory,
                "driver_jvm_peak_rss_gib_so_far": jvm_peak_gib(os.getpid()),
                "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES),
                "data": src.name, "run": {k: v for k, v in vars(args).items() if k != "mechanisms"}}
         if not args.no_local:
             res = subprocess.run([sys.executable, "-c", LOCAL, str(src), str(out), MECHS[name], str(args.seed)],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env=child_env())
             if res.returncode == 0:
                 row.update(json.loads(res.stdout.strip().splitlines()[-1]))
                 row["spark_over_local_wall"] = row["spark_wall_s"] / max(row["local_wall_s"], 1e-9)

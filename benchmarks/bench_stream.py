@@ -3,7 +3,7 @@ queries of a randomized-family release of a synthetic OCC Parquet file.
 
     python benchmarks/bench_stream.py --n 100000000 [--mechanism uniform] [--chunk-rows 2000000]
 
-Each stage runs in its own process so that its peak RSS (``ru_maxrss``) is its own; run it
+Each stage runs in its own process so that its peak RSS (``VmHWM``) is its own; run it
 under ``prlimit --as=…`` to enforce a cap. Writes benchmarks/results/stream_<mechanism>_<n>.json
 with wall and CPU seconds, peak GiB, the read floor (one streamed pass reading every column
 and counting the SA) and the ratio to it.
@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _common import provenance, write_result
+from _common import child_env, provenance, write_result
 
 DATA = Path(os.environ.get("PPDP_BENCH_DATA", Path(__file__).resolve().parent / "data"))  # large generated tables (git-ignored)
 MECHS = {"uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)", "sdr": "ppdp.SDR(rho1=0.05, rho2=0.3)",
@@ -29,6 +29,7 @@ STAGE = r"""
 import json, resource, sys, time
 import numpy as np, ppdp
 from ppdp.engines import stream
+from _common import peak_rss_gib
 stage, src, out, expr, chunk = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 t0, c0 = time.perf_counter(), time.process_time()
 res = {}
@@ -56,7 +57,7 @@ elif stage == "queries":
     est = stream.answer_stream(out, list(schema.domains[sa]), chunk_rows=chunk)
     res["n_queries"] = len(est)
 res.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
-           peak_gib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
+           peak_gib=peak_rss_gib())
 print(json.dumps(res))
 """
 
@@ -74,6 +75,7 @@ def main() -> None:
         import ppdp
         from ppdp.datasets.synthetic import write_synthetic
 
+        DATA.mkdir(parents=True, exist_ok=True)  # a fresh clone has no data directory
         write_synthetic(ppdp.datasets.load("occ"), args.n, src, seed=1, chunk_rows=1_000_000)
     out = DATA / f"stream_{args.mechanism}_{args.n}"
     if "publish" in args.stages:
@@ -84,7 +86,7 @@ def main() -> None:
     result: dict = {"n": args.n, "mechanism": args.mechanism, "chunk_rows": args.chunk_rows, "source_bytes": src.stat().st_size}
     for stage in args.stages.split(","):
         r = subprocess.run([sys.executable, "-c", STAGE, stage, str(src), str(out), MECHS[args.mechanism], str(args.chunk_rows)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, env=child_env())
         if r.returncode != 0:
             result[stage] = {"error": r.stderr.strip().splitlines()[-3:], "returncode": r.returncode}
             print(stage, result[stage], flush=True)
