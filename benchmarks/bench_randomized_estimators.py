@@ -1,7 +1,7 @@
 """Error and speed of the randomized family's estimators on point queries: inversion vs EM
 (iterative Bayesian update) vs the exact maximum-likelihood counts (MLE, EM's limit) vs
-Norm-Sub (SDR's default) vs empirical Bayes (``eb``, the default of uniform perturbation and
-A), for uniform perturbation and SDR at (ρ1, ρ2) =
+Norm-Sub vs empirical Bayes (``eb``, the default of uniform perturbation, SDR and A; its
+strength ``auto``: adjusted for SDR, moments otherwise), for uniform perturbation and SDR at (ρ1, ρ2) =
 (0.1, 0.3) and (0.2, 0.5), and global randomization A (ℓ' = 5) on a 100,000-row sample.
 
 Mean relative error by true-count bin (1–10, 11–100, 101–1,000, > 1,000; NaN-free: bins hold

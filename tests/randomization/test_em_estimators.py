@@ -253,3 +253,44 @@ def test_eb_bad_options():
     Y, p, q, member, prior = _one_row()
     with pytest.raises(ParameterError):
         eb_shrink(Y, p, q, member, prior, covariance="full")
+
+
+@pytest.mark.parametrize("mech, strength", [(ppdp.SDR(0.1, 0.3), "adjusted"),
+                                            (ppdp.UniformPerturbation(0.2, 0.5), "moments"),
+                                            (ppdp.GlobalRandomization(4), "moments")],
+                         ids=["sdr", "uniform", "global"])
+def test_eb_auto_strength_is_the_mechanisms_choice(mech, strength):
+    """The default estimator (eb, strength='auto') is the strength chosen for the release's
+    mechanism, and differs from the other choice on the same release (the option is live)."""
+    from ppdp.estimators.randomized import EB_AUTO_STRENGTH, EmpiricalBayes
+
+    assert EB_AUTO_STRENGTH.get(mech.name, "moments") == strength
+    rel = ppdp.publish(_table(6000, seed=3), mech, seed=2)
+    default = rel.estimate(POINT)
+    chosen = rel.estimate(POINT, estimator=EmpiricalBayes(strength=strength))
+    other = rel.estimate(POINT, estimator=EmpiricalBayes(strength="moments" if strength == "adjusted" else "adjusted"))
+    assert np.array_equal(default.estimate, chosen.estimate) and np.array_equal(default.se, chosen.se)
+    assert not np.allclose(default.estimate, other.estimate)
+
+
+def test_eb_diagonal_likelihood_grid_equals_the_row_form():
+    """The diagonal likelihood on the whole ρ grid, over each row's domain entries only, equals
+    :meth:`_EBRows.loglik` column by column — rows of sub-tables with a few of the m values, rows
+    without records, and degenerate priors (π⁰ = 0 or 1) included."""
+    from ppdp.estimators.randomized import EB_GRID, _EBRows  # noqa: PLC2701
+
+    rng = np.random.default_rng(5)
+    R_, m = 300, 7
+    member = rng.random((R_, m)) < 0.5
+    member[np.arange(R_), rng.integers(0, m, R_)] = True
+    Y = np.where(member, rng.poisson(rng.choice([0.0, 0.5, 20.0], size=(R_, 1)), size=(R_, m)), 0).astype(float)
+    prior = rng.dirichlet(np.ones(m), size=R_)
+    prior[:5] = np.eye(m)[rng.integers(0, m, 5)]
+    p = rng.uniform(0.2, 0.8, R_)
+    q = (1 - p) / member.sum(axis=1)
+    rows = _EBRows(Y, p, q, member, prior, "diagonal")
+    rhos = np.exp(np.log(np.maximum(rows.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
+    grid = rows._diagonal_loglik_grid(rhos)
+    ref = np.stack([rows.loglik(rhos[:, j]) for j in range(EB_GRID)], axis=1)
+    assert (rows.n == 0).any()
+    assert np.allclose(grid, ref, rtol=1e-12, atol=1e-9)

@@ -265,6 +265,12 @@ _PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
+#: :class:`EmpiricalBayes`'s ``strength="auto"`` (its default) per mechanism, each chosen on
+#: EDU and ADULT point queries with OCC held out (the variant with the lowest mean relative
+#: error over the 1–10 and 11–100 bins of that mechanism's cells; kept at ``moments`` where no
+#: variant gained more than 1%): SDR 1.141 adjusted against 1.208 moments; uniform and global
+#: within 0.5% of moments (docs/sdr.md)
+EB_AUTO_STRENGTH = {"sdr": "adjusted"}
 EB_COVARIANCES = ("exact", "diagonal")
 EB_PARENTS = ("average", "select")
 
@@ -331,6 +337,24 @@ class _EBRows:
         Vs = np.where(live, V, 1.0)
         return -0.5 * np.where(live, np.log(Vs) + self.d**2 / Vs, 0.0).sum(axis=1)
 
+    def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
+        """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G) at once, over
+        each row's domain entries only (a row of an SDR sub-table has a few of the m values):
+        the (entry, ρ) terms summed per row, one bincount per grid column."""
+        # V = σ² + τ²ρ with σ², τ² ≥ 0 and ρ ≥ 1: an entry is live at every ρ or at none
+        rr, kk = np.nonzero(self.member & ((self.sig2 > 0) | (self.t > 0)))
+        sig2, t, d2 = self.sig2[rr, kk], self.t[rr, kk], self.d[rr, kk] ** 2
+        R, G = rhos.shape
+        L = np.empty((R, G))
+        for j in range(G):  # a grid column at a time: the entry vectors stay in cache
+            V = t * rhos[rr, j]
+            V += sig2
+            terms = np.log(V)
+            terms += d2 / V
+            L[:, j] = np.bincount(rr, weights=terms, minlength=R)
+        L *= -0.5
+        return L
+
     def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
         """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
         parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
@@ -340,12 +364,13 @@ class _EBRows:
         fully."""
         top = np.log(np.maximum(self.n, 1.0))
         grid = np.linspace(0.0, 1.0, EB_GRID)
-        def obj(rho):
-            ll = self.loglik(rho)
-            if not adjusted:
-                return ll
-            return ll + np.log(np.maximum(rho - 1.0, 1e-300))
-        L = np.stack([obj(np.exp(g * top)) for g in grid], axis=1)  # (R, G)
+        rhos = np.exp(top[:, None] * grid[None, :])  # (R, G)
+        if self.covariance == "diagonal":
+            L = self._diagonal_loglik_grid(rhos)
+        else:
+            L = np.stack([self.loglik(rhos[:, j]) for j in range(EB_GRID)], axis=1)
+        if adjusted:
+            L += np.log(np.maximum(rhos - 1.0, 1e-300))
         i = np.clip(np.argmax(L, axis=1), 1, EB_GRID - 2)
         r = np.arange(len(L))
         l0, l1, l2 = L[r, i - 1], L[r, i], L[r, i + 1]
@@ -816,11 +841,13 @@ class _UniformChannelEstimator(Estimator):
     mechanisms = ("uniform", "sdr", "global")
     method = ""
 
-    def _opts(self) -> dict[str, Any]:
+    def _opts(self, release) -> dict[str, Any]:
         p = self.get_params()
         out = {"tol": p.get("tol", EM_TOL), "max_iter": p.get("max_iter", MAX_ITER)}
         if self.method == "eb":
             out["eb"] = {k: p[k] for k in ("strength", "covariance", "parents")}
+            if out["eb"]["strength"] == "auto":
+                out["eb"]["strength"] = EB_AUTO_STRENGTH.get(release.manifest.get("mechanism"), "moments")
         return out
 
     def _setup(self, release, workload) -> UniformSetup | None:
@@ -835,7 +862,7 @@ class _UniformChannelEstimator(Estimator):
         S = self._setup(release, workload)
         if S is None:
             return np.zeros(0), np.zeros(0, dtype=np.int64)
-        X, its = _fit(S, self.method, **self._opts())
+        X, its = _fit(S, self.method, **self._opts(S.release))
         return S.per_query(X).sum(axis=1), its.reshape(S.Y.shape[:2]).max(axis=1)[S.inv]
 
     def answer(self, release, workload) -> np.ndarray:
@@ -852,7 +879,7 @@ class _UniformChannelEstimator(Estimator):
                      "whatever the predicate's SA distribution" if self.method == "eb" else ""))
         if S is None:
             return Estimates.normal(np.zeros(0), np.zeros(0), method, level)
-        X, _ = _fit(S, self.method, **self._opts())
+        X, _ = _fit(S, self.method, **self._opts(S.release))
         est = S.per_query(X).sum(axis=1)
         _, se, lo, hi = _linear_interval(S, X, level)
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
@@ -954,7 +981,7 @@ class _BootstrapEstimator(_UniformChannelEstimator):
             return Estimates.normal(np.zeros(0), np.zeros(0), method, level)
         if B < 10:
             raise ParameterError(f"replicates must be 0 or at least 10, got {B}", param="replicates")
-        opts = self._opts()
+        opts = self._opts(S.release)
         X, _ = _fit(S, self.method, **opts)
         est = S.per_query(X).sum(axis=1)
         rows, grp = S.rows
@@ -996,11 +1023,11 @@ class EM(_BootstrapEstimator):
 
 
 class NormSub(_BootstrapEstimator):
-    """Default for uniform perturbation, SDR and global randomization A: the inversion per QI
-    predicate and sub-table, projected onto non-negative counts with the known total n_P,j
-    (Norm-Sub, Wang et al. 2020). Chosen over :class:`MLE`, EM and the inversion on EDU and
-    ADULT point queries (lowest mean relative error over counts 1–10 and 11–100, 10 cells:
-    3.00 vs MLE 3.06, EM 3.21, inversion 5.91; docs/sdr.md), OCC held out.
+    """The inversion per QI predicate and sub-table, projected onto non-negative counts with the
+    known total n_P,j (Norm-Sub, Wang et al. 2020). The best of the estimators that do not pool
+    predicates on EDU and ADULT point queries (mean relative error over counts 1–10 and
+    11–100, 10 cells: 3.00 vs MLE 3.06, EM 3.21, inversion 5.91; docs/sdr.md), OCC held out;
+    the default of uniform perturbation, SDR and A is :class:`EmpiricalBayes` (2.36).
 
     Uncertainty: by default (``replicates=0``) closed form as for :class:`MLE` (fast; the
     inversion's standard error is conservative for Norm-Sub, whose own spread is smaller);
@@ -1027,9 +1054,11 @@ class EmpiricalBayes(_BootstrapEstimator):
     error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
     inversion 5.91; docs/sdr.md).
 
-    Options (all chosen against on EDU and ADULT, the defaults kept; docs/sdr.md): ``strength``
-    — ρ by the method of moments (``"moments"``), by maximising the normal marginal likelihood
-    (``"likelihood"``) or the adjusted likelihood of Li & Lahiri (2010) (``"adjusted"``);
+    Options (all chosen against on EDU and ADULT; docs/sdr.md): ``strength`` — ρ by the method
+    of moments (``"moments"``), by maximising the normal marginal likelihood (``"likelihood"``)
+    or the adjusted likelihood of Li & Lahiri (2010) (``"adjusted"``); ``"auto"`` (the default)
+    is the one chosen for the release's mechanism (:data:`EB_AUTO_STRENGTH`: ``adjusted`` for
+    SDR, ``moments`` for uniform perturbation and global randomization A);
     ``covariance`` — the inversion's and the prior's covariances as diagonal (``"diagonal"``) or
     exactly, m × m with the known total (``"exact"``, :class:`_EBRows`); ``parents`` — the best
     candidate parent (``"select"``) or Bayesian model averaging over them by marginal likelihood
@@ -1045,18 +1074,19 @@ class EmpiricalBayes(_BootstrapEstimator):
     parent held fixed)."""
 
     name = method = "eb"
-    _parameter_constraints = {**_BootstrapEstimator._boot_constraints, "strength": Options(*EB_STRENGTHS),
+    _parameter_constraints = {**_BootstrapEstimator._boot_constraints, "strength": Options("auto", *EB_STRENGTHS),
                               "covariance": Options(*EB_COVARIANCES), "parents": Options(*EB_PARENTS)}
     _parameter_help = {**_BootstrapEstimator._boot_help,
-                       "strength": "Shrinkage strength ρ per row: moments (method of moments, the default), "
-                                   "likelihood (maximum of the normal marginal likelihood over [1, n]) or adjusted "
-                                   "(that likelihood times ρ − 1, Li & Lahiri 2010).",
+                       "strength": "Shrinkage strength ρ per row: auto (the default: adjusted for SDR, moments "
+                                   "for uniform and global, each chosen on EDU and ADULT), moments (method of "
+                                   "moments), likelihood (maximum of the normal marginal likelihood over [1, n]) or "
+                                   "adjusted (that likelihood times ρ − 1, Li & Lahiri 2010).",
                        "covariance": "Covariance of the inversion and the prior: exact (full m × m, closed form) "
                                      "or diagonal (components treated as independent).",
                        "parents": "average (Bayesian model averaging over the candidate parents by marginal "
                                   "likelihood) or select (the single best parent)."}
 
-    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear", strength: str = "moments",
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear", strength: str = "auto",
                  covariance: str = "diagonal", parents: str = "select") -> None:
         self._set_params(locals())
 
