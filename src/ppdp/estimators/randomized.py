@@ -264,6 +264,8 @@ def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.
 _PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
+#: (entry, ρ) terms of the likelihood grid computed at once (a block of rows: ≈ 2 MiB each)
+_GRID_BLOCK = 1 << 20
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
 #: :class:`EmpiricalBayes`'s ``strength="auto"`` (its default) per mechanism, each chosen on
 #: EDU and ADULT point queries with OCC held out (the variant with the lowest mean relative
@@ -339,19 +341,26 @@ class _EBRows:
 
     def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
         """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G) at once, over
-        each row's domain entries only (a row of an SDR sub-table has a few of the m values):
-        the (entry, ρ) terms summed per row, one bincount per grid column."""
+        each row's live domain entries only (a row of an SDR sub-table has a few of the m
+        values): the (entry, ρ) terms of a block of rows, summed per row over its run of entries."""
         # V = σ² + τ²ρ with σ², τ² ≥ 0 and ρ ≥ 1: an entry is live at every ρ or at none
         rr, kk = np.nonzero(self.member & ((self.sig2 > 0) | (self.t > 0)))
-        sig2, t, d2 = self.sig2[rr, kk], self.t[rr, kk], self.d[rr, kk] ** 2
+        sig2, t, d2 = self.sig2[rr, kk][:, None], self.t[rr, kk][:, None], (self.d[rr, kk] ** 2)[:, None]
         R, G = rhos.shape
-        L = np.empty((R, G))
-        for j in range(G):  # a grid column at a time: the entry vectors stay in cache
-            V = t * rhos[rr, j]
-            V += sig2
+        L = np.zeros((R, G))
+        ptr = np.searchsorted(rr, np.arange(R + 1))  # row r's entries: ptr[r] … ptr[r + 1] − 1
+        step = max(1, _GRID_BLOCK // max(G, 1))
+        for a in range(0, R, step):  # a block of rows: its (entry, ρ) terms stay in cache
+            b = min(R, a + step)
+            e0, e1 = ptr[a], ptr[b]
+            if e0 == e1:
+                continue
+            V = t[e0:e1] * rhos[rr[e0:e1]]
+            V += sig2[e0:e1]
             terms = np.log(V)
-            terms += d2 / V
-            L[:, j] = np.bincount(rr, weights=terms, minlength=R)
+            terms += d2[e0:e1] / V
+            rows = np.flatnonzero(ptr[a + 1:b + 1] > ptr[a:b]) + a  # the block's rows with entries
+            L[rows] = np.add.reduceat(terms, ptr[rows] - e0, axis=0)
         L *= -0.5
         return L
 
@@ -571,6 +580,8 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
     if _PACKED_EB and parents == "select" and (strength, covariance) == ("moments", "diagonal"):
         return _eb_select_moments(S, pi0, singles, cond)
     cands = [np.broadcast_to(pi0, (U, J, m))]
+    #: the predicates each candidate differs from π⁰ on (None: all); elsewhere it is π⁰ itself
+    differs: list[np.ndarray | None] = [None]
     if singles:
         Ys = S.predicate_counts(singles)
         gs = np.tile(np.arange(J), len(singles))
@@ -591,19 +602,32 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
         e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
         prod = e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300)
         cands.append(np.where((nk >= 2)[:, None, None], prod, pi0[None]))
+        differs.append(nk >= 2)
         for i in range(kmax):
             cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
+            differs.append(has[:, i])
     prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
     if parents == "select":  # the likelihoods choose the parent; one prediction, at the chosen one
         fast = _MomentsLikelihood(rows, p, q, member) if (strength, covariance) == ("moments", "diagonal") else None
 
-        def loglik(pr):
-            return fast(pr) if fast is not None else eb_loglik(rows, p, q, member, pr, strength, covariance)
+        def loglik(pr, at=None):
+            if fast is not None:
+                return fast(pr) if at is None else fast(pr[at], at)
+            if at is None:
+                return eb_loglik(rows, p, q, member, pr, strength, covariance)
+            return eb_loglik(rows[at], p[at], q[at], member[at], pr[at], strength, covariance)
 
         bll = loglik(prior)
-        for cand in cands[1:]:
+        for cand, diff in zip(cands[1:], differs[1:]):
             cr = np.ascontiguousarray(cand).reshape(U * J, m)
-            ll = loglik(cr)
+            # rows whose candidate is π⁰ itself are skipped: its likelihood there is the
+            # first one's, which the best so far is never below (the same choice, exactly)
+            at = None if diff is None else np.flatnonzero(np.repeat(diff, J))
+            ll = np.full(U * J, -np.inf)
+            if at is None:
+                ll = loglik(cr)
+            elif len(at):
+                ll[at] = loglik(cr, at)
             better = ll > bll
             prior = np.where(better[:, None], cr, prior)
             bll = np.where(better, ll, bll)
