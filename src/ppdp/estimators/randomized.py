@@ -264,8 +264,6 @@ def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.
 _PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
-#: (entry, ρ) terms of the likelihood grid computed at once (a block of rows: ≈ 2 MiB each)
-_GRID_BLOCK = 1 << 20
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
 #: :class:`EmpiricalBayes`'s ``strength="auto"`` (its default) per mechanism, each chosen on
 #: EDU and ADULT point queries with OCC held out (the variant with the lowest mean relative
@@ -340,29 +338,27 @@ class _EBRows:
         return -0.5 * np.where(live, np.log(Vs) + self.d**2 / Vs, 0.0).sum(axis=1)
 
     def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G) at once, over
-        each row's live domain entries only (a row of an SDR sub-table has a few of the m
-        values): the (entry, ρ) terms of a block of rows, summed per row over its run of entries."""
+        """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G), over each
+        row's live domain entries only (a row of an SDR sub-table has a few of the m values):
+        a grid point at a time, the entries' terms in reused buffers, summed per row by one
+        bincount (EDU SDR, 5,000 queries: 0.31 CPU-s against 1.35 for :meth:`loglik` per point)."""
         # V = σ² + τ²ρ with σ², τ² ≥ 0 and ρ ≥ 1: an entry is live at every ρ or at none
         rr, kk = np.nonzero(self.member & ((self.sig2 > 0) | (self.t > 0)))
-        sig2, t, d2 = self.sig2[rr, kk][:, None], self.t[rr, kk][:, None], (self.d[rr, kk] ** 2)[:, None]
+        sig2, t, d2 = self.sig2[rr, kk], self.t[rr, kk], self.d[rr, kk] ** 2
         R, G = rhos.shape
-        L = np.zeros((R, G))
-        ptr = np.searchsorted(rr, np.arange(R + 1))  # row r's entries: ptr[r] … ptr[r + 1] − 1
-        step = max(1, _GRID_BLOCK // max(G, 1))
-        for a in range(0, R, step):  # a block of rows: its (entry, ρ) terms stay in cache
-            b = min(R, a + step)
-            e0, e1 = ptr[a], ptr[b]
-            if e0 == e1:
-                continue
-            V = t[e0:e1] * rhos[rr[e0:e1]]
-            V += sig2[e0:e1]
-            terms = np.log(V)
-            terms += d2[e0:e1] / V
-            rows = np.flatnonzero(ptr[a + 1:b + 1] > ptr[a:b]) + a  # the block's rows with entries
-            L[rows] = np.add.reduceat(terms, ptr[rows] - e0, axis=0)
+        rhos_t = np.ascontiguousarray(rhos.T)
+        V, terms = np.empty(len(rr)), np.empty(len(rr))
+        L = np.empty((G, R))
+        for j in range(G):
+            np.take(rhos_t[j], rr, out=V)
+            V *= t
+            V += sig2
+            np.log(V, out=terms)
+            np.divide(d2, V, out=V)
+            terms += V
+            L[j] = np.bincount(rr, weights=terms, minlength=R)
         L *= -0.5
-        return L
+        return np.ascontiguousarray(L.T)  # rows contiguous: the argmax over the grid reads them
 
     def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
         """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
