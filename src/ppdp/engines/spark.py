@@ -29,7 +29,7 @@ is collected to the driver.
   random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
   random output parts, each written ordered by bucket id; the ST comes from the plan alone,
   written by the driver a range of buckets at a time (each range's fakes and row order from
-  its own stream), and the disclosure from the bucket types (σ = 0) or streamed over the
+  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the bucket types (σ = 0) or streamed over the
   ranges (σ > 0): the driver never holds the ST (:func:`_write_st`, :class:`PlanQITRelease`).
 - **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
   the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
@@ -63,7 +63,7 @@ from ..claims.diverted import DivertedClaim
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..mechanisms.bucketization.apply import range_fakes, st_range_typed, st_table_typed, streamed_disclosure
+from ..mechanisms.bucketization.apply import st_range_typed, st_table_typed, streamed_disclosure
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
@@ -701,11 +701,11 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
         clock.lap("write")
         sizes = plan.type_sizes[type_of]
-        n_st = _write_st(plan, type_of, streams, tmp / "st.parquet")
+        n_st, fake_codes = _write_st(plan, type_of, streams, tmp / "st.parquet")
         clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-        rel = _plan_release(plan, type_of, sizes, streams, quasi, doms, numeric, disclose=mechanism is None)
+        rel = _plan_release(plan, type_of, sizes, fake_codes, quasi, doms, numeric, disclose=mechanism is None)
         if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
             return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, written={"st": n_st},
                                       overwrite=overwrite)
@@ -729,16 +729,22 @@ def _st_ranges(n_buckets: int, m: int) -> list[tuple[int, int]]:
     return [(lo, min(n_buckets, lo + step)) for lo in range(0, n_buckets, step)]
 
 
-def _write_st(plan: BucketizationPlan, type_of: np.ndarray, streams: PartitionStreams, path: Path) -> int:
+def _write_st(plan: BucketizationPlan, type_of: np.ndarray, streams: PartitionStreams,
+              path: Path) -> tuple[int, np.ndarray | None]:
     """Write ``st.parquet`` a range of buckets at a time (one row group each, :func:`st_range_typed`
-    with the range's own generator): the driver never holds the ST whole. Returns its rows."""
+    with the range's own generator): the driver never holds the ST whole. Returns its rows and
+    the fakes' SA codes (buckets × σ, ascending in a bucket; None when σ = 0)."""
     import pyarrow.parquet as pq
 
+    sigma, m = int(plan.fake_values), len(plan.labels)
+    codes = np.empty((len(type_of), sigma), dtype=np.int16 if m <= 1 << 15 else np.int32) if sigma else None
     rows = 0
     writer = None
     try:
-        for r, (lo, hi) in enumerate(_st_ranges(len(type_of), len(plan.labels))):
-            st, _ = st_range_typed(plan, type_of[lo:hi], lo, streams.get(ST_STAGE, r))
+        for r, (lo, hi) in enumerate(_st_ranges(len(type_of), m)):
+            st, fake = st_range_typed(plan, type_of[lo:hi], lo, streams.get(ST_STAGE, r))
+            if codes is not None and fake is not None:
+                codes[lo:hi] = np.nonzero(fake)[1].reshape(hi - lo, sigma)
             if writer is None:
                 writer = pq.ParquetWriter(str(path), st.schema, compression="zstd")
             writer.write_table(st)
@@ -750,28 +756,33 @@ def _write_st(plan: BucketizationPlan, type_of: np.ndarray, streams: PartitionSt
         st, _ = st_table_typed(plan.types, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                                np.random.default_rng(0), plan.sa, plan.labels)
         pq.write_table(st, str(path), compression="zstd")
-    return rows
+    return rows, codes
 
 
 class PlanQITRelease(BucketizedRelease):
     """A bucketized release whose files are on disk — QIT parts written by the executors, the ST
     by :func:`_write_st` — described by the plan: bucket g (dense order = published id) holds the
-    real counts ``types[type_of[g]]``, and the fakes of each range of buckets are drawn again
-    from the range's generator. The manifest's certificate and disclosure are computed from
-    that, never from the files held whole: σ = 0 from the bucket types
-    (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types + buckets)), σ > 0 over the
-    ranges (:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`) — both equal to
-    what ``disclosure_of`` derives from the files."""
+    real counts ``types[type_of[g]]`` and the fakes ``fake_codes[g]``. The manifest's
+    certificate and disclosure are computed from that, never from the files held whole: σ = 0
+    from the bucket types (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types +
+    buckets)), σ > 0 over ranges of buckets
+    (:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`) — both equal to what
+    ``disclosure_of`` derives from the files."""
 
     plan: BucketizationPlan
     type_of: np.ndarray
     plan_sizes: np.ndarray
-    streams: PartitionStreams
+    fake_codes: np.ndarray | None = None
 
     def fakes(self):
         """``(first bucket, fake matrix)`` of every range of buckets, in order (σ > 0)."""
-        for r, (lo, hi) in enumerate(_st_ranges(len(self.type_of), len(self.plan.labels))):
-            yield lo, range_fakes(self.plan, self.type_of[lo:hi], self.streams.get(ST_STAGE, r))
+        m = len(self.plan.labels)
+        codes = self.fake_codes
+        assert codes is not None
+        for lo, hi in _st_ranges(len(self.type_of), m):
+            fake = np.zeros((hi - lo, m), dtype=bool)
+            fake[np.repeat(np.arange(hi - lo), codes.shape[1]), codes[lo:hi].ravel()] = True
+            yield lo, fake
 
     def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
         labels = self.domains[self.sa]
@@ -789,10 +800,12 @@ class PlanQITRelease(BucketizedRelease):
 
 def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
     """The custodian file (the seed, if any, and the fakes: ``{"fake": {"bid": [...], "value":
-    [...]}}``) written a range of buckets at a time: the fakes drawn again from each range's
-    generator, bucket ids in one pass, values in a second. Atomic as
-    :func:`~ppdp.releases.storage.write_custodian`."""
+    [...]}}``) written a range of buckets at a time: bucket ids in one pass, values in a
+    second. Atomic as :func:`~ppdp.releases.storage.write_custodian`."""
     labels = np.array([json.dumps(str(x)) for x in rel.plan.labels], dtype=object)
+    codes = rel.fake_codes
+    assert codes is not None
+    sigma = codes.shape[1]
     head = json.dumps(rel.custodian)[:-1] + (", " if rel.custodian else "")
     tmp = temp_path(path)
     try:
@@ -802,10 +815,10 @@ def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
                 if key == "value":
                     f.write('], "value": [')
                 sep = ""
-                for lo, fake in rel.fakes():
-                    b, c = np.nonzero(fake)
-                    if len(b):
-                        f.write(sep + ", ".join(map(str, (b + lo).tolist()) if key == "bid" else labels[c]))
+                for lo, hi in _st_ranges(len(codes), len(labels)):
+                    if hi > lo:
+                        f.write(sep + ", ".join(map(str, np.repeat(np.arange(lo, hi), sigma).tolist()) if key == "bid"
+                                                else labels[codes[lo:hi].ravel()]))
                         sep = ", "
             f.write("]}}\n")
             f.flush()
@@ -818,7 +831,7 @@ def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
             os.unlink(tmp)
 
 
-def _plan_release(plan: BucketizationPlan, type_of: np.ndarray, sizes: np.ndarray, streams: PartitionStreams,
+def _plan_release(plan: BucketizationPlan, type_of: np.ndarray, sizes: np.ndarray, fake_codes: np.ndarray | None,
                   quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
     sa = plan.sa
     published = (*quasi, sa)
@@ -829,7 +842,7 @@ def _plan_release(plan: BucketizationPlan, type_of: np.ndarray, sizes: np.ndarra
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 "engine": "spark", "certificate": plan.certificate(sizes)}
     rel = PlanQITRelease(manifest, {}, {})
-    rel.plan, rel.type_of, rel.plan_sizes, rel.streams = plan, type_of, sizes, streams
+    rel.plan, rel.type_of, rel.plan_sizes, rel.fake_codes = plan, type_of, sizes, fake_codes
     if disclose:
         rel.manifest["disclosure"] = disclosure_of(rel)
     return rel

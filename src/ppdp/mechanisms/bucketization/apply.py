@@ -341,24 +341,15 @@ def st_range_typed(plan: BucketizationPlan, type_of: np.ndarray, first_bid: int,
                    rng: np.random.Generator) -> tuple[pa.Table, np.ndarray | None]:
     """The ST rows of the published buckets ``first_bid`` … ``first_bid + len(type_of) − 1`` (of
     types ``type_of``) and their fakes (a boolean (buckets × m) matrix, None when σ = 0): the
-    fakes are the first draws of ``rng`` (:func:`draw_plan_fakes`), the rows' order the next
-    (:func:`st_table_typed`). A fresh generator in the same state therefore gives the same
-    fakes again (:func:`range_fakes`) without the rows: an ST written a range of buckets at a
-    time, each range with its own generator, is never held whole."""
+    fakes drawn first from ``rng`` (:func:`draw_plan_fakes`), then the rows' order
+    (:func:`st_table_typed`). An ST written a range of buckets at a time, each range with its
+    own generator, is never held whole."""
     types = np.asarray(plan.types, dtype=np.int64)
-    fake = range_fakes(plan, type_of, rng)
+    fake = draw_plan_fakes(plan, types[type_of], rng) if plan.fake_values and len(type_of) else None
     fb, fc = (np.zeros(0, np.int64), np.zeros(0, np.int64)) if fake is None else np.nonzero(fake)
     st, _ = st_table_typed(types, type_of, fb, fc, rng, plan.sa, plan.labels, first_bid=first_bid,
                            with_custodian=False)
     return st, fake
-
-
-def range_fakes(plan: BucketizationPlan, type_of: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
-    """The fakes of a range of buckets (boolean buckets × m; None when σ = 0), drawn first from
-    ``rng`` as :func:`st_range_typed` draws them."""
-    if plan.fake_values == 0 or len(type_of) == 0:
-        return None
-    return draw_plan_fakes(plan, np.asarray(plan.types, dtype=np.int64)[type_of], rng)
 
 
 def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
@@ -420,7 +411,8 @@ class _FakeState:
     def __init__(self, obs: np.ndarray, sizes: np.ndarray, thr: np.ndarray):
         self.obs, self.sizes = obs, sizes
         self.ones = obs == 1
-        can_be_real = privacy_cap(thr[None, :], np.maximum(sizes, 1)[:, None]) >= 1
+        size, at = np.unique(np.maximum(sizes, 1), return_inverse=True)  # a few distinct sizes
+        can_be_real = (privacy_cap(thr[None, :], size[:, None]) >= 1)[at.ravel()]
         self.kf = self.ones & ~can_be_real
         self.kr = np.zeros_like(self.ones)
         self.n_real_ones = sizes - np.where(obs >= 2, obs, 0).sum(axis=1)  # r_g
@@ -696,5 +688,5 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
                              type_of=type_of)
 
 
-__all__ = ["assign_buckets", "assign_typed", "st_table_typed", "st_range_typed", "range_fakes", "streamed_disclosure", "counting_order", "value_random_order",
+__all__ = ["assign_buckets", "assign_typed", "st_table_typed", "st_range_typed", "streamed_disclosure", "counting_order", "value_random_order",
            "shuffle_segments", "qit_template", "packed_gather", "draw_plan_fakes_typed", "dictionary_column", "grouped_random_order", "st_table", "release_from_plan", "draw_plan_fakes", "apply_plan"]
