@@ -639,10 +639,13 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if not np.array_equal(counts_b.sum(axis=0), value_count):
             raise PpdpError("the data's SA counts differ from the records the plan places (plan and data disagree)")
         block_start = value_start[None, :] + np.cumsum(counts_b, axis=0) - counts_b   # (B × m) first position
-        perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
+        cert = plan.certificate()  # the bucket statistics, before the arrays of one entry per bucket
+        # published bucket ids at random (int32 below 2^31 buckets: the same permutation, half the bytes)
+        perm = rng.permutation(np.arange(n_buckets, dtype=np.int32 if n_buckets < 1 << 31 else np.int64))
         type_of = np.empty(n_buckets, dtype=np.int32 if K < 1 << 31 else np.int64)
         type_of[perm] = np.repeat(np.arange(K, dtype=type_of.dtype), mult)
         perm_b = spark.sparkContext.broadcast(perm)          # O(n_buckets): shipped once per executor
+        del perm  # (pickled to a file by the broadcast) the driver keeps each bucket's type
         n_out = B
         for j in range(n_out):
             (spill2 / f"{j:05d}").mkdir(parents=True, exist_ok=True)
@@ -667,7 +670,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
                     rows = idx[order]
                     whole = pa.RecordBatch.from_arrays([*(pa.array(codes[c][rows]) for c in quasi),
-                                                        pa.array(bid[order])], schema=qschema)
+                                                        pa.array(bid[order], pa.int64())], schema=qschema)
                     for j in range(n_out):
                         tmpf = spill2 / f"{j:05d}" / f".{blk:05d}-{os.getpid()}.tmp"
                         with ipc.new_file(str(tmpf), qschema) as w:
@@ -700,12 +703,11 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if sum(int(r[1]) for r in written) != plan.n_records:
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
         clock.lap("write")
-        sizes = plan.type_sizes[type_of]
         n_st, fake_codes = _write_st(plan, type_of, streams, tmp / "st.parquet")
         clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-        rel = _plan_release(plan, type_of, sizes, fake_codes, quasi, doms, numeric, disclose=mechanism is None)
+        rel = _plan_release(plan, cert, type_of, fake_codes, quasi, doms, numeric, disclose=mechanism is None)
         if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
             return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, written={"st": n_st},
                                       overwrite=overwrite)
@@ -771,7 +773,6 @@ class PlanQITRelease(BucketizedRelease):
 
     plan: BucketizationPlan
     type_of: np.ndarray
-    plan_sizes: np.ndarray
     fake_codes: np.ndarray | None = None
 
     def fakes(self):
@@ -789,11 +790,12 @@ class PlanQITRelease(BucketizedRelease):
         if self.fake_values == 0:
             return typed_disclosure(self.plan.types, self.type_of, labels)
         types = np.asarray(self.plan.types, dtype=np.int64)
+        type_sizes = types.sum(axis=1)
 
         def chunks():
             for lo, fake in self.fakes():
                 t = self.type_of[lo:lo + len(fake)]
-                yield types[t] + fake, self.plan_sizes[lo:lo + len(fake)]
+                yield types[t] + fake, type_sizes[t]
 
         return streamed_disclosure(chunks, self.fake_values, self.thresholds(), labels, known_totals)
 
@@ -831,18 +833,17 @@ def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
             os.unlink(tmp)
 
 
-def _plan_release(plan: BucketizationPlan, type_of: np.ndarray, sizes: np.ndarray, fake_codes: np.ndarray | None,
+def _plan_release(plan: BucketizationPlan, certificate: dict, type_of: np.ndarray, fake_codes: np.ndarray | None,
                   quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
-    sizes = np.asarray(sizes, dtype=np.int64)  # of the published buckets, in published order
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
-                "engine": "spark", "certificate": plan.certificate(sizes)}
+                "engine": "spark", "certificate": certificate}
     rel = PlanQITRelease(manifest, {}, {})
-    rel.plan, rel.type_of, rel.plan_sizes, rel.fake_codes = plan, type_of, sizes, fake_codes
+    rel.plan, rel.type_of, rel.fake_codes = plan, type_of, fake_codes
     if disclose:
         rel.manifest["disclosure"] = disclosure_of(rel)
     return rel
