@@ -29,8 +29,9 @@ is collected to the driver.
   random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
   random output parts, each written ordered by bucket id; the ST comes from the plan alone,
   written by the driver a range of buckets at a time (each range's fakes and row order from
-  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the bucket types (σ = 0) or streamed over the
-  ranges (σ > 0): the driver never holds the ST (:func:`_write_st`, :class:`PlanQITRelease`).
+  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the
+  bucket types (σ = 0) or streamed over the ranges (σ > 0): the driver never holds the ST
+  (:func:`_write_st`, :class:`PlanQITRelease`).
 - **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
   the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
   noise are the local engine's functions, so a seeded Spark release equals the local one.
