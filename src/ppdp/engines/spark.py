@@ -27,8 +27,11 @@ is collected to the driver.
   position, in a uniformly random order, among the block's rows of that value, after the
   earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
   random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
-  random output parts, each written ordered by bucket id; the ST comes from the plan alone
-  (driver; one row per non-empty (bucket, value) — the plan's size, not N).
+  random output parts, each written ordered by bucket id; the ST comes from the plan alone,
+  written by the driver a range of buckets at a time (each range's fakes and row order from
+  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the
+  bucket types (σ = 0) or streamed over the ranges (σ > 0): the driver never holds the ST
+  (:func:`_write_st`, :class:`PlanQITRelease`).
 - **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
   the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
   noise are the local engine's functions, so a seeded Spark release equals the local one.
@@ -61,12 +64,12 @@ from ..claims.diverted import DivertedClaim
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..mechanisms.bucketization.apply import draw_plan_fakes_typed, st_table_typed
+from ..mechanisms.bucketization.apply import st_range_typed, st_table_typed, streamed_disclosure
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
 from ..releases.base import recorded_bins, stamp_manifest
-from ..releases.bucketized import BucketizedRelease
+from ..releases.bucketized import BucketizedRelease, typed_disclosure
 from ..releases.partitioned import finish_partitioned
 from ..releases.storage import custodian_path, temp_path, write_custodian
 from ..table import Table
@@ -526,15 +529,18 @@ class _Clock:
 
 
 def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrite: bool,
-            allow_full_disclosure: bool = False) -> dict:
-    """Disclosure (re-derivable by verify), the shared manifest fields, bins, then the files."""
+            allow_full_disclosure: bool = False, written: Mapping[str, int] | None = None) -> dict:
+    """Disclosure (re-derivable by verify), the shared manifest fields, bins, then the files
+    (``written``: single-file tables already in ``tmp``, see :func:`finish_partitioned`)."""
     state_disclosure(rel, allow_full_disclosure)
     bins = recorded_bins(rel.domains)
     if bins:  # as ppdp.publish records them
         rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
-    m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite)
-    if rel.custodian:
+    m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite, written=written)
+    if isinstance(rel, PlanQITRelease) and rel.plan.fake_values:
+        _write_fakes(custodian_path(target), rel, overwrite)
+    elif rel.custodian:
         write_custodian(custodian_path(target), json.dumps(rel.custodian, indent=2) + "\n", replace=overwrite)
     return m
 
@@ -557,7 +563,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
                      overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False,
                      direct: bool | None = None) -> dict:
     """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
-    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver.
+    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver, a
+    range of buckets at a time.
     The data's SA counts must be the plan's."""
     _require_spark()
     if not isinstance(plan, BucketizationPlan):
@@ -633,10 +640,13 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if not np.array_equal(counts_b.sum(axis=0), value_count):
             raise PpdpError("the data's SA counts differ from the records the plan places (plan and data disagree)")
         block_start = value_start[None, :] + np.cumsum(counts_b, axis=0) - counts_b   # (B × m) first position
-        perm = rng.permutation(n_buckets).astype(np.int64)   # published bucket ids at random
-        type_of = np.empty(n_buckets, dtype=np.int64)
-        type_of[perm] = np.repeat(np.arange(K, dtype=np.int64), mult)
+        cert = plan.certificate()  # the bucket statistics, before the arrays of one entry per bucket
+        # published bucket ids at random (int32 below 2^31 buckets: the same permutation, half the bytes)
+        perm = rng.permutation(np.arange(n_buckets, dtype=np.int32 if n_buckets < 1 << 31 else np.int64))
+        type_of = np.empty(n_buckets, dtype=np.int32 if K < 1 << 31 else np.int64)
+        type_of[perm] = np.repeat(np.arange(K, dtype=type_of.dtype), mult)
         perm_b = spark.sparkContext.broadcast(perm)          # O(n_buckets): shipped once per executor
+        del perm  # (pickled to a file by the broadcast) the driver keeps each bucket's type
         n_out = B
         for j in range(n_out):
             (spill2 / f"{j:05d}").mkdir(parents=True, exist_ok=True)
@@ -661,7 +671,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
                     rows = idx[order]
                     whole = pa.RecordBatch.from_arrays([*(pa.array(codes[c][rows]) for c in quasi),
-                                                        pa.array(bid[order])], schema=qschema)
+                                                        pa.array(bid[order], pa.int64())], schema=qschema)
                     for j in range(n_out):
                         tmpf = spill2 / f"{j:05d}" / f".{blk:05d}-{os.getpid()}.tmp"
                         with ipc.new_file(str(tmpf), qschema) as w:
@@ -694,51 +704,147 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if sum(int(r[1]) for r in written) != plan.n_records:
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
         clock.lap("write")
-        fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, None)
-        st, custodian = st_table_typed(plan.types, type_of, fake_bid, fake_code, rng, sa, plan.labels)
+        n_st, fake_codes = _write_st(plan, type_of, streams, tmp / "st.parquet")
+        clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-        rel = _plan_release(plan, plan.type_sizes[type_of], st, quasi, doms, numeric, custodian,
-                            disclose=mechanism is None)
+        rel = _plan_release(plan, cert, type_of, fake_codes, quasi, doms, numeric, disclose=mechanism is None)
         if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
-            return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, {"st": st}, overwrite=overwrite)
-        m = _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, {"st": st}, overwrite,
-                    allow_full_disclosure=allow_full_disclosure)
-        clock.lap("ST, disclosure and manifest")
+            return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, written={"st": n_st},
+                                      overwrite=overwrite)
+        m = _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, None, overwrite,
+                    allow_full_disclosure=allow_full_disclosure, written={"st": n_st})
+        clock.lap("disclosure, manifest and custodian file")
         return m
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
+#: ST cells (buckets × SA values) per range of buckets written, and streamed for the disclosure, at a time
+ST_RANGE_CELLS = 1 << 20
+#: the stage of the ST ranges' generators (:class:`PartitionStreams`)
+ST_STAGE = 11
+
+
+def _st_ranges(n_buckets: int, m: int) -> list[tuple[int, int]]:
+    step = max(1, ST_RANGE_CELLS // max(m, 1))
+    return [(lo, min(n_buckets, lo + step)) for lo in range(0, n_buckets, step)]
+
+
+def _write_st(plan: BucketizationPlan, type_of: np.ndarray, streams: PartitionStreams,
+              path: Path) -> tuple[int, np.ndarray | None]:
+    """Write ``st.parquet`` a range of buckets at a time (one row group each, :func:`st_range_typed`
+    with the range's own generator): the driver never holds the ST whole. Returns its rows and
+    the fakes' SA codes (buckets × σ, ascending in a bucket; None when σ = 0)."""
+    import pyarrow.parquet as pq
+
+    sigma, m = int(plan.fake_values), len(plan.labels)
+    codes = np.empty((len(type_of), sigma), dtype=np.int16 if m <= 1 << 15 else np.int32) if sigma else None
+    rows = 0
+    writer = None
+    try:
+        for r, (lo, hi) in enumerate(_st_ranges(len(type_of), m)):
+            st, fake = st_range_typed(plan, type_of[lo:hi], lo, streams.get(ST_STAGE, r))
+            if codes is not None and fake is not None:
+                codes[lo:hi] = np.nonzero(fake)[1].reshape(hi - lo, sigma)
+            if writer is None:
+                writer = pq.ParquetWriter(str(path), st.schema, compression="zstd")
+            writer.write_table(st)
+            rows += st.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:  # no bucket
+        st, _ = st_table_typed(plan.types, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                               np.random.default_rng(0), plan.sa, plan.labels)
+        pq.write_table(st, str(path), compression="zstd")
+    return rows, codes
+
+
 class PlanQITRelease(BucketizedRelease):
-    """A bucketized release whose QIT is on disk (parts written by the executors): its bucket
-    sizes are the plan's (every record placed once), so the manifest's certificate and
-    disclosure are computed from the plan and the ST alone, as ``release_from_plan`` does."""
+    """A bucketized release whose files are on disk — QIT parts written by the executors, the ST
+    by :func:`_write_st` — described by the plan: bucket g (dense order = published id) holds the
+    real counts ``types[type_of[g]]`` and the fakes ``fake_codes[g]``. The manifest's
+    certificate and disclosure are computed from that, never from the files held whole: σ = 0
+    from the bucket types (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types +
+    buckets)), σ > 0 over ranges of buckets
+    (:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`) — both equal to what
+    ``disclosure_of`` derives from the files."""
 
-    plan_sizes: np.ndarray = np.zeros(0, dtype=np.int64)
+    plan: BucketizationPlan
+    type_of: np.ndarray
+    fake_codes: np.ndarray | None = None
 
-    def buckets(self) -> dict[str, Any]:
-        st = self.tables["st"]
-        ids = np.arange(len(self.plan_sizes), dtype=np.int64)
-        sb = st.column("bid").to_numpy().astype(np.int64)
-        return {"qb": np.zeros(0, dtype=np.int64), "sb": sb, "sc": self.codes("st", self.sa),
-                "count": st.column("count").to_numpy().astype(np.int64), "fake_rows": None, "n_buckets": len(ids),
-                "sizes": self.plan_sizes, "m": len(self.domains[self.sa]), "ids": ids, "key": None}
+    def fakes(self):
+        """``(first bucket, fake matrix)`` of every range of buckets, in order (σ > 0)."""
+        m = len(self.plan.labels)
+        codes = self.fake_codes
+        assert codes is not None
+        for lo, hi in _st_ranges(len(self.type_of), m):
+            fake = np.zeros((hi - lo, m), dtype=bool)
+            fake[np.repeat(np.arange(hi - lo), codes.shape[1]), codes[lo:hi].ravel()] = True
+            yield lo, fake
+
+    def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+        labels = self.domains[self.sa]
+        if self.fake_values == 0:
+            return typed_disclosure(self.plan.types, self.type_of, labels)
+        types = np.asarray(self.plan.types, dtype=np.int64)
+        type_sizes = types.sum(axis=1)
+
+        def chunks():
+            for lo, fake in self.fakes():
+                t = self.type_of[lo:lo + len(fake)]
+                yield types[t] + fake, type_sizes[t]
+
+        return streamed_disclosure(chunks, self.fake_values, self.thresholds(), labels, known_totals)
 
 
-def _plan_release(plan: BucketizationPlan, sizes: np.ndarray, st: pa.Table, quasi, doms, numeric, custodian,
-                  disclose: bool = True):
+def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
+    """The custodian file (the seed, if any, and the fakes: ``{"fake": {"bid": [...], "value":
+    [...]}}``) written a range of buckets at a time: bucket ids in one pass, values in a
+    second. Atomic as :func:`~ppdp.releases.storage.write_custodian`."""
+    labels = np.array([json.dumps(str(x)) for x in rel.plan.labels], dtype=object)
+    codes = rel.fake_codes
+    assert codes is not None
+    sigma = codes.shape[1]
+    head = json.dumps(rel.custodian)[:-1] + (", " if rel.custodian else "")
+    tmp = temp_path(path)
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(head + '"fake": {"bid": [')
+            for key in ("bid", "value"):
+                if key == "value":
+                    f.write('], "value": [')
+                sep = ""
+                for lo, hi in _st_ranges(len(codes), len(labels)):
+                    if hi > lo:
+                        f.write(sep + ", ".join(map(str, np.repeat(np.arange(lo, hi), sigma).tolist()) if key == "bid"
+                                                else labels[codes[lo:hi].ravel()]))
+                        sep = ", "
+            f.write("]}}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        (os.replace if replace else os.link)(tmp, path)
+    except OSError as e:
+        raise PpdpError(f"cannot write the custodian file {str(path)!r}: {e}") from None
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+def _plan_release(plan: BucketizationPlan, certificate: dict, type_of: np.ndarray, fake_codes: np.ndarray | None,
+                  quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
-    sizes = np.asarray(sizes, dtype=np.int64)  # of the published buckets, in published order
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
-                "engine": "spark", "certificate": plan.certificate(sizes)}
-    rel = PlanQITRelease(manifest, {"st": st}, custodian)
-    rel.plan_sizes = sizes
+                "engine": "spark", "certificate": certificate}
+    rel = PlanQITRelease(manifest, {}, {})
+    rel.plan, rel.type_of, rel.fake_codes = plan, type_of, fake_codes
     if disclose:
         rel.manifest["disclosure"] = disclosure_of(rel)
     return rel

@@ -137,9 +137,11 @@ def iter_partitioned(directory: str | os.PathLike, columns: Sequence[str] | None
 
 
 def finish_partitioned(tmp: Path, target: Path, manifest: Mapping[str, Any], rows: Mapping[str, int],
-                       small: Mapping[str, pa.Table] | None = None, overwrite: bool = False) -> dict[str, Any]:
+                       small: Mapping[str, pa.Table] | None = None, overwrite: bool = False,
+                       written: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Complete a release whose large tables an engine wrote as ``tmp/STEM/part-*.parquet``:
-    write the small tables, the manifest (table of contents marking the partitioned tables) and
+    write the small tables (``written``: single files ``tmp/STEM.parquet`` the engine wrote
+    itself, streamed, with their rows), the manifest (table of contents marking the partitioned tables) and
     the README into ``tmp``, then move ``tmp`` onto ``target`` (no-replace unless ``overwrite``,
     see :func:`ppdp.releases.storage.publish_directory`). Returns the manifest as written."""
     m = dict(manifest)
@@ -148,6 +150,9 @@ def finish_partitioned(tmp: Path, target: Path, manifest: Mapping[str, Any], row
         pq.write_table(t, tmp / f"{stem}.parquet", compression="zstd")
         fsync_path(tmp / f"{stem}.parquet")
         files[stem] = {"rows": int(t.num_rows)}
+    for stem, n in (written or {}).items():
+        fsync_path(tmp / f"{stem}.parquet")
+        files[stem] = {"rows": int(n)}
     m["files"] = files
     for stem in rows:  # engine by-products (success markers, checksums) are not part of the format
         for e in os.scandir(tmp / stem):
