@@ -441,7 +441,7 @@ class CountIndex:
         bounds = [0, *[int(c) for c in cuts if 0 < c < n_c], n_c]
         for a, b in zip(bounds[:-1], bounds[1:]):
             by = bits[a:b].view(np.uint8).ravel()
-            nz = np.flatnonzero(by)
+            nz = np.flatnonzero(by != 0)  # a boolean's non-zeros are found several times faster than a byte's
             if not len(nz):
                 continue
             n_pairs = int(cum[b - 1] - (cum[a - 1] if a else 0))
@@ -479,7 +479,8 @@ class CountIndex:
             b = min(n_c, a + block)
             by2 = bits[a:b].view(np.uint8)
             by = by2.ravel()
-            nz = np.flatnonzero(by)
+            nonzero_byte = by2 != 0
+            nz = np.flatnonzero(nonzero_byte)
             if not len(nz):
                 continue
             rows = b - a
@@ -489,7 +490,8 @@ class CountIndex:
             cell |= by[nz]
             del nz
             indptr = np.zeros(rows + 1, dtype=np.int64)
-            np.cumsum(np.count_nonzero(by2, axis=1), out=indptr[1:])
+            np.cumsum(nonzero_byte.sum(axis=1), out=indptr[1:])
+            del nonzero_byte
             # combinations × cells: one entry per non-zero byte
             B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
             Wb = self._product_form(W, cols) if (a, b) == (0, n_c) else self._product_form(W[a:b])
