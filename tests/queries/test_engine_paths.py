@@ -125,3 +125,12 @@ def test_product_with_bound(one_pass, monkeypatch):
             np.testing.assert_array_equal(got.toarray(), want)
     monkeypatch.setattr(engine, "_csr_matmat", None)
     np.testing.assert_array_equal(engine._product(A, B, 10**6).toarray(), (A @ B).toarray())
+
+
+def test_product_checks_operands():
+    from scipy import sparse
+    A = sparse.random(4, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(ValueError):
+        engine._product(A, A, 100)
+    with pytest.raises(ValueError):
+        engine._product(A, A.T.tocsc(), 100)

@@ -541,6 +541,8 @@ def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool 
     out of the buffers when it fills less than half of them (else it keeps them)."""
     if _csr_matmat is None or bound > _ONE_PASS_ENTRIES:
         return (A @ B).tocsr()
+    if A.format != "csr" or B.format != "csr" or A.shape[1] != B.shape[0]:
+        raise ValueError("_product: two CSR matrices of matching inner dimensions")
     M, N = A.shape[0], B.shape[1]
     idx = np.int32 if max(bound, A.nnz, B.nnz, M, N, A.shape[1]) < 2**31 else np.int64
     val = np.result_type(A.dtype, B.dtype)
