@@ -538,7 +538,7 @@ def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool 
     """A @ B (CSR) when the result is known to hold at most ``bound`` entries: scipy's product
     first counts them (a pass over every pair of entries, as long as the product itself); with
     the bound, its kernel runs once into buffers of that size. ``trim``: the result is copied
-    out of the buffers when it fills less than half of them (else it keeps them)."""
+    out of them when it fills less (a result that is kept: no unused buffer kept with it)."""
     if _csr_matmat is None or bound > _ONE_PASS_ENTRIES:
         return (A @ B).tocsr()
     if A.format != "csr" or B.format != "csr" or A.shape[1] != B.shape[0]:
@@ -554,7 +554,7 @@ def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool 
                 B.indptr.astype(idx, copy=False), B.indices.astype(idx, copy=False), B.data.astype(val, copy=False),
                 indptr, indices, data)
     k = int(indptr[-1])
-    if trim and 2 * k < bound:
+    if trim and k < bound:
         indices, data = indices[:k].copy(), data[:k].copy()
     return sparse.csr_matrix((data[:k], indices[:k], indptr), shape=(M, N))
 
