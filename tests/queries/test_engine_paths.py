@@ -126,6 +126,11 @@ def test_product_with_bound(one_pass, monkeypatch):
     monkeypatch.setattr(engine, "_csr_matmat", None)
     np.testing.assert_array_equal(engine._product(A, B, 10**6).toarray(), (A @ B).toarray())
 
+    def other_signature(*args):
+        raise TypeError("other arguments")
+    monkeypatch.setattr(engine, "_csr_matmat", other_signature)
+    np.testing.assert_array_equal(engine._product(A, B, 10**6).toarray(), (A @ B).toarray())
+
 
 def test_product_checks_operands():
     from scipy import sparse

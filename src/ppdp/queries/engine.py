@@ -550,9 +550,12 @@ def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool 
     indices = np.empty(bound, dtype=idx)
     data = np.empty(bound, dtype=val)
     # the kernel writes into these exact arrays: every operand in the same index and value types
-    _csr_matmat(M, N, A.indptr.astype(idx, copy=False), A.indices.astype(idx, copy=False), A.data.astype(val, copy=False),
-                B.indptr.astype(idx, copy=False), B.indices.astype(idx, copy=False), B.data.astype(val, copy=False),
-                indptr, indices, data)
+    try:
+        _csr_matmat(M, N, A.indptr.astype(idx, copy=False), A.indices.astype(idx, copy=False),
+                    A.data.astype(val, copy=False), B.indptr.astype(idx, copy=False),
+                    B.indices.astype(idx, copy=False), B.data.astype(val, copy=False), indptr, indices, data)
+    except TypeError:  # a scipy whose kernel takes other arguments (they are checked before it runs)
+        return (A @ B).tocsr()
     k = int(indptr[-1])
     if trim and k < bound:
         indices, data = indices[:k].copy(), data[:k].copy()
