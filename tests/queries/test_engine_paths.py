@@ -102,3 +102,40 @@ def test_set_bits_order():
     rows, cols = np.nonzero(by)
     np.testing.assert_array_equal(q, cols)
     assert len(q) == len(rows)
+
+
+@pytest.mark.parametrize("one_pass", [True, False])
+def test_product_with_bound(one_pass, monkeypatch):
+    """The sparse product into buffers of a known bound (one pass of scipy's kernel) is scipy's
+    product: the same entries and values, trimmed or not; without the kernel, or over the
+    bound's limit, scipy's own."""
+    if not one_pass:
+        monkeypatch.setattr(engine, "_ONE_PASS_ENTRIES", -1)
+    rng = np.random.default_rng(5)
+    from scipy import sparse
+    for shape in [(40, 30, 20), (1, 5, 1), (300, 200, 50), (7, 0, 3)]:
+        m, k, n = shape
+        A = sparse.random(m, k, density=0.1, format="csr", random_state=rng, data_rvs=lambda s: rng.integers(1, 5, s))
+        B = sparse.random(k, n, density=0.2, format="csr", random_state=rng, data_rvs=lambda s: rng.integers(1, 5, s))
+        want = (A @ B).toarray()
+        tight = (A @ B).nnz
+        for bound, trim in [(m * n, False), (m * n, True), (tight, False)]:
+            got = engine._product(A, B, bound, trim=trim)
+            assert got.shape == (m, n) and got.nnz == tight
+            np.testing.assert_array_equal(got.toarray(), want)
+    monkeypatch.setattr(engine, "_csr_matmat", None)
+    np.testing.assert_array_equal(engine._product(A, B, 10**6).toarray(), (A @ B).toarray())
+
+    def other_signature(*args):
+        raise TypeError("other arguments")
+    monkeypatch.setattr(engine, "_csr_matmat", other_signature)
+    np.testing.assert_array_equal(engine._product(A, B, 10**6).toarray(), (A @ B).toarray())
+
+
+def test_product_checks_operands():
+    from scipy import sparse
+    A = sparse.random(4, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(ValueError):
+        engine._product(A, A, 100)
+    with pytest.raises(ValueError):
+        engine._product(A, A.T.tocsc(), 100)

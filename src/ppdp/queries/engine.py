@@ -41,6 +41,11 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+try:  # scipy's kernel of the sparse product, called with a known bound on the result (:func:`_product`)
+    from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
+except ImportError:  # pragma: no cover - then the public product (two passes)
+    _csr_matmat = None
+
 #: derived groupings larger than this (combinations × keys, or stored entries when sparse) are not kept
 _MAX_CACHED_CELLS = 16_000_000
 #: queries × combinations per chunk of query bits (64 MiB of words)
@@ -160,7 +165,8 @@ class CountIndex:
         if weights is not None and sparse.issparse(weights):  # derived from a sparse grouping: O(its non-zeros)
             agg = sparse.csc_matrix((np.ones(len(inv)), inv.astype(np.int32), np.arange(len(inv) + 1)),
                                     shape=(n_c, len(inv)))
-            out = (agg.tocsr() @ weights).tocsr()
+            # each parent combination is in one group: at most one entry per parent entry
+            out = _product(agg.tocsr(), weights.tocsr(), weights.nnz, trim=True)
             if n_c * self.K <= _SPARSE_MIN_CELLS or out.nnz > _SPARSE_DENSITY * n_c * self.K:
                 return out.toarray()
             return out
@@ -441,7 +447,7 @@ class CountIndex:
         bounds = [0, *[int(c) for c in cuts if 0 < c < n_c], n_c]
         for a, b in zip(bounds[:-1], bounds[1:]):
             by = bits[a:b].view(np.uint8).ravel()
-            nz = np.flatnonzero(by)
+            nz = np.flatnonzero(by != 0)  # a boolean's non-zeros are found several times faster than a byte's
             if not len(nz):
                 continue
             n_pairs = int(cum[b - 1] - (cum[a - 1] if a else 0))
@@ -457,8 +463,12 @@ class CountIndex:
             Wb = W if whole else W[a:b]
             if sparse.issparse(Wb) and self.K <= _DENSE_KEYS:  # few keys: one dense pass beats two sparse ones
                 Wb = Wb.toarray()
-            if sparse.issparse(Wb):  # one operand is converted to CSC (Pᵀ and Wᵀ are free CSC views): the smaller
-                out += (P.T @ Wb).toarray()[:nq] if Wb.nnz < len(q) else (Wb.T @ P).toarray()[:, :nq].T
+            if sparse.issparse(Wb):  # one operand is transposed to CSR (Wᵀ, or Pᵀ): the smaller
+                cells = P.shape[1] * self.K  # a bound on the product's entries
+                if Wb.nnz < len(q):
+                    out += _product(Wb.T.tocsr(), P, cells).toarray()[:, :nq].T
+                else:
+                    out += _product(P.T.tocsr(), Wb.tocsr(), cells).toarray()[:nq]
             else:
                 out += (P.T @ np.asarray(Wb, dtype=np.float64))[:nq]
             del P, q
@@ -479,7 +489,8 @@ class CountIndex:
             b = min(n_c, a + block)
             by2 = bits[a:b].view(np.uint8)
             by = by2.ravel()
-            nz = np.flatnonzero(by)
+            nonzero_byte = by2 != 0
+            nz = np.flatnonzero(nonzero_byte)
             if not len(nz):
                 continue
             rows = b - a
@@ -489,7 +500,8 @@ class CountIndex:
             cell |= by[nz]
             del nz
             indptr = np.zeros(rows + 1, dtype=np.int64)
-            np.cumsum(np.count_nonzero(by2, axis=1), out=indptr[1:])
+            np.cumsum(nonzero_byte.sum(axis=1), out=indptr[1:])
+            del nonzero_byte
             # combinations × cells: one entry per non-zero byte
             B = sparse.csr_matrix((np.ones(len(cell)), cell, indptr), shape=(rows, nb * 256))
             Wb = self._product_form(W, cols) if (a, b) == (0, n_c) else self._product_form(W[a:b])
@@ -516,6 +528,38 @@ class CountIndex:
                 (sparse.issparse(out) or (out is not W and out.size <= _MAX_DENSE_KEPT)):
             self._wt[cols] = (W, out)
         return out
+
+
+#: a product whose bound (:func:`_product`) exceeds this many entries is left to scipy's two passes
+_ONE_PASS_ENTRIES = 1 << 24
+
+
+def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool = False) -> sparse.csr_matrix:
+    """A @ B (CSR) when the result is known to hold at most ``bound`` entries: scipy's product
+    first counts them (a pass over every pair of entries, as long as the product itself); with
+    the bound, its kernel runs once into buffers of that size. ``trim``: the result is copied
+    out of them when it fills less (a result that is kept: no unused buffer kept with it)."""
+    if _csr_matmat is None or bound > _ONE_PASS_ENTRIES:
+        return (A @ B).tocsr()
+    if A.format != "csr" or B.format != "csr" or A.shape[1] != B.shape[0]:
+        raise ValueError("_product: two CSR matrices of matching inner dimensions")
+    M, N = A.shape[0], B.shape[1]
+    idx = np.int32 if max(bound, A.nnz, B.nnz, M, N, A.shape[1]) < 2**31 else np.int64
+    val = np.result_type(A.dtype, B.dtype)
+    indptr = np.empty(M + 1, dtype=idx)
+    indices = np.empty(bound, dtype=idx)
+    data = np.empty(bound, dtype=val)
+    # the kernel writes into these exact arrays: every operand in the same index and value types
+    try:
+        _csr_matmat(M, N, A.indptr.astype(idx, copy=False), A.indices.astype(idx, copy=False),
+                    A.data.astype(val, copy=False), B.indptr.astype(idx, copy=False),
+                    B.indices.astype(idx, copy=False), B.data.astype(val, copy=False), indptr, indices, data)
+    except TypeError:  # a scipy whose kernel takes other arguments (they are checked before it runs)
+        return (A @ B).tocsr()
+    k = int(indptr[-1])
+    if trim and k < bound:
+        indices, data = indices[:k].copy(), data[:k].copy()
+    return sparse.csr_matrix((data[:k], indices[:k], indptr), shape=(M, N))
 
 
 #: per byte value: its number of set bits, its lowest set bit, and its k-th set bit
