@@ -280,17 +280,38 @@ class _EBRows:
 
     def __init__(self, Y, p, q, member, prior, covariance):
         self.member = member
-        Y = np.where(member, np.asarray(Y, dtype=np.float64), 0.0)
+        # the operations of the masked forms (0 off the row's domain), in place: the same numbers
+        off = ~member
+        Y = np.asarray(Y, dtype=np.float64).copy()
+        np.copyto(Y, 0.0, where=off)
         self.n = n = Y.sum(axis=1)
-        self.P0 = P0 = np.where(member, prior, 0.0)
+        P0 = np.asarray(prior, dtype=np.float64).copy()
+        np.copyto(P0, 0.0, where=off)
+        self.P0 = P0
         pp, qq = p[:, None], q[:, None]
         a, b = pp + qq, qq
-        self.xt = xt = np.where(member, (Y - n[:, None] * qq) / pp, 0.0)
-        self.mu = mu = n[:, None] * P0
-        self.d = np.where(member, xt - mu, 0.0)
-        # channel variance of x̃_k averaged over the prior (the diagonal of Σ below)
-        self.sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2, 0.0)
-        self.t = n[:, None] * P0 * (1 - P0)  # τ²_k / ρ
+        nc = n[:, None]
+        self.mu = mu = nc * P0
+        d = Y - nc * qq  # the inversion x̃ …
+        d /= pp
+        d -= mu  # … minus its prior mean
+        np.copyto(d, 0.0, where=off)
+        self.d = d
+        # channel variance of x̃_k averaged over the prior (the diagonal of Σ below):
+        # n (π⁰ a(1 − a) + (1 − π⁰) b(1 − b)) / p²
+        sig2 = P0 * a
+        sig2 *= 1 - a
+        rest = 1.0 - P0
+        rest *= b
+        rest *= 1 - b
+        sig2 += rest
+        sig2 *= nc
+        sig2 /= pp**2
+        np.copyto(sig2, 0.0, where=off)
+        self.sig2 = sig2
+        rest = 1.0 - P0
+        rest *= mu  # τ²_k / ρ = n π⁰(1 − π⁰)
+        self.t = rest
         self.covariance = covariance
         if covariance == "exact":
             # Σ = [nq·I + p(1−p)n·diag(π⁰) − nq²·11ᵀ − pqn(π⁰1ᵀ + 1π⁰ᵀ)]/p², T = nρ(diag(π⁰) − π⁰π⁰ᵀ):
