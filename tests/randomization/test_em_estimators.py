@@ -274,8 +274,8 @@ def test_eb_auto_strength_is_the_mechanisms_choice(mech, strength):
 
 
 def test_eb_diagonal_likelihood_grid_equals_the_row_form():
-    """The diagonal likelihood on the whole ρ grid, over each row's domain entries only, equals
-    :meth:`_EBRows.loglik` column by column — rows of sub-tables with a few of the m values, rows
+    """The diagonal likelihood on the whole ρ grid (and :meth:`_EBRows.loglik`, which is one of its
+    columns), over each row's domain entries only, equals the masked whole-row form column by column — rows of sub-tables with a few of the m values, rows
     without records, and degenerate priors (π⁰ = 0 or 1) included."""
     from ppdp.estimators.randomized import EB_GRID, _EBRows  # noqa: PLC2701
 
@@ -291,6 +291,13 @@ def test_eb_diagonal_likelihood_grid_equals_the_row_form():
     rows = _EBRows(Y, p, q, member, prior, "diagonal")
     rhos = np.exp(np.log(np.maximum(rows.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
     grid = rows._diagonal_loglik_grid(rhos)
-    ref = np.stack([rows.loglik(rhos[:, j]) for j in range(EB_GRID)], axis=1)
+    def dense(rho):  # the masked whole-row form
+        V = rows.sig2 + rows.t * rho[:, None]
+        live = rows.member & (V > 0)
+        Vs = np.where(live, V, 1.0)
+        return -0.5 * np.where(live, np.log(Vs) + rows.d**2 / Vs, 0.0).sum(axis=1)
+
+    ref = np.stack([dense(rhos[:, j]) for j in range(EB_GRID)], axis=1)
+    assert np.allclose(rows.loglik(rhos[:, 3]), ref[:, 3], rtol=1e-12, atol=1e-9)
     assert (rows.n == 0).any()
     assert np.allclose(grid, ref, rtol=1e-12, atol=1e-9)

@@ -353,10 +353,7 @@ class _EBRows:
         if self.covariance == "exact":
             z, logdet = self._exact(rho)
             return -0.5 * (logdet + (z * self.d).sum(axis=1))
-        V = self.sig2 + self.t * rho[:, None]
-        live = self.member & (V > 0)
-        Vs = np.where(live, V, 1.0)
-        return -0.5 * np.where(live, np.log(Vs) + self.d**2 / Vs, 0.0).sum(axis=1)
+        return self._diagonal_loglik_grid(np.asarray(rho, dtype=np.float64)[:, None])[:, 0]
 
     def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
         """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G), over each
