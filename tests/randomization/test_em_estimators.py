@@ -290,7 +290,7 @@ def test_eb_diagonal_likelihood_grid_equals_the_row_form():
     q = (1 - p) / member.sum(axis=1)
     rows = _EBRows(Y, p, q, member, prior, "diagonal")
     rhos = np.exp(np.log(np.maximum(rows.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
-    grid = rows._diagonal_loglik_grid(rhos)
+    grid = rows._diagonal_loglik_grid(np.ascontiguousarray(rhos.T)).T
     def dense(rho):  # the masked whole-row form
         V = rows.sig2 + rows.t * rho[:, None]
         live = rows.member & (V > 0)

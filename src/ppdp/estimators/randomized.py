@@ -258,9 +258,10 @@ def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.
     return X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
 
 
-#: the default empirical-Bayes path (and Norm-Sub) entrywise on each row's domain entries only
-#: (:class:`_Packed`) and each candidate parent's likelihood on the rows it applies to — the
-#: same numbers as the whole-row computation (False: that one, the reference of the tests)
+#: the empirical-Bayes estimator at the diagonal covariance on each row's domain entries only
+#: (:class:`_EBEntries`) and Norm-Sub on packed rows (:class:`_Packed`) — the numbers of the
+#: whole-row computation up to the order of floating-point sums (False: that one, the
+#: reference of the tests)
 _PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
@@ -275,8 +276,80 @@ EB_COVARIANCES = ("exact", "diagonal")
 EB_PARENTS = ("average", "select")
 
 
-class _EBRows:
-    """The quantities of :func:`eb_shrink` that do not depend on the strength ρ, for many rows."""
+def _eb_terms(y, n, P0, p, q) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(μ, d, σ², τ²/ρ) of :func:`eb_shrink` for published counts ``y`` of n records with prior
+    ``P0`` through T = q·J + p·I (arrays that broadcast: whole rows or domain entries): the
+    prior mean μ = nπ⁰, the inversion minus it d = (y − nq)/p − μ, the channel variance of the
+    inversion averaged over the prior σ² = n(π⁰a(1 − a) + (1 − π⁰)b(1 − b))/p² (a = p + q,
+    b = q) and nπ⁰(1 − π⁰); in place where it can."""
+    a, b = p + q, q
+    mu = n * P0
+    d = y - n * q
+    d /= p
+    d -= mu
+    sig2 = P0 * a
+    sig2 *= 1 - a
+    rest = 1.0 - P0
+    rest *= b
+    rest *= 1 - b
+    sig2 += rest
+    sig2 *= n
+    sig2 /= p**2
+    t = 1.0 - P0
+    t *= mu
+    return mu, d, sig2, t
+
+
+class _EBStrength:
+    """The likelihood fit of the shrinkage strength ρ, shared by the row layouts of
+    :func:`eb_shrink` (:class:`_EBRows`, whole rows; :class:`_EBEntries`, domain entries)."""
+
+    n: np.ndarray
+
+    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def rho(self, strength: str) -> np.ndarray:
+        """The strength ρ per row by ``strength`` (:data:`EB_STRENGTHS`)."""
+        return self.moments_rho() if strength == "moments" else self.likelihood_rho(adjusted=strength == "adjusted")
+
+    def moments_rho(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
+        """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
+        parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
+        loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
+        (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
+        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
+        fully."""
+        top = np.log(np.maximum(self.n, 1.0))
+        grid = np.linspace(0.0, 1.0, EB_GRID)
+        rhos = np.exp(grid[:, None] * top[None, :])  # (G, R): a grid point's row is contiguous
+        L = self._loglik_grid(rhos)
+        if adjusted:
+            L += np.log(np.maximum(rhos - 1.0, 1e-300))
+        best = np.zeros(L.shape[1], dtype=np.int64)  # the first maximum over the grid (argmax)
+        mx = L[0].copy()
+        for j in range(1, EB_GRID):
+            up = L[j] > mx
+            best[up] = j
+            mx[up] = L[j][up]
+        i = np.clip(best, 1, EB_GRID - 2)
+        r = np.arange(L.shape[1])
+        l0, l1, l2 = L[i - 1, r], L[i, r], L[i + 1, r]
+        curv = l0 - 2 * l1 + l2
+        off = np.divide(0.5 * (l0 - l2), curv, out=np.zeros_like(l1), where=curv < -1e-12)
+        off = np.clip(off, -1.0, 1.0)
+        interior = (best > 0) & (best < EB_GRID - 1)
+        g = np.where(interior, (i + off) / (EB_GRID - 1), best / (EB_GRID - 1))
+        return np.exp(g * top)
+
+
+class _EBRows(_EBStrength):
+    """The quantities of :func:`eb_shrink` that do not depend on the strength ρ, for many rows
+    (whole rows of m entries, 0 off each row's domain; the reference layout, and the one of
+    the exact covariance)."""
 
     def __init__(self, Y, p, q, member, prior, covariance):
         self.member = member
@@ -289,29 +362,10 @@ class _EBRows:
         np.copyto(P0, 0.0, where=off)
         self.P0 = P0
         pp, qq = p[:, None], q[:, None]
-        a, b = pp + qq, qq
-        nc = n[:, None]
-        self.mu = mu = nc * P0
-        d = Y - nc * qq  # the inversion x̃ …
-        d /= pp
-        d -= mu  # … minus its prior mean
+        self.mu, d, sig2, self.t = _eb_terms(Y, n[:, None], P0, pp, qq)
         np.copyto(d, 0.0, where=off)
-        self.d = d
-        # channel variance of x̃_k averaged over the prior (the diagonal of Σ below):
-        # n (π⁰ a(1 − a) + (1 − π⁰) b(1 − b)) / p²
-        sig2 = P0 * a
-        sig2 *= 1 - a
-        rest = 1.0 - P0
-        rest *= b
-        rest *= 1 - b
-        sig2 += rest
-        sig2 *= nc
-        sig2 /= pp**2
         np.copyto(sig2, 0.0, where=off)
-        self.sig2 = sig2
-        rest = 1.0 - P0
-        rest *= mu  # τ²_k / ρ = n π⁰(1 − π⁰)
-        self.t = rest
+        self.d, self.sig2 = d, sig2
         self.covariance = covariance
         if covariance == "exact":
             # Σ = [nq·I + p(1−p)n·diag(π⁰) − nq²·11ᵀ − pqn(π⁰1ᵀ + 1π⁰ᵀ)]/p², T = nρ(diag(π⁰) − π⁰π⁰ᵀ):
@@ -353,22 +407,26 @@ class _EBRows:
         if self.covariance == "exact":
             z, logdet = self._exact(rho)
             return -0.5 * (logdet + (z * self.d).sum(axis=1))
-        return self._diagonal_loglik_grid(np.asarray(rho, dtype=np.float64)[:, None])[:, 0]
+        return self._diagonal_loglik_grid(np.asarray(rho, dtype=np.float64)[None, :])[0]
+
+    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
+        if self.covariance == "diagonal":
+            return self._diagonal_loglik_grid(rhos)
+        return np.stack([self.loglik(rho) for rho in rhos])
 
     def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        """:meth:`loglik` (diagonal covariance) at every column of ``rhos`` (R × G), over each
+        """:meth:`loglik` (diagonal covariance) at every row of ``rhos`` (G × R; G × R out), over each
         row's live domain entries only (a row of an SDR sub-table has a few of the m values):
         a grid point at a time, the entries' terms in reused buffers, summed per row by one
         bincount (EDU SDR, 5,000 queries: 0.31 CPU-s against 1.35 for :meth:`loglik` per point)."""
         # V = σ² + τ²ρ with σ², τ² ≥ 0 and ρ ≥ 1: an entry is live at every ρ or at none
         rr, kk = np.nonzero(self.member & ((self.sig2 > 0) | (self.t > 0)))
         sig2, t, d2 = self.sig2[rr, kk], self.t[rr, kk], self.d[rr, kk] ** 2
-        R, G = rhos.shape
-        rhos_t = np.ascontiguousarray(rhos.T)
+        G, R = rhos.shape
         V, terms = np.empty(len(rr)), np.empty(len(rr))
         L = np.empty((G, R))
         for j in range(G):
-            np.take(rhos_t[j], rr, out=V)
+            np.take(rhos[j], rr, out=V, mode="clip")  # in range; the default mode buffers a copy with out=
             V *= t
             V += sig2
             np.log(V, out=terms)
@@ -376,34 +434,7 @@ class _EBRows:
             terms += V
             L[j] = np.bincount(rr, weights=terms, minlength=R)
         L *= -0.5
-        return np.ascontiguousarray(L.T)  # rows contiguous: the argmax over the grid reads them
-
-    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
-        """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
-        parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
-        loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
-        (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
-        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
-        fully."""
-        top = np.log(np.maximum(self.n, 1.0))
-        grid = np.linspace(0.0, 1.0, EB_GRID)
-        rhos = np.exp(top[:, None] * grid[None, :])  # (R, G)
-        if self.covariance == "diagonal":
-            L = self._diagonal_loglik_grid(rhos)
-        else:
-            L = np.stack([self.loglik(rhos[:, j]) for j in range(EB_GRID)], axis=1)
-        if adjusted:
-            L += np.log(np.maximum(rhos - 1.0, 1e-300))
-        i = np.clip(np.argmax(L, axis=1), 1, EB_GRID - 2)
-        r = np.arange(len(L))
-        l0, l1, l2 = L[r, i - 1], L[r, i], L[r, i + 1]
-        curv = l0 - 2 * l1 + l2
-        off = np.divide(0.5 * (l0 - l2), curv, out=np.zeros_like(l1), where=curv < -1e-12)
-        off = np.clip(off, -1.0, 1.0)
-        best = np.argmax(L, axis=1)
-        interior = (best > 0) & (best < EB_GRID - 1)
-        g = np.where(interior, (i + off) / (EB_GRID - 1), best / (EB_GRID - 1))
-        return np.exp(g * top)
+        return L
 
     def predict(self, rho: np.ndarray) -> np.ndarray:
         """The best linear predictor at strength ρ, projected onto {x ≥ 0, Σx = n}."""
@@ -417,6 +448,156 @@ class _EBRows:
             w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
             X = self.mu + w * self.d
         return norm_sub(X, self.member, self.n)
+
+
+def _segment_sums(x: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """Σ of each segment of ``x`` (segments in order, ``cnt`` entries each; 0 for none)."""
+    out = np.zeros(len(cnt))
+    has = cnt > 0
+    if has.any():
+        out[has] = np.add.reduceat(x, (np.cumsum(cnt) - cnt)[has])
+    return out
+
+
+class _EBCounts:
+    """The published counts of rows (one row: a predicate in a sub-table) at each row's domain
+    entries, flat and in row order, with what does not depend on the prior (n, p, q per entry):
+    computed once for every candidate parent of :func:`eb_fit`."""
+
+    def __init__(self, Y, p, q, member):
+        member = np.asarray(member, dtype=bool)
+        self.shape = member.shape
+        self._member: np.ndarray | None = member
+        self._parent: tuple[_EBCounts, np.ndarray] | None = None
+        pk = _Packed(member)
+        self.cnt = pk.cnt
+        self.flat = pk.idx  # each entry's index in the (rows × m) arrays
+        self.y = np.asarray(Y, dtype=np.float64).ravel()[pk.idx]
+        self.n = _segment_sums(self.y, self.cnt)
+        self.p_row, self.q_row = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+
+    def subset(self, r: np.ndarray) -> "_EBCounts":
+        """The rows ``r`` (their entries gathered, no pass over whole rows)."""
+        out = object.__new__(_EBCounts)
+        m = self.shape[1]
+        cnt = self.cnt[r]
+        start = np.cumsum(self.cnt) - self.cnt
+        ei = np.repeat(start[r] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
+        out.shape = (len(r), m)
+        out._member = None
+        out._parent = (self, r)
+        out.cnt = cnt
+        out.flat = np.repeat(np.arange(len(r)) * m, cnt) + self.flat[ei] % m
+        out.y = self.y[ei]
+        out.n = self.n[r]
+        out.p_row, out.q_row = self.p_row[r], self.q_row[r]
+        return out
+
+    @property
+    def member(self) -> np.ndarray:
+        if self._member is None:
+            assert self._parent is not None
+            base, r = self._parent
+            self._member = base.member[r]
+        return self._member
+
+
+class _EBEntries(_EBStrength):
+    """:class:`_EBRows` at the diagonal covariance over each row's domain entries only, flat and
+    in row order (a row of an SDR sub-table holds a few of the m values: on OCC's SDR sub-tables
+    11 or 21 of 46): the same quantities entry by entry, each row's sums over its own entries.
+    The numbers equal the whole-row layout's up to the order of floating-point sums."""
+
+    covariance = "diagonal"
+
+    def __init__(self, counts: _EBCounts, prior):
+        self.counts = c = counts
+        self.cnt = cnt = c.cnt
+        self.n = n = c.n
+        y = c.y
+        self.P0 = P0 = np.asarray(prior, dtype=np.float64).ravel()[c.flat]
+        pp, qq, nn = (np.repeat(v, cnt) for v in (c.p_row, c.q_row, n))
+        self.mu, self.d, self.sig2, self.t = _eb_terms(y, nn, P0, pp, qq)
+        self._terms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _rowsum(self, x: np.ndarray) -> np.ndarray:
+        return _segment_sums(x, self.cnt)
+
+    def moments_rho(self) -> np.ndarray:
+        """As :meth:`_EBRows.moments_rho`."""
+        n = self.n
+        het = n * (1.0 - self._rowsum(self.P0**2))
+        rho = np.divide(self._rowsum(self.d**2) - self._rowsum(self.sig2), het, out=np.ones_like(n), where=het > 1e-12)
+        return np.clip(rho, 1.0, np.maximum(n, 1.0))
+
+    def loglik(self, rho: np.ndarray) -> np.ndarray:
+        """As :meth:`_EBRows.loglik`."""
+        return self._loglik_grid(np.asarray(rho, dtype=np.float64)[None, :])[0]
+
+    def _grid_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(a, c, entries per row, the constant per row) of the likelihood's terms: an entry with
+        τ² > 0 contributes log V + d²/V = log τ² + log(a + ρ) + c/(a + ρ) with a = σ²/τ², c = d²/τ²;
+        one with τ² = 0 < σ² the constant log σ² + d²/σ² (computed once per object)."""
+        if self._terms is None:
+            sig2, t, d2 = self.sig2, self.t, self.d**2
+            var = t > 0
+            fixed = ~var & (sig2 > 0)
+            const = np.zeros(len(t))
+            const[var] = np.log(t[var])
+            sf = sig2[fixed]
+            const[fixed] = np.log(sf) + d2[fixed] / sf
+            tv = t[var]
+            self._terms = (sig2[var] / tv, d2[var] / tv, _segment_sums(var.astype(np.float64), self.cnt).astype(np.int64),
+                           self._rowsum(const))
+        return self._terms
+
+    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
+        """The diagonal likelihood at every row of ``rhos`` (G × R; G × R out), over the entries
+        whose variance varies with ρ (:meth:`_grid_terms`), a grid point at a time in reused
+        buffers (each row's ρ repeated over its entries)."""
+        a, c, cnt, const = self._grid_terms()
+        G, R = rhos.shape
+        u, terms = np.empty(len(a)), np.empty(len(a))
+        L = np.empty((G, R))
+        has = cnt > 0
+        starts = (np.cumsum(cnt) - cnt)[has]
+        for j in range(G):
+            np.add(np.repeat(rhos[j], cnt), a, out=u)
+            np.log(u, out=terms)
+            np.divide(c, u, out=u)
+            terms += u
+            L[j] = const
+            if len(starts):
+                L[j, has] += np.add.reduceat(terms, starts)
+        L *= -0.5
+        return L
+
+    def predict(self, rho: np.ndarray) -> np.ndarray:
+        """As :meth:`_EBRows.predict`: (R, m), 0 off each row's domain."""
+        tau2 = self.t * np.repeat(rho, self.cnt)
+        V = tau2 + self.sig2
+        w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+        X = self.mu + w * self.d
+        pk = _Packed(self.counts.member)  # Norm-Sub on the rows packed (−∞ in the padding)
+        v = np.full(pk.valid.shape, -np.inf)
+        v.ravel()[pk.pos] = X
+        return pk.unpack(_norm_sub_packed(v, pk.valid, self.n))
+
+
+def _eb_rows(Y, p, q, member, prior, covariance) -> _EBRows | _EBEntries:
+    """The layout of :func:`eb_shrink`'s quantities: the domain entries (:class:`_EBEntries`) at
+    the diagonal covariance when the domains are a small part of the rows, else whole rows."""
+    member = np.asarray(member, dtype=bool)
+    if _entries_layout(member, covariance):
+        return _EBEntries(_EBCounts(Y, p, q, member), prior)
+    return _EBRows(Y, p, q, member, prior, covariance)
+
+
+def _entries_layout(member: np.ndarray, covariance: str) -> bool:
+    """Whether :func:`_eb_rows` takes the domain entries: the diagonal covariance, and domains of at
+    most half the m values (else whole rows cost no more)."""
+    return (_PACKED_EB and covariance == "diagonal"
+            and (not member.shape[1] or np.count_nonzero(member, axis=1).max(initial=0) * 2 <= member.shape[1]))
 
 
 class _MomentsLikelihood:
@@ -459,9 +640,8 @@ def eb_loglik(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
               strength: str = "moments", covariance: str = "diagonal") -> np.ndarray:
     """Each row's log marginal likelihood under ``prior`` at its fitted strength, as
     ``eb_shrink(..., return_ll=True)`` returns it, without the prediction and its projection."""
-    R = _EBRows(Y, p, q, member, prior, covariance)
-    rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
-    return R.loglik(rho)
+    R = _eb_rows(Y, p, q, member, prior, covariance)
+    return R.loglik(R.rho(strength))
 
 
 def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
@@ -509,50 +689,12 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
         raise ParameterError(f"strength must be one of {EB_STRENGTHS}, got {strength!r}", param="strength")
     if covariance not in EB_COVARIANCES:
         raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
-    if _PACKED_EB and (strength, covariance, return_ll) == ("moments", "diagonal", False):
-        return _eb_moments_diagonal(Y, p, q, member, prior)
-    R = _EBRows(Y, p, q, member, prior, covariance)
-    rho = R.moments_rho() if strength == "moments" else R.likelihood_rho(adjusted=strength == "adjusted")
+    R = _eb_rows(Y, p, q, member, prior, covariance)
+    rho = R.rho(strength)
     X = R.predict(rho)
     if not return_ll:
         return X
     return X, R.loglik(rho)
-
-
-def _eb_moments_diagonal(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """:func:`eb_shrink` at its default options (method-of-moments strength, diagonal
-    covariance), entrywise on each row's domain entries only (:class:`_Packed`), with the
-    numbers of :class:`_EBRows`: the same operations entry by entry, and the sums over each row
-    taken over whole rows (zeros outside the domain), as there."""
-    member = np.asarray(member, dtype=bool)
-    if member.shape[1] and np.count_nonzero(member, axis=1).max(initial=0) * 2 > member.shape[1]:
-        R = _EBRows(Y, p, q, member, prior, "diagonal")  # most of each row is its domain: nothing to gain
-        return R.predict(R.moments_rho())
-    pk = _Packed(member)
-    Yc = pk.pack(Y)
-    n = pk.unpack(Yc).sum(axis=1)
-    P0 = pk.pack(prior)
-    pp, qq = p[:, None], q[:, None]
-    a, b = pp + qq, qq
-    xt = (Yc - n[:, None] * qq) / pp
-    mu = n[:, None] * P0
-    d = xt - mu
-    sig2 = n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / pp**2
-    t = n[:, None] * P0 * (1 - P0)
-    valid = pk.valid
-    d[~valid] = 0.0
-    sig2[~valid] = 0.0
-    # ρ by the method of moments (as _EBRows.moments_rho, over whole rows)
-    het = n * (1.0 - pk.unpack(P0**2).sum(axis=1))
-    rho = np.divide(pk.unpack(d**2).sum(axis=1) - pk.unpack(sig2).sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
-    rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
-    # the best linear predictor (as _EBRows.predict), projected
-    tau2 = t * rho[:, None]
-    V = tau2 + sig2
-    w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
-    X = mu + w * d
-    X[~valid] = -np.inf
-    return pk.unpack(_norm_sub_packed(X, valid, n))
 
 
 def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diagonal",
@@ -591,11 +733,10 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
                     singles.append({c: mk[c]})
                 ids.append(keys[k])
         cond.append(ids)
-    if _PACKED_EB and parents == "select" and (strength, covariance) == ("moments", "diagonal"):
-        return _eb_select_moments(S, pi0, singles, cond)
+    if parents == "select":
+        return _eb_select(S, pi0, singles, cond, strength, covariance)
+    # Bayesian model averaging over the candidate parents (equal prior weights)
     cands = [np.broadcast_to(pi0, (U, J, m))]
-    #: the predicates each candidate differs from π⁰ on (None: all); elsewhere it is π⁰ itself
-    differs: list[np.ndarray | None] = [None]
     if singles:
         Ys = S.predicate_counts(singles)
         gs = np.tile(np.arange(J), len(singles))
@@ -616,75 +757,59 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
         e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
         prod = e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300)
         cands.append(np.where((nk >= 2)[:, None, None], prod, pi0[None]))
-        differs.append(nk >= 2)
         for i in range(kmax):
             cands.append(np.where(has[:, i, None, None], pis[np.maximum(idx[:, i], 0)], pi0[None]))
-            differs.append(has[:, i])
     prior = np.ascontiguousarray(cands[0]).reshape(U * J, m).copy()
-    if parents == "select":  # the likelihoods choose the parent; one prediction, at the chosen one
-        fast = _MomentsLikelihood(rows, p, q, member) if (strength, covariance) == ("moments", "diagonal") else None
-
-        def loglik(pr, at=None):
-            if fast is not None:
-                return fast(pr) if at is None else fast(pr[at], at)
-            if at is None:
-                return eb_loglik(rows, p, q, member, pr, strength, covariance)
-            return eb_loglik(rows[at], p[at], q[at], member[at], pr[at], strength, covariance)
-
-        bll = loglik(prior)
-        for cand, diff in zip(cands[1:], differs[1:]):
-            cr = np.ascontiguousarray(cand).reshape(U * J, m)
-            # rows whose candidate is π⁰ itself are skipped: its likelihood there is the
-            # first one's, which the best so far is never below (the same choice, exactly)
-            at = None if diff is None else np.flatnonzero(np.repeat(diff, J))
-            ll = np.full(U * J, -np.inf)
-            if at is None:
-                ll = loglik(cr)
-            elif len(at):
-                ll[at] = loglik(cr, at)
-            better = ll > bll
-            prior = np.where(better[:, None], cr, prior)
-            bll = np.where(better, ll, bll)
-        S._eb_prior = prior
-        return eb_shrink(rows, p, q, member, prior, strength=strength, covariance=covariance).reshape(U, J, m)
-    best, bll = eb_shrink(rows, p, q, member, prior, return_ll=True, strength=strength, covariance=covariance)
-    if parents == "average":
-        # Bayesian model averaging over the candidate parents (equal prior weights), as a running
-        # log-sum-exp: weight of candidate c ∝ exp(ll_c)
-        acc, lse = best.copy(), bll.copy()
+    acc, bll = eb_shrink(rows, p, q, member, prior, return_ll=True, strength=strength, covariance=covariance)
+    lse = bll.copy()  # a running log-sum-exp: the weight of candidate c ∝ exp(ll_c)
     for cand in cands[1:]:
         cr = np.ascontiguousarray(cand).reshape(U * J, m)
         X, ll = eb_shrink(rows, p, q, member, cr, return_ll=True, strength=strength, covariance=covariance)
-        if parents == "average":
-            new = np.logaddexp(lse, ll)
-            acc = acc * np.exp(lse - new)[:, None] + X * np.exp(ll - new)[:, None]
-            lse = new
-        better = ll > bll
-        best = np.where(better[:, None], X, best)
+        new = np.logaddexp(lse, ll)
+        acc = acc * np.exp(lse - new)[:, None] + X * np.exp(ll - new)[:, None]
+        lse = new
+        better = ll > bll  # the most likely parent: the one the bootstrap re-fits with
         prior = np.where(better[:, None], cr, prior)
         bll = np.where(better, ll, bll)
     S._eb_prior = prior
-    return (acc if parents == "average" else best).reshape(U, J, m)
+    return acc.reshape(U, J, m)
 
 
-def _eb_select_moments(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: list[list[int]]) -> np.ndarray:
-    """:func:`eb_fit` at its default options (method-of-moments strength, diagonal covariance,
-    the best parent selected), with the same numbers: each candidate parent other than the
+def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: list[list[int]],
+               strength: str, covariance: str) -> np.ndarray:
+    """:func:`eb_fit` with the best parent selected: each candidate parent other than the
     sub-table's distribution π⁰ differs from π⁰ only for the predicates it applies to (the
     combination: two conditions or more; a condition's distribution: the predicates with that
-    many conditions), and a row whose candidate is π⁰ keeps its choice, so each candidate's
-    likelihood is computed for those predicates' rows only."""
+    many conditions), and a row whose candidate is π⁰ keeps its choice (its likelihood there is
+    the first one's, which the best so far is never below), so each candidate is built and its
+    likelihood computed for those predicates' rows only; one prediction, at the chosen parents."""
     U, J, m = S.Y.shape
     rows, grp = S.rows
     p, q, member = S.p[grp], S.q[grp], S.member[grp]
-    fast = _MomentsLikelihood(rows, p, q, member)
+    if (strength, covariance) == ("moments", "diagonal"):
+        fast = _MomentsLikelihood(rows, p, q, member)  # the counts' terms once for every candidate
+
+        def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+            return fast(pr, r)
+    elif _entries_layout(member, covariance):
+        base = _EBCounts(rows, p, q, member)  # the counts' entries once for every candidate
+
+        def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+            E = _EBEntries(base if r is None else base.subset(r), pr)
+            return E.loglik(E.rho(strength))
+    else:
+        def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+            if r is None:
+                return eb_loglik(rows, p, q, member, pr, strength, covariance)
+            return eb_loglik(rows[r], p[r], q[r], member[r], pr, strength, covariance)
+
     prior = np.ascontiguousarray(np.broadcast_to(pi0, (U, J, m))).reshape(U * J, m).copy()
-    bll = fast(prior)
+    bll = loglik(prior)
 
     def consider(us: np.ndarray, cand: np.ndarray) -> None:
         r = (us[:, None] * J + np.arange(J)[None, :]).ravel()
         cr = np.ascontiguousarray(cand).reshape(len(r), m)
-        ll = fast(cr, r)
+        ll = loglik(cr, r)
         better = ll > bll[r]
         prior[r[better]] = cr[better]
         bll[r[better]] = ll[better]
@@ -692,7 +817,8 @@ def _eb_select_moments(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], 
     if singles:
         Ys = S.predicate_counts(singles)
         gs = np.tile(np.arange(J), len(singles))
-        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)),
+                       strength=strength, covariance=covariance)
         Xs = Xs.reshape(len(singles), J, m)
         pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
         kmax = max(len(c) for c in cond)
@@ -719,7 +845,7 @@ def _eb_select_moments(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], 
             if len(ui):
                 consider(ui, pis[idx[ui, i]])
     S._eb_prior = prior
-    return eb_shrink(rows, p, q, member, prior).reshape(U, J, m)
+    return eb_shrink(rows, p, q, member, prior, strength=strength, covariance=covariance).reshape(U, J, m)
 
 
 class _Packed:
@@ -733,7 +859,7 @@ class _Packed:
         self.shape = member.shape
         R, m = member.shape
         self.idx = np.flatnonzero(member)
-        d = np.count_nonzero(member, axis=1)
+        self.cnt = d = np.count_nonzero(member, axis=1)
         self.D = max(int(d.max()) if R else 0, 1)
         self.row = self.idx // m
         slot = np.arange(len(self.idx), dtype=np.int64) - np.repeat(np.cumsum(d) - d, d)

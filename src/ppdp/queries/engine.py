@@ -421,7 +421,7 @@ class CountIndex:
         bits = np.empty((b - a, n_words), dtype=np.uint64)
         for i, (lut, code) in enumerate(luts):
             if i == 0:
-                np.take(lut, code[a:b], axis=0, out=bits)
+                np.take(lut, code[a:b], axis=0, out=bits, mode="clip")  # codes in range; mode raise buffers `out`
             else:
                 np.bitwise_and(bits, np.take(lut, code[a:b], axis=0), out=bits)
         return bits
@@ -613,7 +613,7 @@ def _distinct_keys(key: np.ndarray, prod: float, in_place: bool = False) -> tupl
         rank[uniq] = np.arange(len(uniq), dtype=rank.dtype)
         out = key if in_place and key.dtype == rank.dtype else np.empty(len(key), dtype=rank.dtype)
         for a in range(0, len(key), _COUNT_ROWS):
-            np.take(rank, key[a:a + _COUNT_ROWS], out=out[a:a + _COUNT_ROWS])
+            np.take(rank, key[a:a + _COUNT_ROWS], out=out[a:a + _COUNT_ROWS], mode="clip")  # keys in range
         return uniq, out
     uniq, inv = np.unique(key, return_inverse=True)
     return uniq, inv.ravel()
