@@ -333,8 +333,8 @@ class _EBStrength:
         mx = L[0].copy()
         for j in range(1, EB_GRID):
             up = L[j] > mx
-            best[up] = j
-            mx[up] = L[j][up]
+            np.copyto(best, j, where=up)
+            np.copyto(mx, L[j], where=up)
         i = np.clip(best, 1, EB_GRID - 2)
         r = np.arange(L.shape[1])
         l0, l1, l2 = L[i - 1, r], L[i, r], L[i + 1, r]
@@ -803,7 +803,7 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
                 return eb_loglik(rows, p, q, member, pr, strength, covariance)
             return eb_loglik(rows[r], p[r], q[r], member[r], pr, strength, covariance)
 
-    prior = np.ascontiguousarray(np.broadcast_to(pi0, (U, J, m))).reshape(U * J, m).copy()
+    prior = np.repeat(pi0[None], U, axis=0).reshape(U * J, m)  # a new, writable array
     bll = loglik(prior)
 
     def consider(us: np.ndarray, cand: np.ndarray) -> None:
