@@ -588,10 +588,14 @@ def pairs_fit(pairs: np.ndarray, pair_n: np.ndarray, ppairs: np.ndarray, ppair_n
     n_grp = np.add.reduceat(pair_n, gstart) if len(gstart) else np.zeros(0, np.int64)
     gi = np.repeat(np.arange(len(gid)), np.diff(np.concatenate((gstart, [len(pg)]))))
     a = pair_n / n_grp[gi]
-    idx = np.minimum(np.searchsorted(pairs, ppairs), max(len(pairs) - 1, 0))
-    hit = pairs[idx] == ppairs
-    W = float(np.dot(a[idx[hit]], ppair_n[hit]))
-    del idx, hit
+    # the published pairs the source holds: one stable merge of the two sorted key runs, where a
+    # source key is followed by the equal published key (terms in key order, as ppairs)
+    both = np.concatenate((pairs, ppairs))
+    o = np.argsort(both, kind="stable")
+    both = both[o]
+    hit = np.flatnonzero(both[1:] == both[:-1])
+    W = float(np.dot(a[o[hit]], ppair_n[o[hit + 1] - len(pairs)]))
+    del both, o, hit
     n_gid = len(gid)
     if kind == "uniform":
         assert retention is not None and q is not None
@@ -632,10 +636,21 @@ def pairs_fit(pairs: np.ndarray, pair_n: np.ndarray, ppairs: np.ndarray, ppair_n
     elif kind == "decoy":
         assert l_prime is not None
         lp = int(l_prime)
-        order = np.lexsort((-a, gi))
-        sg = gi[order]
+        # each pair's rank in its group by decreasing share (ties: value order) — by row count, as
+        # the shares of a group have one denominator: one argsort of unique int64 keys
+        # (group, −count, value), the order of a lexsort by (group, −share)
+        top_n = int(pair_n.max())
+        if float(n_gid) * (top_n + 1) * m < 2.0**63:
+            key = gi * (top_n + 1)
+            key += top_n - pair_n
+            key *= m
+            key += px
+            order = np.argsort(key)
+            del key
+        else:  # pragma: no cover - beyond 2^63 (group, count, value) keys
+            order = np.lexsort((-a, gi))
         rank = np.empty(len(a), dtype=np.int64)
-        rank[order] = np.arange(len(a)) - np.searchsorted(sg, sg, side="left")
+        rank[order] = np.arange(len(a)) - gstart[gi[order]]  # the groups keep their places
         top = np.bincount(gi, weights=a * (rank < lp), minlength=n_gid)
         top1 = np.bincount(gi, weights=a * (rank < lp - 1), minlength=n_gid)
         up = (a + np.where(rank < lp, top[gi] - a, top1[gi])) / lp

@@ -25,7 +25,7 @@ from ..errors import ReleaseError
 from ..queries import CountIndex
 from ..kernels.transition import (FIT_ALPHA, TransitionModel, cell_pair_runs, decoy_group_types, pair_runs, pairs_fit,
                                   receiver_counts, row_groups)
-from ..table import code_dtype
+from ..table import code_counts, code_dtype
 from .base import Release, VerifyReport, labels_to_codes, register_family
 
 
@@ -54,7 +54,10 @@ class RandomizedRelease(Release):
                 for ch in col.chunks:
                     lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
                     idx = ch.indices.to_numpy(zero_copy_only=False)
-                    codes[pos:pos + len(idx)] = lut[idx]
+                    if len(idx) and np.array_equal(lut, np.arange(len(lut))) and int(idx.min()) >= 0:
+                        codes[pos:pos + len(idx)] = idx  # the dictionary is the domain: the indices are the codes
+                    else:
+                        codes[pos:pos + len(idx)] = lut[idx]
                     pos += len(idx)
             else:
                 codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
@@ -151,8 +154,13 @@ class RandomizedRelease(Release):
         return claim_of(self.manifest)
 
     def published_counts(self, attribute: str) -> np.ndarray:
-        """Counts of each published value of a sensitive attribute (int64)."""
-        return np.bincount(self.column_codes(attribute), minlength=len(self.domains[attribute])).astype(np.int64)
+        """Counts of each published value of a sensitive attribute (or of any data column with a
+        domain; int64; counted once per release and data table)."""
+        key = ("counts", attribute, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            cache[key] = code_counts(self.column_codes(attribute), len(self.domains[attribute]))
+        return cache[key].copy()
 
     def transition_models(self, counts: Sequence[np.ndarray] | None = None) -> tuple[TransitionModel, ...]:
         """The public randomization model of every sensitive attribute.
