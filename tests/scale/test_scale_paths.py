@@ -271,3 +271,33 @@ def test_fit_from_cell_pairs_equals_the_fit_from_row_group_ids(data):
         assert got.keys() == want.keys()
         for key in want:
             assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-9), (kind, key)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_cell_runs_of_blocks_are_the_distinct_rows_with_counts(data):
+    """The source comparison's sorted cells (blocks of rows, int32 or int64 cells) are the
+    distinct rows in row-major order with their multiplicities — :func:`same_rows`' verdict."""
+    from ppdp.releases.bucketized import cell_runs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    big = data.draw(st.booleans())
+    dims = [int(d) for d in (rng.integers(70000, 90000, 2) if big else rng.integers(1, 6, data.draw(st.integers(1, 4))))]
+    n = data.draw(st.integers(0, 200))
+    cols = [rng.integers(0, min(d, 5), n).astype(np.int32) for d in dims]
+    block = data.draw(st.integers(1, 50))
+    got = cell_runs(([c[a:a + block] for c in cols] for a in range(0, n, block)), dims, n)
+    assert got is not None
+    assert got[0].dtype == (np.int64 if big else np.int32)
+    rows, counts = np.unique(np.stack(cols, axis=1).reshape(n, len(dims)), axis=0, return_counts=True)
+    np.testing.assert_array_equal(got[0], np.ravel_multi_index(rows.T, dims) if n else np.zeros(0))
+    np.testing.assert_array_equal(got[1], counts)
+    assert cell_runs(([c[a:a + block] for c in cols] for a in range(0, n, block)), dims, n + 1) is None
+    other = [c.copy() for c in cols]
+    if n:
+        other[0][0] = (other[0][0] + 1) % dims[0]
+    want = n == 0 or dims[0] == 1
+    assert same_rows(cols, other, dims) == want
+    a = cell_runs([cols], dims, n)
+    b = cell_runs([other], dims, n)
+    assert a is not None and b is not None
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)) == want

@@ -54,7 +54,7 @@ class RandomizedRelease(Release):
                 for ch in col.chunks:
                     lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
                     idx = ch.indices.to_numpy(zero_copy_only=False)
-                    if len(idx) and np.array_equal(lut, np.arange(len(lut))) and int(idx.min()) >= 0:
+                    if len(idx) and np.array_equal(lut, np.arange(len(lut))) and 0 <= int(idx.min()) and int(idx.max()) < len(lut):
                         codes[pos:pos + len(idx)] = idx  # the dictionary is the domain: the indices are the codes
                     else:
                         codes[pos:pos + len(idx)] = lut[idx]
