@@ -489,7 +489,7 @@ def narrow_ints(col, limit: int | None = None) -> np.ndarray:
 
 
 def blocked_bincount(x: np.ndarray, minlength: int, weights: np.ndarray | None = None,
-                     block: int = 1 << 23) -> np.ndarray:
+                     block: int = 1 << 20) -> np.ndarray:
     """``np.bincount`` a block at a time (int64, or float64 with weights): np.bincount copies
     narrow input to intp and weights to float64 first, O(rows) bytes; here O(block + bins)
     (blocks of at least ``minlength`` rows, so the per-block bins cost no more than the block)."""
@@ -524,7 +524,8 @@ def dense_ids_chunked(bid) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     for p in parts:
         present[p] = True
     ids = np.flatnonzero(present)
-    rank = (np.cumsum(present) - 1).astype(np.int32 if len(ids) < 2**31 else np.int64)
+    rank: Any = np.cumsum(present, dtype=np.int32 if len(ids) < 2**31 else np.int64)  # no int64 temporary below 2^31 ids
+    rank -= 1
     rank[~present] = -1
     del present
     out = np.empty(n, dtype=rank.dtype)
