@@ -91,6 +91,20 @@ def code_dtype(n_labels: int) -> np.dtype:
     return np.dtype(np.uint32)
 
 
+#: codes per block of :func:`code_counts` (np.bincount copies narrow codes to intp: 8 MiB a block)
+COUNT_BLOCK = 1 << 20
+
+
+def code_counts(codes: np.ndarray, k: int) -> np.ndarray:
+    """Number of codes equal to each of 0 … k−1 (int64), counted a block at a time so that no
+    intp copy of the whole column is made."""
+    out = np.zeros(k, dtype=np.int64)
+    if k:
+        for a in range(0, len(codes), COUNT_BLOCK):
+            out += np.bincount(codes[a:a + COUNT_BLOCK], minlength=k)[:k]
+    return out
+
+
 def narrow_codes(codes, n_labels: int, name: str = "?") -> np.ndarray:
     """``codes`` checked to lie in [0, n_labels) and stored in :func:`code_dtype` (no copy when
     they already are); a :class:`SchemaError` otherwise."""
@@ -207,11 +221,7 @@ class Table:
 
     def counts(self, column: str) -> np.ndarray:
         """Number of rows per domain label (int64, length = domain size)."""
-        codes, k = self.codes(column), len(self.domain(column))
-        out = np.zeros(k, dtype=np.int64)
-        for a in range(0, len(codes), 1 << 23):  # a block at a time: bincount copies narrow codes to intp
-            out += np.bincount(codes[a:a + (1 << 23)], minlength=k)[:k] if k else 0
-        return out
+        return code_counts(self.codes(column), len(self.domain(column)))
 
     @property
     def sa(self) -> str:

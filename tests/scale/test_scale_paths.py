@@ -7,9 +7,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppdp
-from ppdp.kernels.transition import row_groups
+from ppdp.kernels.transition import pair_runs, row_groups
 from ppdp.mechanisms.bucketization.anatomy_plan import anatomy_setting, group_creation_types
 from ppdp.mechanisms.bucketization.apply import assign_buckets, assign_typed
 from ppdp.mechanisms.bucketization.plan import (SizeClass, classes_to_counts, classes_to_types, compress_rows,
@@ -92,16 +94,24 @@ def test_row_form_verify_helpers_agree_with_dense():
     assert not same_rows([rel.codes("qit", c) for c in cols], [other.codes(c) for c in cols], dims)
 
 
-def test_randomized_row_groups_by_cube_cells_partition_as_row_groups():
+def test_randomized_cell_pair_runs_are_the_pair_runs_of_row_groups():
     t = ppdp.datasets.load("occ", n=20000, seed=5)
     for mech in (ppdp.UniformPerturbation(0.1, 0.3), ppdp.SDR(0.1, 0.3)):
         rel = ppdp.publish(t, mech, seed=5)
-        qi = list(rel.schema["quasi"])
-        want = row_groups([t.codes(c) for c in qi], [rel.column_codes(c) for c in qi], [len(rel.domains[c]) for c in qi])
-        got = rel._row_groups(t, qi)
-        a, b = np.concatenate(got).astype(np.int64), np.concatenate(want)
-        pairs = np.unique(np.stack([a, b], axis=1), axis=0)  # the same partition: a bijection of ids
-        assert len(pairs) == len(np.unique(a)) == len(np.unique(b))
+        qi, sa = list(rel.schema["quasi"]), rel.sensitive[0]
+        m = len(rel.domains[sa])
+        got = rel._pair_counts(t, qi)(t.codes(sa), rel.column_codes(sa), m)
+        gs, gp = row_groups([t.codes(c) for c in qi], [rel.column_codes(c) for c in qi], [len(rel.domains[c]) for c in qi])
+        G = int(max(gs.max(), gp.max())) + 1
+        want = (*pair_runs(gs, t.codes(sa), m, G), *pair_runs(gp, rel.column_codes(sa), m, G))
+        for k in (1, 3):  # the same row counts, pair for pair
+            np.testing.assert_array_equal(got[k], want[k])
+        for k in (0, 2):  # the same values; the cells number the groups in the ids' order
+            np.testing.assert_array_equal(got[k] % m, want[k] % m)
+        cells = np.concatenate([got[0], got[2]]) // m
+        ids = np.concatenate([want[0], want[2]]) // m
+        o = np.argsort(cells, kind="stable")
+        assert (np.diff(ids[o]) >= 0).all() and len(np.unique(cells)) == len(np.unique(ids))
 
 
 def test_grouped_random_order_radix_passes_give_the_key_order():
@@ -224,3 +234,70 @@ def test_decoy_cooccurrence_from_narrow_group_values_matches_the_slot_matrix(mon
         T = diverted_matrix(c, lp)
         assert T.flags["F_CONTIGUOUS"]  # the layout the sparse product gave: later sums in the same order
         np.testing.assert_array_equal(T[c > 0], (want / (lp * np.maximum(np.diag(want), 1.0))[:, None])[c > 0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_fit_from_cell_pairs_equals_the_fit_from_row_group_ids(data):
+    """The source fit from cell-keyed pairs (one sorted narrow key per row, int32 or int64) is
+    the fit of :func:`randomization_fit` on :func:`row_groups` ids, for every kind, with rows
+    dropped from or added to the published side."""
+    from ppdp.kernels.transition import cell_pair_runs, pairs_fit, randomization_fit
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    big = data.draw(st.booleans())  # a (cell × value) cube of ≥ 2^31 entries: int64 keys
+    k = data.draw(st.integers(0, 3))
+    dims = [int(d) for d in (rng.integers(60000, 90000, k) if big else rng.integers(1, 5, k))]
+    m = data.draw(st.integers(2, 6))
+    n = data.draw(st.integers(1, 300))
+    src = [rng.integers(0, min(d, 4), n).astype(np.uint32 if big else np.uint8) for d in dims]
+    xs = rng.integers(0, m, n).astype(np.uint8)
+    keep = rng.random(n) < data.draw(st.sampled_from([1.0, 0.8]))
+    extra = data.draw(st.integers(0, 3))
+    pub = [np.concatenate([c[keep], rng.integers(0, min(d, 4), extra).astype(c.dtype)]) for c, d in zip(src, dims)]
+    yp = rng.integers(0, m, int(keep.sum()) + extra).astype(np.uint8)
+    s, p = cell_pair_runs(src, dims, xs, m), cell_pair_runs(pub, dims, yp, m)
+    assert s is not None and p is not None
+    assert s[0].dtype == (np.int64 if big and k >= 2 else np.int32)
+    gs, gp = row_groups(src, pub, dims) if dims else (np.zeros(n, np.int64), np.zeros(len(yp), np.int64))
+    sets = np.array([[0, 1], [1, 2]]) if m >= 3 else None
+    for kind, kw in (("uniform", {"retention": 0.6, "q": 0.4 / (m - 1)}),
+                     ("subtables", {"subtables": [([0, 1], 0.7, 0.3), (list(range(1, m)), 0.5, 0.5 / max(m - 2, 1))]}),
+                     ("decoy", {"l_prime": 2}), ("decoy", {"l_prime": 2, "decoy_sets": sets})):
+        if kind == "decoy" and kw.get("decoy_sets", 0) is None:
+            continue
+        want = randomization_fit(gs, xs, gp, yp, m, kind, **kw)
+        got = pairs_fit(*s, *p, m, kind, **kw)
+        assert got.keys() == want.keys()
+        for key in want:
+            assert got[key] == pytest.approx(want[key], rel=1e-12, abs=1e-9), (kind, key)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_cell_runs_of_blocks_are_the_distinct_rows_with_counts(data):
+    """The source comparison's sorted cells (blocks of rows, int32 or int64 cells) are the
+    distinct rows in row-major order with their multiplicities — :func:`same_rows`' verdict."""
+    from ppdp.releases.bucketized import cell_runs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    big = data.draw(st.booleans())
+    dims = [int(d) for d in (rng.integers(70000, 90000, 2) if big else rng.integers(1, 6, data.draw(st.integers(1, 4))))]
+    n = data.draw(st.integers(0, 200))
+    cols = [rng.integers(0, min(d, 5), n).astype(np.int32) for d in dims]
+    block = data.draw(st.integers(1, 50))
+    got = cell_runs(([c[a:a + block] for c in cols] for a in range(0, n, block)), dims, n)
+    assert got is not None
+    assert got[0].dtype == (np.int64 if big else np.int32)
+    rows, counts = np.unique(np.stack(cols, axis=1).reshape(n, len(dims)), axis=0, return_counts=True)
+    np.testing.assert_array_equal(got[0], np.ravel_multi_index(rows.T, dims) if n else np.zeros(0))
+    np.testing.assert_array_equal(got[1], counts)
+    assert cell_runs(([c[a:a + block] for c in cols] for a in range(0, n, block)), dims, n + 1) is None
+    other = [c.copy() for c in cols]
+    if n:
+        other[0][0] = (other[0][0] + 1) % dims[0]
+    want = n == 0 or dims[0] == 1
+    assert same_rows(cols, other, dims) == want
+    a = cell_runs([cols], dims, n)
+    b = cell_runs([other], dims, n)
+    assert a is not None and b is not None
+    assert all(np.array_equal(x, y) for x, y in zip(a, b)) == want

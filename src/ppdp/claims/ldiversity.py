@@ -15,7 +15,7 @@ import numpy as np
 
 from ..validation import FrozenDict
 from . import Claim
-from .fprivacy import THRESHOLD_TOL, check_bucket_shares, threshold_array
+from .fprivacy import SHARE_BLOCK, THRESHOLD_TOL, check_bucket_shares, threshold_array
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,13 @@ class LDiversityClaim(Claim):
         sizes = release.bucket_sizes()
         if counts is None:  # known real counts, tested on the ST rows
             sb, _, cnt = release.sparse_real_rows()
-            distinct = np.bincount(sb[cnt > 0], minlength=len(sizes))
-            over = bool((cnt * self.l > sizes[sb]).any())
+            distinct = np.zeros(len(sizes), dtype=np.int64)
+            over = False
+            for a in range(0, len(sb), SHARE_BLOCK):  # block by block: O(block) temporaries, not O(rows)
+                bsb, bcnt = sb[a:a + SHARE_BLOCK], cnt[a:a + SHARE_BLOCK]
+                pos = bcnt > 0
+                distinct += np.bincount(bsb if pos.all() else bsb[pos], minlength=len(sizes))
+                over = over or bool((bcnt.astype(np.int64) * self.l > sizes[bsb]).any())
         else:
             # with σ unidentified fakes per bucket, at least (values listed) − σ of them are real
             distinct = (counts > 0).sum(axis=1) - unknown

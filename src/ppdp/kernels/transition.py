@@ -500,6 +500,37 @@ def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None)
     return k[starts], np.diff(np.concatenate((starts, [len(k)])))
 
 
+def cell_pair_runs(cols: Sequence[np.ndarray], dims: Sequence[int], v: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct (NSA combination, value) pairs of rows and their row counts, as
+    :func:`pair_runs` gives them for group ids that number the combinations in order: keys
+    c·m + v, sorted, where c is the row's mixed-radix cell of the code columns ``cols`` (domain
+    sizes ``dims``, the first column most significant). No group ids and no relabelling: one key
+    per row, int32 when the (cell × value) cube has < 2^31 entries (int64 below 2^63), built in
+    place from the narrow codes, sorted in place and run-length encoded — 4 bytes a row, no count
+    array over the cube. None when the cube has ≥ 2^63 entries (:func:`row_groups` then)."""
+    size = float(np.prod(np.asarray([*dims, m], dtype=float)))
+    if size >= 2.0**63:
+        return None
+    kd = np.dtype(np.int32 if size < 2.0**31 else np.int64)
+    k: np.ndarray = np.asarray(cols[0] if len(cols) else v).astype(kd)
+    for col, d in zip(cols[1:], dims[1:]):
+        k *= d
+        k += np.asarray(col)
+    if len(cols):
+        k *= int(m)
+        k += np.asarray(v)
+    n = len(k)
+    if not n:
+        return k, np.zeros(0, np.int64)
+    k.sort()
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(k[1:], k[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    return k[starts], np.diff(starts, append=n)
+
+
 def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.ndarray, m: int, kind: str, *,
                       retention: float | None = None, q: float | None = None, subtables=None,
                       l_prime: int | None = None, decoy_sets=None, alpha: float = FIT_ALPHA) -> dict:
@@ -526,14 +557,30 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     above ``upper`` once n is a few dozen rows and the NSA columns tell rows apart."""
     gs, xs, gp, yp = (np.asarray(a) for a in (gs, xs, gp, yp))  # no int64 copies of narrow codes
     G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
-    n_pub = len(yp)
-    if n_pub == 0 or len(xs) == 0:
-        return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub,
-                "group_deficit": len(xs), "group_excess": n_pub}
+    if len(yp) == 0 or len(xs) == 0:
+        return {"W": 0.0, "lower": 0.0, "upper": float(len(yp)), "slack": 0.0, "ok": True, "n": len(yp),
+                "group_deficit": len(xs), "group_excess": len(yp)}
     # the (group, value) pairs of each side with their row counts, sorted by key: a count over
     # the cube when it is small, else a sort of narrow keys (no argsort, no inverse)
     pairs, pair_n = pair_runs(gs, xs, m, G)
     ppairs, ppair_n = pair_runs(gp, yp, m, G)
+    return pairs_fit(pairs, pair_n, ppairs, ppair_n, m, kind, retention=retention, q=q, subtables=subtables,
+                     l_prime=l_prime, decoy_sets=decoy_sets, alpha=alpha)
+
+
+def pairs_fit(pairs: np.ndarray, pair_n: np.ndarray, ppairs: np.ndarray, ppair_n: np.ndarray, m: int, kind: str, *,
+              retention: float | None = None, q: float | None = None, subtables=None,
+              l_prime: int | None = None, decoy_sets=None, alpha: float = FIT_ALPHA) -> dict:
+    """:func:`randomization_fit` from the (group, value) pairs of each side: keys g·m + v, distinct
+    and increasing, with their row counts (> 0) — the source's ``pairs``/``pair_n`` and the
+    published ``ppairs``/``ppair_n`` (:func:`pair_runs` or :func:`cell_pair_runs`). Any group
+    numbering shared by both sides gives the same fit: only equality of groups and the order of
+    the pairs inside a group are used. O(pairs), no pass over the rows."""
+    pairs, pair_n, ppairs, ppair_n = (np.asarray(a) for a in (pairs, pair_n, ppairs, ppair_n))
+    n_pub, n_src = int(ppair_n.sum()), int(pair_n.sum())
+    if n_pub == 0 or n_src == 0:
+        return {"W": 0.0, "lower": 0.0, "upper": float(n_pub), "slack": 0.0, "ok": True, "n": n_pub,
+                "group_deficit": n_src, "group_excess": n_pub}
     pg, px = pairs // m, pairs % m
     # the source groups (sorted), their sizes and each pair's group index: O(pairs), no row pass
     gstart = np.flatnonzero(np.concatenate(([True], pg[1:] != pg[:-1])))
@@ -541,10 +588,14 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     n_grp = np.add.reduceat(pair_n, gstart) if len(gstart) else np.zeros(0, np.int64)
     gi = np.repeat(np.arange(len(gid)), np.diff(np.concatenate((gstart, [len(pg)]))))
     a = pair_n / n_grp[gi]
-    idx = np.minimum(np.searchsorted(pairs, ppairs), max(len(pairs) - 1, 0))
-    hit = pairs[idx] == ppairs
-    W = float(np.dot(a[idx[hit]], ppair_n[hit]))
-    del idx, hit
+    # the published pairs the source holds: one stable merge of the two sorted key runs, where a
+    # source key is followed by the equal published key (terms in key order, as ppairs)
+    both = np.concatenate((pairs, ppairs))
+    o = np.argsort(both, kind="stable")
+    both = both[o]
+    hit = np.flatnonzero(both[1:] == both[:-1])
+    W = float(np.dot(a[o[hit]], ppair_n[o[hit + 1] - len(pairs)]))
+    del both, o, hit
     n_gid = len(gid)
     if kind == "uniform":
         assert retention is not None and q is not None
@@ -585,10 +636,21 @@ def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.nda
     elif kind == "decoy":
         assert l_prime is not None
         lp = int(l_prime)
-        order = np.lexsort((-a, gi))
-        sg = gi[order]
+        # each pair's rank in its group by decreasing share (ties: value order) — by row count, as
+        # the shares of a group have one denominator: one argsort of unique int64 keys
+        # (group, −count, value), the order of a lexsort by (group, −share)
+        top_n = int(pair_n.max())
+        if float(n_gid) * (top_n + 1) * m < 2.0**63:
+            key = gi * (top_n + 1)
+            key += top_n - pair_n
+            key *= m
+            key += px
+            order = np.argsort(key)
+            del key
+        else:  # pragma: no cover - beyond 2^63 (group, count, value) keys
+            order = np.lexsort((-a, gi))
         rank = np.empty(len(a), dtype=np.int64)
-        rank[order] = np.arange(len(a)) - np.searchsorted(sg, sg, side="left")
+        rank[order] = np.arange(len(a)) - gstart[gi[order]]  # the groups keep their places
         top = np.bincount(gi, weights=a * (rank < lp), minlength=n_gid)
         top1 = np.bincount(gi, weights=a * (rank < lp - 1), minlength=n_gid)
         up = (a + np.where(rank < lp, top[gi] - a, top1[gi])) / lp
@@ -849,5 +911,5 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
 
 
 __all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
-           "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
+           "cell_pair_runs", "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "pairs_fit", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
            "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]

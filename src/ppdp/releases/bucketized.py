@@ -301,37 +301,50 @@ def st_values_distinct(sb: np.ndarray, sc: np.ndarray, n_buckets: int, m: int) -
     return not bool((pair[1:] == pair[:-1]).any())
 
 
-#: rows per block of :func:`same_rows_blocked` in the source comparison
-ROW_BLOCK = 1 << 23
+#: rows per block of :func:`cell_runs` (the codes of a block of every column stay in cache)
+CELL_BLOCK = 1 << 20
 
 
-def same_rows_blocked(a_blocks, b_blocks, dims: Sequence[int]) -> bool:
-    """:func:`same_rows` for a cube of ≤ 2^28 cells, each side given as blocks of rows (lists of
-    per-column code arrays): one count array, + every row of a, − every row of b, so neither
-    side's cell index is ever held whole."""
-    cells = int(np.prod(np.asarray(dims, dtype=float)))
-    count = np.zeros(cells, dtype=np.int64)
-    for sign, blocks in ((1, a_blocks), (-1, b_blocks)):
-        for cols in blocks:
-            k: Any = None
-            for col, d in zip(cols, dims):  # a column may be a callable (decoded when its turn comes)
-                col = np.asarray(col() if callable(col) else col)
-                if k is None:
-                    k = col.astype(np.int32 if cells < 2**31 else np.int64)
-                else:
-                    k *= d
-                    k += col
-                del col
-            if k is None or not len(k):
-                continue
-            c = np.bincount(k, minlength=cells)
-            if len(c) > cells:  # a code outside its domain
-                return False
-            if sign > 0:
-                count += c
+def cell_runs(blocks, dims: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The distinct rows of ``n`` rows of code columns and their multiplicities: ``(cells,
+    counts)``, the sorted mixed-radix cells (domain sizes ``dims``, the first column most
+    significant) and how many rows hold each. The rows come as blocks (lists of per-column code
+    arrays, or callables returning them); each block's cells are written into one narrow array
+    (int32 below 2^31 cells, else int64), which is sorted in place and run-length encoded: 4
+    bytes a row, no count array over the cube. None when the blocks do not hold ``n`` rows or a
+    cell lies outside the cube; for a cube of ≥ 2^63 cells use :func:`same_rows`."""
+    cells = float(np.prod(np.asarray(dims, dtype=float)))
+    k = np.empty(n, dtype=np.int32 if cells < 2.0**31 else np.int64)
+    pos = 0
+    for cols in blocks:
+        kb: Any = None
+        for col, d in zip(cols, dims):  # a column may be a callable (decoded when its turn comes)
+            col = np.asarray(col() if callable(col) else col)
+            if kb is None:
+                if pos + len(col) > n:
+                    return None
+                kb = k[pos:pos + len(col)]
+                kb[...] = col
             else:
-                count -= c
-    return not bool(count.any())
+                if len(col) != len(kb):
+                    return None
+                kb *= d
+                kb += col
+            del col
+        pos += 0 if kb is None else len(kb)
+    if pos != n:
+        return None
+    if not n:
+        return k, np.zeros(0, np.int64)
+    k.sort()
+    if int(k[0]) < 0 or int(k[-1]) >= cells:
+        return None
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(k[1:], k[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    return k[starts], np.diff(starts, append=n)
 
 
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -454,6 +467,12 @@ def _chunks(col) -> list[np.ndarray]:
     return [np.asarray(col)]
 
 
+def _is_identity(lut: np.ndarray, idx: np.ndarray) -> bool:
+    """Whether ``lut[idx]`` is ``idx`` itself: the dictionary is the domain in order (the
+    writer's layout) and every index lies in it — then the indices are the codes, no gather."""
+    return bool(np.array_equal(lut, np.arange(len(lut))) and (not len(idx) or (int(idx.min()) >= 0 and int(idx.max()) < len(lut))))
+
+
 def narrow_ints(col, limit: int | None = None) -> np.ndarray:
     """An integer column as one NumPy array, int32 when its values (or ``limit``) fit, else int64;
     filled a chunk at a time."""
@@ -470,7 +489,7 @@ def narrow_ints(col, limit: int | None = None) -> np.ndarray:
 
 
 def blocked_bincount(x: np.ndarray, minlength: int, weights: np.ndarray | None = None,
-                     block: int = 1 << 23) -> np.ndarray:
+                     block: int = 1 << 20) -> np.ndarray:
     """``np.bincount`` a block at a time (int64, or float64 with weights): np.bincount copies
     narrow input to intp and weights to float64 first, O(rows) bytes; here O(block + bins)
     (blocks of at least ``minlength`` rows, so the per-block bins cost no more than the block)."""
@@ -505,7 +524,8 @@ def dense_ids_chunked(bid) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     for p in parts:
         present[p] = True
     ids = np.flatnonzero(present)
-    rank = (np.cumsum(present) - 1).astype(np.int32 if len(ids) < 2**31 else np.int64)
+    rank: Any = np.cumsum(present, dtype=np.int32 if len(ids) < 2**31 else np.int64)  # no int64 temporary below 2^31 ids
+    rank -= 1
     rank[~present] = -1
     del present
     out = np.empty(n, dtype=rank.dtype)
@@ -633,7 +653,7 @@ class BucketizedRelease(Release):
         for c in chunks:
             lut = labels_to_codes(c.dictionary.cast(pa.string()), dom, column).astype(out.dtype)
             idx = c.indices.to_numpy(zero_copy_only=False)
-            out[pos:pos + len(idx)] = lut[idx]
+            out[pos:pos + len(idx)] = idx if _is_identity(lut, idx) else lut[idx]
             pos += len(idx)
         return out
 
@@ -662,7 +682,8 @@ class BucketizedRelease(Release):
                 if pa.types.is_dictionary(ch.type) and ch.null_count == 0:
                     lut = labels_to_codes(ch.dictionary.cast(pa.string()), self.domains[c], c)
                     lut = lut.astype(np.int16 if len(self.domains[c]) <= 1 << 15 else np.int32)
-                    parts.append(lut[ch.indices.to_numpy(zero_copy_only=False)])
+                    idx = ch.indices.to_numpy(zero_copy_only=False)
+                    parts.append(idx.astype(lut.dtype) if _is_identity(lut, idx) else lut[idx])
                 else:
                     parts.append(labels_to_codes(ch, self.domains[c], c))
             out.append(np.concatenate(parts) if len(parts) != 1 else parts[0])
@@ -983,12 +1004,17 @@ class BucketizedRelease(Release):
         if cols:
             dims = [len(self.domains[c]) for c in cols]
             n_q, n_t = len(self._table("qit", cols)), table.n_rows
-            blocks = int(np.prod(np.asarray(dims, dtype=float))) <= 1 << 28
-            same = (same_rows_blocked(([(lambda c=c, a=a: self.code_block("qit", [c], a, ROW_BLOCK)[0]) for c in cols]
-                                       for a in range(0, n_q, ROW_BLOCK)),
-                                      ([table.codes(c)[a:a + ROW_BLOCK] for c in cols] for a in range(0, n_t, ROW_BLOCK)),
-                                      dims) if blocks else
-                    same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims))
+            if n_q != n_t:
+                same = False
+            elif float(np.prod(np.asarray(dims, dtype=float))) < 2.0**63:  # each side's sorted cells with their counts
+                runs_t = cell_runs(([table.codes(c)[a:a + CELL_BLOCK] for c in cols] for a in range(0, n_t, CELL_BLOCK)),
+                                   dims, n_t)
+                runs_q = cell_runs(([(lambda c=c, a=a: self.code_block("qit", [c], a, CELL_BLOCK)[0]) for c in cols]
+                                    for a in range(0, n_q, CELL_BLOCK)), dims, n_q) if runs_t is not None else None
+                same = runs_t is not None and runs_q is not None and all(np.array_equal(x, y) for x, y in zip(runs_t, runs_q))
+                del runs_t, runs_q
+            else:
+                same = same_rows([(lambda c=c: self.narrow_codes("qit", c)) for c in cols], [table.codes(c) for c in cols], dims)
             rep.check(same,
                       "QIT rows = the source table's QI rows (as a multiset)",
                       "the QIT's QI rows differ from the source table's (some input row is missing or duplicated)")
@@ -1005,5 +1031,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows_blocked", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

@@ -12,7 +12,7 @@ checks the file format here and the claim through :meth:`Claim.check`.
 
 from __future__ import annotations
 
-from typing import Sequence, cast
+from typing import Callable, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +23,9 @@ from ..claims.retention import RetentionClaim
 from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..queries import CountIndex
-from ..kernels.transition import FIT_ALPHA, TransitionModel, decoy_group_types, randomization_fit, receiver_counts, row_groups
-from ..table import code_dtype
+from ..kernels.transition import (FIT_ALPHA, TransitionModel, cell_pair_runs, decoy_group_types, pair_runs, pairs_fit,
+                                  receiver_counts, row_groups)
+from ..table import code_counts, code_dtype
 from .base import Release, VerifyReport, labels_to_codes, register_family
 
 
@@ -53,7 +54,10 @@ class RandomizedRelease(Release):
                 for ch in col.chunks:
                     lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
                     idx = ch.indices.to_numpy(zero_copy_only=False)
-                    codes[pos:pos + len(idx)] = lut[idx]
+                    if len(idx) and np.array_equal(lut, np.arange(len(lut))) and 0 <= int(idx.min()) and int(idx.max()) < len(lut):
+                        codes[pos:pos + len(idx)] = idx  # the dictionary is the domain: the indices are the codes
+                    else:
+                        codes[pos:pos + len(idx)] = lut[idx]
                     pos += len(idx)
             else:
                 codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
@@ -150,8 +154,13 @@ class RandomizedRelease(Release):
         return claim_of(self.manifest)
 
     def published_counts(self, attribute: str) -> np.ndarray:
-        """Counts of each published value of a sensitive attribute (int64)."""
-        return np.bincount(self.column_codes(attribute), minlength=len(self.domains[attribute])).astype(np.int64)
+        """Counts of each published value of a sensitive attribute (or of any data column with a
+        domain; int64; counted once per release and data table)."""
+        key = ("counts", attribute, id(self.tables.get("data")))
+        cache = self._answer_cache()
+        if key not in cache:
+            cache[key] = code_counts(self.column_codes(attribute), len(self.domains[attribute]))
+        return cache[key].copy()
 
     def transition_models(self, counts: Sequence[np.ndarray] | None = None) -> tuple[TransitionModel, ...]:
         """The public randomization model of every sensitive attribute.
@@ -232,7 +241,7 @@ class RandomizedRelease(Release):
         cached = getattr(self, "_fit_cache", None)
         if cached is not None and cached[2] == stamp and len(cached[0]) == len(src) and all(x is y for x, y in zip(cached[0], src)):
             return cached[1]
-        gs, gp = self._row_groups(table, qi)
+        pair_counts = self._pair_counts(table, qi)
         claim = self.claim
         out: dict[str, dict] = {}
         for model in self.transition_models():
@@ -242,59 +251,44 @@ class RandomizedRelease(Release):
                 raise ReleaseError(f"the sensitive column {sa!r} of the source table does not match the release's domain")
             xs, yp = table.codes(sa), self.column_codes(sa)  # narrow codes: no int64 copies
             m = len(labels)
+            pairs, pair_n, ppairs, ppair_n = pair_counts(xs, yp, m)
             if isinstance(claim, DivertedClaim):
                 sets = None
                 if int(self.manifest.get("dropped", 0)) == 0 and len(xs) % claim.l_prime == 0:
                     counts = np.bincount(xs, minlength=m)
                     if counts.max(initial=0) <= len(xs) // claim.l_prime:
                         sets = np.unique(decoy_group_types(counts, claim.l_prime)[0], axis=0)  # from the schedule's runs: no per-slot work
-                fit = randomization_fit(gs, xs, gp, yp, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
+                fit = pairs_fit(pairs, pair_n, ppairs, ppair_n, m, "decoy", l_prime=claim.l_prime, decoy_sets=sets)
             elif model.kind == "sdr":
                 subs = [(grp.domain, float(grp.matrix[0, 0]), float(cast(float, grp.q))) for grp in model.groups]
-                fit = randomization_fit(gs, xs, gp, yp, m, "subtables", subtables=subs)
+                fit = pairs_fit(pairs, pair_n, ppairs, ppair_n, m, "subtables", subtables=subs)
             else:
                 one = model.single
-                fit = randomization_fit(gs, xs, gp, yp, m, "uniform", retention=float(one.matrix[0, 0]), q=float(cast(float, one.q)))
+                fit = pairs_fit(pairs, pair_n, ppairs, ppair_n, m, "uniform", retention=float(one.matrix[0, 0]), q=float(cast(float, one.q)))
             out[sa] = fit
         self._fit_cache = (src, out, stamp)
         return out
 
-    def _row_groups(self, table, qi: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Group ids of the source rows and of the published rows by NSA combination: the
-        mixed-radix cell of the NSA cube, int32 and built in place (no ranking, no sort), when the
-        cube has < 2^31 cells; else :func:`~ppdp.kernels.transition.row_groups`' ids (a sort). Equal ids ⟺ equal NSA combinations either way; computed once per source table."""
-        src = [table.codes(c) for c in qi]  # the same arrays across with_roles / select views of a table
-        stamp = (id(self.tables.get("data")), tuple(qi))
-        cached = getattr(self, "_groups_cache", None)
-        if cached is not None and cached[2] == stamp and len(cached[0]) == len(src) and all(a is b for a, b in zip(cached[0], src)):
-            return cached[1]
+    def _pair_counts(self, table, qi: list[str]) -> Callable[[np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """``(xs, yp, m) → (pairs, pair_n, ppairs, ppair_n)``: the (NSA combination, SA value)
+        pairs of the source rows (true codes ``xs``) and of the published rows (codes ``yp``)
+        with their row counts, keyed alike on both sides (:func:`~ppdp.kernels.transition.pairs_fit`).
+        Keys are the mixed-radix cell of the NSA codes times m plus the value, one narrow key per
+        row sorted in place (:func:`~ppdp.kernels.transition.cell_pair_runs`); for a cube of
+        ≥ 2^63 (cell, value) entries, the ids of :func:`~ppdp.kernels.transition.row_groups`
+        (a sort of the rows) and :func:`~ppdp.kernels.transition.pair_runs`."""
         dims = [len(self.domains[c]) for c in qi]
-        cells = float(np.prod(np.asarray(dims, dtype=float))) if dims else 1.0
-        if dims and cells < 2**31:  # the fit never allocates per cell: only per present (group, value) pair
-            def key(cols):
-                k = np.zeros(len(cols[0]), dtype=np.int32)
-                for col, d in zip(cols, dims):
-                    k *= np.int32(d)
-                    k += np.asarray(col)
-                return k
+        src, pub = [table.codes(c) for c in qi], [self.column_codes(c) for c in qi]
 
-            ks, kp = key(src), key([self.column_codes(c) for c in qi])
-            if cells <= max(1 << 26, len(ks)):  # relabel the present cells 0 … K−1 (the fit then counts, not sorts)
-                present = np.zeros(int(cells), dtype=bool)
-                for k in (ks, kp):
-                    for a in range(0, len(k), 1 << 22):
-                        present[k[a:a + (1 << 22)]] = True
-                lut = np.cumsum(present, dtype=np.int32)
-                lut -= 1
-                del present
-                np.take(lut, ks, out=ks)
-                np.take(lut, kp, out=kp)
-                del lut
-            out = (ks, kp)
-        else:
-            out = row_groups(src, [self.column_codes(c) for c in qi], dims)
-        self._groups_cache = (src, out, stamp)
-        return out
+        def runs(xs: np.ndarray, yp: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+            s = cell_pair_runs(src, dims, xs, m)
+            p = cell_pair_runs(pub, dims, yp, m)
+            if s is None or p is None:
+                gs, gp = row_groups(src, pub, dims)
+                G = int(max(gs.max(initial=-1), gp.max(initial=-1))) + 1
+                s, p = pair_runs(gs, xs, m, G), pair_runs(gp, yp, m, G)
+            return s[0], s[1], p[0], p[1]
+        return runs
 
     def qi_rows_match(self, table) -> bool:
         """The published NSA rows are the source's NSA rows minus the dropped rows (multisets):
