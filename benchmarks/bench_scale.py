@@ -201,6 +201,7 @@ def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: s
                  "data_path": path.name, "stages": {}}
     load0 = load_average()
     t0 = time.perf_counter()
+    Path(tmp).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=tmp))
     try:
         for stage in STAGES:
