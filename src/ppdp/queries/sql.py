@@ -20,6 +20,7 @@ it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -99,6 +100,14 @@ def _fold_in_lists(body: str) -> tuple[str, list[tuple[str, ...]]]:
         return f"{m.group('kw')} ('{_MARK}{len(lists) - 1}')"
 
     return _SCAN.sub(fold, body), lists
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_folded(folded: str) -> tuple:
+    """The parsed statements of a folded text (:func:`_fold_in_lists`). A folded text names its
+    lists by position only, so a workload's statements over the same columns share one text and
+    one parse (cached; the trees are only read)."""
+    return tuple(t for t in sqlglot.parse(folded) if t is not None)
 
 
 def _literal(node: Any, text: str) -> str:
@@ -200,7 +209,7 @@ def parse_statement(text: str) -> CountStatement:
     trees: list | None = None
     if lists:
         try:
-            trees = [t for t in sqlglot.parse(folded) if t is not None]
+            trees = list(_parse_folded(folded))
         except Exception:  # the unfolded text below: its own parse, or its own error
             trees, lists = None, []
     try:
