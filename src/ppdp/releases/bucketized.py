@@ -40,6 +40,7 @@ from ..claims import claim_of
 from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
 from .base import Release, VerifyReport, labels_to_codes, register_family
+from .custodian import fake_list
 
 #: the files and columns of the format (beyond the QI columns and the SA column)
 QIT_COLUMNS = ("bid",)
@@ -47,6 +48,17 @@ ST_COLUMNS = ("bid", "count")
 FILES = ("qit", "st")
 #: posteriors within this of 1 count as certainty
 CERTAIN_TOL = 1e-12
+
+
+def _custodian_stamp(custodian: Mapping[str, Any] | None) -> str | None:
+    """What a custodian entry says about the fakes, as a short key (a cache stamp)."""
+    spec = (custodian or {}).get("fake")
+    if spec is None:
+        return None
+    try:
+        return fake_list(spec).digest()
+    except ReleaseError:
+        return repr(spec)
 
 
 def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
@@ -771,29 +783,35 @@ class BucketizedRelease(Release):
         return fake
 
     def custodian_fake_matrix(self) -> np.ndarray | None:
-        """True where the custodian-side file (``custodian["fake"]``: ``{"bid": [...], "value":
+        """True where the custodian-side file (``custodian["fake"]``: a
+        :class:`~ppdp.releases.custodian.FakeList`, or the older inline ``{"bid": [...], "value":
         [...]}``) lists a fake value; None when the custodian file is not loaded or lists none."""
-        spec = (self.custodian or {}).get("fake")
-        if spec is None:
+        pos, codes = self.custodian_fake_cells()
+        if pos is None:
             return None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("bid"), list) or not isinstance(spec.get("value"), list) \
-                or len(spec["bid"]) != len(spec["value"]):
-            raise ReleaseError("the custodian file's 'fake' entry must be {'bid': [...], 'value': [...]} of equal lengths")
         b = self.buckets()
-        try:
-            bid = np.asarray(spec["bid"], dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            raise ReleaseError("the custodian file's fake bucket ids are not integers") from None
-        ids = b["ids"]
-        pos = np.minimum(np.searchsorted(ids, bid), max(len(ids) - 1, 0))
-        if len(bid) and (len(ids) == 0 or not np.array_equal(ids[pos], bid)):
-            raise ReleaseError("the custodian file names fake values in bucket ids that no QIT row has")
-        codes = labels_to_codes(np.asarray([str(v) for v in spec["value"]], dtype=object), self.domains[self.sa], self.sa)
         fake = np.zeros((b["n_buckets"], b["m"]), dtype=bool)
-        if len(set(zip(pos.tolist(), codes.tolist()))) != len(bid):
-            raise ReleaseError("the custodian file lists a fake value twice in one bucket")
         fake[pos, codes] = True
         return fake
+
+    def custodian_fake_cells(self) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+        """The custodian file's fakes as (dense bucket index, SA code) pairs, checked: every
+        bucket id is one a QIT row has, every value lies in the SA domain, no pair twice;
+        ``(None, None)`` when the custodian file is not loaded or lists none."""
+        spec = (self.custodian or {}).get("fake")
+        if spec is None:
+            return None, None
+        fakes = fake_list(spec)
+        b = self.buckets()
+        ids = b["ids"]
+        pos = np.minimum(np.searchsorted(ids, fakes.bid), max(len(ids) - 1, 0))
+        if len(fakes) and (len(ids) == 0 or not np.array_equal(ids[pos], fakes.bid)):
+            raise ReleaseError("the custodian file names fake values in bucket ids that no QIT row has")
+        codes = fakes.codes_in(self.domains[self.sa], repr(self.sa))
+        key = np.sort(pos.astype(np.int64) * b["m"] + codes)
+        if len(key) > 1 and not np.all(key[1:] != key[:-1]):
+            raise ReleaseError("the custodian file lists a fake value twice in one bucket")
+        return pos, codes
 
     def fake_matrix(self) -> np.ndarray | None:
         """Which values are fake, as far as known: the custodian file's list, else a published
@@ -846,7 +864,7 @@ class BucketizedRelease(Release):
         rows when the receiver's posterior is the exact share (σ = 0 or a published fake flag)."""
         b = self.buckets()
         stamp = (b["key"], None if known_totals is None else np.asarray(known_totals).tobytes(),
-                 repr(self.certificate), repr(self.custodian.get("fake")) if self.custodian else None)
+                 repr(self.certificate), _custodian_stamp(self.custodian))
         cached = self.__dict__.get("_disclosure_cache")
         if cached is not None and cached[0] == stamp:  # publish states it twice (the writer, then ppdp.publish)
             return dict(cached[1])

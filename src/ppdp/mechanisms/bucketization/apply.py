@@ -34,6 +34,7 @@ from ...errors import PpdpError, SchemaError
 from ...releases.base import codes_to_labels
 from ...claims.fprivacy import privacy_cap
 from ...releases.bucketized import CERTAIN_TOL, BucketizedRelease, negative_association_mask, revealed_absent
+from ...releases.custodian import FakeList
 from .associations import with_learned_associations
 from .fakes import draw_fakes
 from .plan import BucketizationPlan
@@ -331,8 +332,7 @@ def st_table_typed(types: np.ndarray, type_of: np.ndarray, fake_bid: np.ndarray,
     st = {"bid": pa.array(np.repeat(np.arange(first_bid, first_bid + nb, dtype=np.int64), width), pa.int64()),
           sa: dictionary_column(st_code, labels), "count": pa.array(st_count, pa.int64())}
     del st_code, st_count
-    labels = [str(x) for x in labels]
-    custodian = ({"fake": {"bid": (fake_bid + first_bid).tolist(), "value": [labels[c] for c in fake_code.tolist()]}}
+    custodian = ({"fake": FakeList(fake_bid + first_bid, fake_code.astype(code_dt), tuple(str(x) for x in labels))}
                  if len(fake_bid) and with_custodian else {})
     return pa.table(st), custodian
 
@@ -494,8 +494,7 @@ def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa:
     st = {"bid": pa.array(st_bid[st_order], pa.int64()),
           sa: codes_to_labels(st_code[st_order], labels),
           "count": pa.array(st_count[st_order], pa.int64())}
-    labels = [str(x) for x in labels]
-    custodian = {"fake": {"bid": fb.astype(np.int64).tolist(), "value": [labels[c] for c in fc.tolist()]}} if len(fb) else {}
+    custodian = {"fake": FakeList(fb, fc, tuple(str(x) for x in labels))} if len(fb) else {}
     return pa.table(st), custodian
 
 
