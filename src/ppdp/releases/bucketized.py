@@ -50,6 +50,15 @@ FILES = ("qit", "st")
 CERTAIN_TOL = 1e-12
 
 
+#: n_buckets × m above which verify's fake checks and the disclosure (σ > 0) work on the ST rows
+#: and on ranges of buckets instead of n_buckets × m matrices (:meth:`BucketizedRelease.rowwise`)
+DENSE_CELLS = 1 << 25
+#: cells (buckets × m) of one bucket range
+RANGE_CELLS = 1 << 20
+#: ST rows per block of the row-wise checks
+ROW_BLOCK = 1 << 22
+
+
 def _custodian_stamp(custodian: Mapping[str, Any] | None) -> str | None:
     """What a custodian entry says about the fakes, as a short key (a cache stamp)."""
     spec = (custodian or {}).get("fake")
@@ -735,12 +744,16 @@ class BucketizedRelease(Release):
 
     def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The ST rows as (dense bucket, SA code, real count) when the real counts are known
-        without a matrix — σ = 0, or a published fake flag (fakes count 0) — else None. The
+        without a matrix — σ = 0, a published fake flag or the custodian file's fakes (fakes
+        count 0) — else None. The
         row form of :meth:`real_counts_from_files`: O(ST rows) memory, never n_buckets × m."""
         b = self.buckets()
         if b["fake_rows"] is not None:
             return b["sb"], b["sc"], np.where(b["fake_rows"], 0, b["count"])
-        if self.fake_values == 0 and self.custodian_fake_matrix() is None:
+        fr = self.custodian_fake_rows()
+        if fr is not None:  # the custodian file's fakes (count 1 each when they pass verify)
+            return b["sb"], b["sc"], np.where(fr, 0, b["count"])
+        if self.fake_values == 0:
             return b["sb"], b["sc"], b["count"]
         return None
 
@@ -813,6 +826,80 @@ class BucketizedRelease(Release):
             raise ReleaseError("the custodian file lists a fake value twice in one bucket")
         return pos, codes
 
+    def custodian_fake_rows(self) -> np.ndarray | None:
+        """True for the ST rows that the custodian file lists as fakes (one bool per ST row, a
+        block of rows at a time; no n_buckets × m matrix); None without the custodian file's
+        fakes. A listed fake without an ST row is not marked (verify counts those)."""
+        spec = (self.custodian or {}).get("fake")
+        if spec is None:
+            return None
+        stamp = _custodian_stamp(self.custodian)
+        b = self.buckets()
+        cached = b.get("custodian_rows")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        pos, codes = self.custodian_fake_cells()
+        assert pos is not None and codes is not None
+        m = b["m"]
+        keys = np.sort(pos.astype(np.int64) * m + codes)
+        sb, sc = b["sb"], b["sc"]
+        out = np.zeros(len(sb), dtype=bool)
+        if len(keys):
+            for a in range(0, len(sb), ROW_BLOCK):
+                key = sb[a:a + ROW_BLOCK].astype(np.int64) * m
+                key += sc[a:a + ROW_BLOCK]
+                i = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+                out[a:a + len(key)] = keys[i] == key
+        b["custodian_rows"] = (stamp, out)
+        return out
+
+    def cell_excluded(self, bucket: np.ndarray, code: np.ndarray) -> np.ndarray:
+        """:meth:`fake_excluded` at the cells (dense bucket, SA code) given, without the
+        n_buckets × m matrix — for a release without negative associations."""
+        if self.negative_associations:
+            raise ReleaseError("cell_excluded needs a release without negative associations")
+        thr = self.thresholds()
+        sizes = np.maximum(self.bucket_sizes(), 1)
+        absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
+        return ~(privacy_cap(thr[code], sizes[bucket]) >= 1) | absent[code]
+
+    def bucket_ranges(self, cells: int = RANGE_CELLS):
+        """``chunks()`` for :func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`: the
+        observed counts (buckets × m, int64) and sizes of consecutive dense bucket ranges, from
+        the ST rows (which must be in bucket order: :meth:`rows_in_bucket_order`)."""
+        b = self.buckets()
+        sb, sc, cnt, m, nb = b["sb"], b["sc"], b["count"], b["m"], b["n_buckets"]
+        step = max(1, cells // max(m, 1))
+        los = np.arange(0, nb, step, dtype=np.int64)
+        bounds = np.searchsorted(sb, np.append(los, nb))
+
+        def chunks():
+            for i, lo in enumerate(los.tolist()):
+                hi = min(nb, lo + step)
+                a, z = int(bounds[i]), int(bounds[i + 1])
+                key = (sb[a:z].astype(np.int64) - lo) * m + sc[a:z]
+                obs = np.bincount(key, weights=cnt[a:z], minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
+                yield obs, b["sizes"][lo:hi]
+
+        return chunks
+
+    def rows_in_bucket_order(self) -> bool:
+        """Are the ST rows grouped by bucket in dense order (as every ppdp engine writes them)?"""
+        b = self.buckets()
+        if "st_sorted" not in b:
+            sb = b["sb"]
+            b["st_sorted"] = all(bool((np.diff(sb[a:a + ROW_BLOCK + 1]) >= 0).all())
+                                 for a in range(0, max(len(sb) - 1, 0), ROW_BLOCK))
+        return bool(b["st_sorted"])
+
+    def rowwise(self) -> bool:
+        """Are the σ > 0 checks and the disclosure done from the rows and by bucket ranges
+        (no n_buckets × m matrix)? For large releases without negative associations (those
+        need the association mask) whose ST rows are in bucket order."""
+        b = self.buckets()
+        return (b["n_buckets"] * b["m"] > DENSE_CELLS and not self.negative_associations and b["fake_rows"] is None
+                and self.rows_in_bucket_order())
+
     def fake_matrix(self) -> np.ndarray | None:
         """Which values are fake, as far as known: the custodian file's list, else a published
         ``fake`` column; None when neither is at hand."""
@@ -873,6 +960,11 @@ class BucketizedRelease(Release):
             d = typed_disclosure(b["types"], b["type_of"], self.domains[self.sa])
         elif self.fake_values == 0 or b["fake_rows"] is not None:
             d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
+        elif self.rowwise():  # the receiver's fake inference replayed over ranges of buckets
+            from ..mechanisms.bucketization.apply import streamed_disclosure
+
+            d = streamed_disclosure(self.bucket_ranges(), self.fake_values, self.thresholds(), self.domains[self.sa],
+                                    known_totals)
         if d is None:
             d = bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
         self.__dict__["_disclosure_cache"] = (stamp, dict(d))
@@ -935,12 +1027,17 @@ class BucketizedRelease(Release):
         rep.check(np.array_equal(st_tot, sizes + sigma), "ST counts per bucket = QIT size + σ",
                   f"{int((st_tot != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
         del st_tot
-        fake = self.custodian_fake_matrix() if sigma or self.custodian else None
-        if sigma or fake is not None:  # the fake-value checks need the (n_buckets × m) matrices
+        rowwise = self.rowwise()
+        if rowwise:  # the same checks from the ST rows, no n_buckets × m matrix
+            self._verify_fakes_rowwise(rep, sigma)
+            fake = None
+        else:
+            fake = self.custodian_fake_matrix() if sigma or self.custodian else None
+        if not rowwise and (sigma or fake is not None):  # the fake-value checks on (n_buckets × m) matrices
             obs = self.observed_counts()
             excluded = self.fake_excluded()
             ones = obs == 1
-        if sigma:  # σ of each bucket's count-1 values are fake: there must be room for them under the rule
+        if not rowwise and sigma:  # σ of each bucket's count-1 values are fake: there must be room for them
             room = (ones & ~excluded).sum(axis=1)
             rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
                       f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
@@ -959,7 +1056,7 @@ class BucketizedRelease(Release):
                       "negative associations)",
                       f"{int((fake & excluded).sum())} fake value(s) break the publication rule (a real record could not "
                       "hold them under the thresholds, or a negative association forbids them)")
-        elif sigma:
+        elif sigma and not rowwise:
             rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
                                         "the real counts are bounded, not known)")
         # recompute the descriptive statistics
@@ -979,6 +1076,52 @@ class BucketizedRelease(Release):
         # the model part: the typed claim re-derives itself from params, the files and the source
         # (to move into Release.verify once every family writes a typed claim)
         claim_of(self.manifest).check(self, rep, table)
+
+    def _verify_fakes_rowwise(self, rep: VerifyReport, sigma: int) -> None:
+        """The fake-value checks of :meth:`_verify` (room for σ fakes per bucket; with the
+        custodian file: each listed fake a count-1 ST entry, exactly σ per bucket, QIT sizes =
+        real counts, every fake one a real record could hold) from the ST rows a block at a
+        time and the custodian file's (bucket, value) pairs — O(ST rows + fakes) memory."""
+        b = self.buckets()
+        sb, sc, cnt, nb, sizes = b["sb"], b["sc"], b["count"], b["n_buckets"], b["sizes"]
+        if sigma:
+            room = np.zeros(nb, dtype=np.int64)
+            for a in range(0, len(sb), ROW_BLOCK):
+                s, c = sb[a:a + ROW_BLOCK], sc[a:a + ROW_BLOCK]
+                one = cnt[a:a + ROW_BLOCK] == 1
+                ok = one & ~self.cell_excluded(s, c)
+                room += np.bincount(s[ok], minlength=nb)
+            rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
+                      f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
+                      "publication rule allows as fakes")
+            del room
+        if not self.custodian or self.custodian.get("fake") is None:
+            if sigma:
+                rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
+                                            "the real counts are bounded, not known)")
+            return
+        pos, codes = self.custodian_fake_cells()
+        assert pos is not None and codes is not None
+        fr = self.custodian_fake_rows()
+        assert fr is not None
+        rep.facts["fake_values"] = "checked against the custodian file"
+        listed_once = 0
+        real = np.zeros(nb, dtype=np.int64)
+        for a in range(0, len(sb), ROW_BLOCK):
+            f, k = fr[a:a + ROW_BLOCK], cnt[a:a + ROW_BLOCK]
+            listed_once += int((f & (k == 1)).sum())
+            real += blocked_bincount(sb[a:a + ROW_BLOCK], nb, weights=np.where(f, 0, k)).astype(np.int64)
+        rep.check(listed_once == len(pos), "custodian-listed fake values are listed once in ST",
+                  f"{len(pos) - listed_once} custodian-listed fake value(s) are not count-1 ST entries")
+        n_fake = np.bincount(pos, minlength=nb)
+        rep.check(bool((n_fake == sigma).all()), f"every bucket has exactly σ = {sigma} fake values",
+                  f"{int((n_fake != sigma).sum())} bucket(s) do not have exactly {sigma} fake values")
+        rep.check(np.array_equal(real, sizes), "QIT bucket sizes = ST real counts per bucket",
+                  f"{int((real != sizes).sum())} bucket(s) have QIT size ≠ ST real count")
+        bad = int(self.cell_excluded(pos, codes).sum())
+        rep.check(not bad, "every fake value is one a real record could hold (thresholds, negative associations)",
+                  f"{bad} fake value(s) break the publication rule (a real record could not hold them under the "
+                  "thresholds, or a negative association forbids them)")
 
     def _verify_layout(self, rep: VerifyReport) -> None:
         """Only the files and columns the format defines: qit = QI columns + bid, st = bid, SA,
