@@ -260,8 +260,10 @@ def save_custodian(path: str | os.PathLike, custodian: Mapping[str, Any], replac
                 finally:
                     os.close(fd)
                 final = path.with_name(_sidecar_name(path, digest))
+                existed = os.path.lexists(final)
                 os.replace(tmp, final)  # a content-addressed name: an existing one holds these very bytes
-                made = final
+                if not existed:  # removed again if the JSON cannot be written; a sidecar that was there stays
+                    made = final
             finally:
                 if os.path.lexists(tmp):
                     os.unlink(tmp)
@@ -276,7 +278,7 @@ def save_custodian(path: str | os.PathLike, custodian: Mapping[str, Any], replac
         if made is not None and made != old_sidecar and os.path.lexists(made):
             os.unlink(made)
         raise
-    if old_sidecar is not None and old_sidecar != made:
+    if old_sidecar is not None and old_sidecar.name != entries.get(FAKE_KEY, {}).get("file"):
         try:
             os.unlink(old_sidecar)
         except OSError:
