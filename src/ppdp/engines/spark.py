@@ -769,7 +769,7 @@ class PlanQITRelease(BucketizedRelease):
     certificate and disclosure are computed from that, never from the files held whole: σ = 0
     from the bucket types (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types +
     buckets)), σ > 0 over ranges of buckets
-    (:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`) — both equal to what
+    (:func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
     ``disclosure_of`` derives from the files."""
 
     plan: BucketizationPlan
