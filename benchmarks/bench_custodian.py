@@ -65,6 +65,8 @@ def child(args) -> dict:
         step("save", lambda: rel.save(out_dir))
         res["custodian_files"] = {p.name: p.stat().st_size for p in sorted(out_dir.parent.iterdir())
                                   if p.name.startswith(cust.name.rsplit(".json", 1)[0])}
+        res["fakes"] = len(rel.custodian.get("fake") or ())
+        res["n_buckets"] = int(rel.manifest["certificate"]["n_buckets"])
     else:
         loaded = step("load", lambda: ppdp.load_release(out_dir))
         kw = {"custodian": cust} if args.stage == "verify_custodian" else {}
