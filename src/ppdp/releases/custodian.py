@@ -214,7 +214,7 @@ def write_sidecar(tmp: Path, fakes: FakeSource) -> int:
         w.write_table(pa.table({"bid": pa.array(bid), "value": pa.DictionaryArray.from_arrays(pa.array(code), labels)},
                                schema=schema), row_group_size=max(len(bid), 1))
 
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     with os.fdopen(fd, "wb") as f:
         # bucket ids ascend (σ per bucket): delta-encoded they take well under a byte each
         with pq.ParquetWriter(f, schema, compression="zstd", use_dictionary=["value"],
