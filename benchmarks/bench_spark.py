@@ -191,8 +191,9 @@ def main() -> None:
         out = out_dir / f"spark_{name}_{args.n}"
         shutil.rmtree(out, ignore_errors=True)
         cust = Path(f"{out}.custodian.json")
-        if cust.exists():
-            cust.unlink()
+        for old in [cust, *out_dir.glob(f"{out.name}.custodian.fake-*.parquet")]:  # the JSON and its sidecar
+            if old.exists():
+                old.unlink()
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
         c0 = time.process_time()

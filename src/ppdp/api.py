@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .claims import state_disclosure
-from .errors import PpdpError
+from .errors import PpdpError, ReleaseError
 from .kernels.rng import publication_rng
 from .provenance import VERSION
-from .releases.base import Release, VerifyReport, load_custodian, load_release, recorded_bins
+from .releases.base import Release, VerifyReport, load_release, recorded_bins
+from .releases.custodian import load_custodian
 from .releases.base import stamp_manifest as stamp_release
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
            custodian: str | os.PathLike | None = None) -> VerifyReport:
     """Re-check a release's certificate from its files (and, given the source table, that
     every input row is accounted for; given the custodian-side file, what only the custodian
-    keeps). Returns a report with ``.ok`` and ``.problems``."""
+    keeps). Returns a report with ``.ok`` and ``.problems``; a custodian file that cannot be read
+    (malformed, or its Parquet sidecar changed, truncated, swapped or missing) is one problem."""
     from .table import Table
 
     if isinstance(release_or_dir, (str, os.PathLike, Path)):
@@ -77,5 +79,11 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
     if table is not None and not isinstance(table, Table):
         raise PpdpError(f"verify(table=...) needs a ppdp.Table, got {type(table).__name__}")
     if custodian is not None:
-        release.custodian = load_custodian(custodian)
+        try:
+            release.custodian = load_custodian(custodian)
+        except ReleaseError as e:  # unreadable, or its sidecar changed / truncated / missing: one problem
+            rep = VerifyReport()
+            rep.check(False, "the custodian file loads", f"the custodian file cannot be used: {e}")
+            rep.facts["custodian"] = "not loaded (nothing was verified)"
+            return rep
     return release.verify(table)

@@ -46,7 +46,8 @@ def test_round_robin_release_within_bound(toy, make_rr):
     # brute force: every (bucket, value) share from the raw files
     qit, stt = rel.tables["qit"].to_pandas(), rel.tables["st"].to_pandas()
     size = qit.groupby("bid").size()
-    fk = set(zip(rel.custodian.get("fake", {}).get("bid", []), rel.custodian.get("fake", {}).get("value", [])))
+    fake = rel.custodian.get("fake")
+    fk = set(zip(fake.bid.tolist(), fake.values())) if fake is not None else set()
     stt = stt[[(b, str(v)) not in fk for b, v in zip(stt["bid"], stt["dis"])]]
     shares = (stt["count"].to_numpy() / size.loc[stt["bid"]].to_numpy())
     assert np.isclose(res.classes["posterior"].max(), shares.max()) and len(res.classes) == len(stt)

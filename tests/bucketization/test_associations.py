@@ -43,10 +43,10 @@ def _fakes_breaking(rel, triples) -> int:
     n_buckets = int(bid.max()) + 1
     codes = {c: rel.codes("qit", c) for c in rel.quasi}
     forbid = negative_association_mask(bid, n_buckets, codes, rel.domains, rel.sa, triples)
-    fake = rel.custodian.get("fake", {})
-    sa_dom = list(rel.domains[rel.sa])
-    fb = np.asarray(fake.get("bid", []), dtype=np.int64)
-    fx = np.asarray([sa_dom.index(v) for v in fake.get("value", [])], dtype=np.int64)
+    fake = rel.custodian.get("fake")
+    if fake is None:
+        return 0
+    fb, fx = fake.bid, fake.codes_in(rel.domains[rel.sa])
     return int(forbid[fb, fx].sum()) if len(fb) else 0
 
 

@@ -217,7 +217,7 @@ def test_fakes_are_never_flagged_and_verify_uses_the_custodian_file(tmp_path):
     counts = random_counts(rng, t.codes("s"), 6, 60)
     rel = publish_counts(t, counts, rng, fake_values=1)
     assert "fake" not in rel.tables["st"].column_names
-    assert rel.custodian["fake"]["bid"] and len(rel.custodian["fake"]["bid"]) == rel.bucket_sizes().size
+    assert len(rel.custodian["fake"]) == rel.bucket_sizes().size > 0
     d = rel.save(tmp_path / "rel")
     cust = d.with_name(d.name + ".custodian.json")
     assert cust.is_file() and not (d / "custodian.json").exists()
@@ -239,7 +239,7 @@ def test_negative_associations_are_respected():
     assert rel.verify(t).ok
     qit = rel.tables["qit"].to_pandas()
     fakes = rel.custodian["fake"]
-    fakes = list(zip(fakes["bid"], fakes["value"]))
+    fakes = list(zip(fakes.bid.tolist(), fakes.values()))
     assert fakes
     for col, z, x in assoc:
         holders = set(qit.bid[qit[col].astype(str) == z])

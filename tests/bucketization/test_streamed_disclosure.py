@@ -1,5 +1,5 @@
 """The disclosure of a bucketized release streamed over ranges of buckets
-(:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`, the Spark engine's) equals
+(:func:`~ppdp.releases.bucketized.streamed_disclosure`, the Spark engine's) equals
 the one computed over the whole n_buckets × m posterior (:func:`receiver_posterior` +
 :func:`bucket_disclosure`, what ``disclosure_of`` derives from the files): on arbitrary count
 matrices (the receiver's fake inference propagates between buckets and values), and on the ST

@@ -35,6 +35,7 @@ from ..claims.rho import RhoClaim
 from ..errors import ReleaseError
 from ..kernels.transition import TransitionGroup, TransitionModel, decoy_cooccurrence as kernel_cooccurrence, posterior_retained
 from ..releases.base import labels_to_codes
+from ..releases.custodian import fake_list
 
 TOL = 1e-9
 
@@ -172,14 +173,13 @@ def _fake_rows(release, sbid, x, dom) -> np.ndarray | None:
     if "fake" in st.column_names:
         return np.asarray(st.column("fake").to_numpy(zero_copy_only=False), dtype=bool)
     spec = (getattr(release, "custodian", None) or {}).get("fake")
-    if not isinstance(spec, dict):
+    if spec is None:
         return None
-    index = {lab: i for i, lab in enumerate(dom)}
-    try:
-        pairs = {(int(b), index[str(v)]) for b, v in zip(spec.get("bid", []), spec.get("value", []))}
-    except (KeyError, TypeError, ValueError):
-        raise ReleaseError("the custodian file's fake list names unknown values or bucket ids") from None
-    return np.fromiter(((int(b), int(c)) in pairs for b, c in zip(sbid, x)), dtype=bool, count=len(x))
+    fakes = fake_list(spec)
+    codes = fakes.codes_in(dom)
+    m = len(dom)
+    fake_key = np.unique(fakes.bid * m + codes)
+    return np.isin(np.asarray(sbid, dtype=np.int64) * m + x, fake_key, assume_unique=False)
 
 
 def _plausible_fakes(release, sbid, x, cnt, sigma, seed) -> np.ndarray:

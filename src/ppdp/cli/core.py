@@ -98,14 +98,28 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
 @click.option("--input", "input_path", type=click.Path(exists=True, dir_okay=False), help="Source table (CSV/Parquet) to check row accounting against.")
 @click.option("--dataset", type=click.Choice(DATASET_NAMES), help="Source table is a bundled dataset.")
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
+@click.option("--custodian", "custodian", type=click.Path(dir_okay=False),
+              help="The custodian-side file (<release>.custodian.json, with its Parquet sidecar) to check what "
+                   "only the custodian keeps, e.g. which values are fake.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @file_options
-def verify(release, input_path, dataset, n_rows, as_json, **file_spec):
+def verify(release, input_path, dataset, n_rows, custodian, as_json, **file_spec):
     """Re-check a release's certificate from its files (exit 1 if it fails or the release is
-    not fit for publication, e.g. a seeded test run; exit 2 if it is malformed)."""
+    not fit for publication, e.g. a seeded test run; exit 2 if it is malformed, or the
+    custodian file cannot be read)."""
     from ..api import verify as _verify
+    from ..errors import PpdpError
+    from ..releases.custodian import load_custodian
 
+    kept = None
+    if custodian is not None:
+        try:
+            kept = load_custodian(custodian)
+        except PpdpError as e:
+            raise type(e)(f"--custodian: {e}") from None
     rel, table = load_release_and_source(release, input_path, dataset, n_rows, **file_spec)
+    if kept is not None:
+        rel.custodian = kept
     rep = _verify(rel, table)
     fit = rel.manifest.get("fit_for_publication") is True
     if as_json:

@@ -50,7 +50,6 @@ real cluster.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -71,7 +70,8 @@ from ..provenance import VERSION
 from ..releases.base import recorded_bins, stamp_manifest
 from ..releases.bucketized import BucketizedRelease, typed_disclosure
 from ..releases.partitioned import finish_partitioned
-from ..releases.storage import custodian_path, temp_path, write_custodian
+from ..releases.custodian import save_custodian
+from ..releases.storage import custodian_path, temp_path
 from ..table import Table
 from .stream import (Allotment, DatasetSchema, DivertedRows, counted_release, dataset_schema, diverted_eligible,
                      label_codes, row_plan, split_counts, table_order)
@@ -539,9 +539,9 @@ def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrit
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite, written=written)
     if isinstance(rel, PlanQITRelease) and rel.plan.fake_values:
-        _write_fakes(custodian_path(target), rel, overwrite)
+        save_custodian(custodian_path(target), rel.custodian, replace=overwrite, fakes=_FakeRanges(rel))
     elif rel.custodian:
-        write_custodian(custodian_path(target), json.dumps(rel.custodian, indent=2) + "\n", replace=overwrite)
+        save_custodian(custodian_path(target), rel.custodian, replace=overwrite)
     return m
 
 
@@ -769,7 +769,7 @@ class PlanQITRelease(BucketizedRelease):
     certificate and disclosure are computed from that, never from the files held whole: σ = 0
     from the bucket types (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types +
     buckets)), σ > 0 over ranges of buckets
-    (:func:`~ppdp.mechanisms.bucketization.apply.streamed_disclosure`) — both equal to what
+    (:func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
     ``disclosure_of`` derives from the files."""
 
     plan: BucketizationPlan
@@ -801,37 +801,25 @@ class PlanQITRelease(BucketizedRelease):
         return streamed_disclosure(chunks, self.fake_values, self.thresholds(), labels, known_totals)
 
 
-def _write_fakes(path: Path, rel: PlanQITRelease, replace: bool) -> None:
-    """The custodian file (the seed, if any, and the fakes: ``{"fake": {"bid": [...], "value":
-    [...]}}``) written a range of buckets at a time: bucket ids in one pass, values in a
-    second. Atomic as :func:`~ppdp.releases.storage.write_custodian`."""
-    labels = np.array([json.dumps(str(x)) for x in rel.plan.labels], dtype=object)
-    codes = rel.fake_codes
-    assert codes is not None
-    sigma = codes.shape[1]
-    head = json.dumps(rel.custodian)[:-1] + (", " if rel.custodian else "")
-    tmp = temp_path(path)
-    try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(head + '"fake": {"bid": [')
-            for key in ("bid", "value"):
-                if key == "value":
-                    f.write('], "value": [')
-                sep = ""
-                for lo, hi in _st_ranges(len(codes), len(labels)):
-                    if hi > lo:
-                        f.write(sep + ", ".join(map(str, np.repeat(np.arange(lo, hi), sigma).tolist()) if key == "bid"
-                                                else labels[codes[lo:hi].ravel()]))
-                        sep = ", "
-            f.write("]}}\n")
-            f.flush()
-            os.fsync(f.fileno())
-        (os.replace if replace else os.link)(tmp, path)
-    except OSError as e:
-        raise PpdpError(f"cannot write the custodian file {str(path)!r}: {e}") from None
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+class _FakeRanges:
+    """The fakes of a release written by the driver (``rel.fake_codes``: buckets × σ SA codes),
+    a range of buckets at a time, for the custodian file's Parquet sidecar
+    (:func:`~ppdp.releases.custodian.save_custodian`): the driver holds one range's bucket ids,
+    never a list of every fake."""
+
+    def __init__(self, rel: PlanQITRelease):
+        assert rel.fake_codes is not None
+        self.codes = rel.fake_codes
+        self.labels = [str(x) for x in rel.plan.labels]
+
+    def bid_bound(self) -> int:
+        return len(self.codes)
+
+    def blocks(self):
+        sigma = self.codes.shape[1]
+        for lo, hi in _st_ranges(len(self.codes), len(self.labels)):
+            if hi > lo:
+                yield np.repeat(np.arange(lo, hi, dtype=np.int64), sigma), self.codes[lo:hi].ravel()
 
 
 def _plan_release(plan: BucketizationPlan, certificate: dict, type_of: np.ndarray, fake_codes: np.ndarray | None,

@@ -492,9 +492,10 @@ def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan",
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, {"data": n_pub}, overwrite=overwrite)
     if rel.custodian:
-        from ..releases.storage import custodian_path, write_custodian
+        from ..releases.custodian import save_custodian
+        from ..releases.storage import custodian_path
 
-        write_custodian(custodian_path(target), json.dumps(rel.custodian) + "\n", replace=overwrite)
+        save_custodian(custodian_path(target), rel.custodian, replace=overwrite)
     m["_cpu_seconds"] = time.process_time() - t0
     return m
 

@@ -21,10 +21,11 @@ import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
+from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
 from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
 from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_regular, os_reason, publish_directory,
-                      read_bounded, read_json, remove_stale_temps, temp_path, write_custodian)
+                      read_bounded, read_json, remove_stale_temps, temp_path)
 
 FORMAT = "ppdp-release/1"
 _FAMILIES: dict[str, type["Release"]] = {}
@@ -269,7 +270,8 @@ class Release:
 
         The custodian-side file (``Release.custodian``, e.g. the seed) goes to
         :func:`custodian_path`, beside the release and never inside it, after the release is in
-        place (created exclusively; replaced only with ``overwrite``).
+        place (created exclusively; replaced only with ``overwrite``); the fakes, if any, go to
+        its Parquet sidecar (:mod:`ppdp.releases.custodian`).
         """
         target = Path(directory)
         if target.name in ("", ".", ".."):
@@ -319,8 +321,7 @@ class Release:
             raise
         fsync_path(parent)
         if self.custodian:
-            text = json.dumps(self.custodian, indent=2, default=json_default, allow_nan=False) + "\n"
-            write_custodian(cpath, text, replace=overwrite)
+            save_custodian(cpath, self.custodian, replace=overwrite)
         return target
 
     def export_csv(self, directory: str | os.PathLike) -> list[Path]:
@@ -364,14 +365,6 @@ def stamp_manifest(release: "Release", mechanism_name: str, params: Mapping[str,
     m.setdefault("dropped", 0)
     return release
 
-
-
-def load_custodian(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a custodian-side file written by :meth:`Release.save` (bounded, strict JSON)."""
-    data = read_json(Path(path), "custodian file")
-    if not isinstance(data, dict):
-        raise ReleaseError(f"{str(path)!r}: a custodian file holds a JSON object")
-    return data
 
 
 #: largest number of rows decoded from one Parquet file of a release (the manifest's table of

@@ -40,6 +40,7 @@ from ..claims import claim_of
 from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
 from .base import Release, VerifyReport, labels_to_codes, register_family
+from .custodian import fake_list
 
 #: the files and columns of the format (beyond the QI columns and the SA column)
 QIT_COLUMNS = ("bid",)
@@ -47,6 +48,26 @@ ST_COLUMNS = ("bid", "count")
 FILES = ("qit", "st")
 #: posteriors within this of 1 count as certainty
 CERTAIN_TOL = 1e-12
+
+
+#: n_buckets × m above which verify's fake checks and the disclosure (σ > 0) work on the ST rows
+#: and on ranges of buckets instead of n_buckets × m matrices (:meth:`BucketizedRelease.rowwise`)
+DENSE_CELLS = 1 << 25
+#: cells (buckets × m) of one bucket range
+RANGE_CELLS = 1 << 20
+#: ST rows per block of the row-wise checks
+ROW_BLOCK = 1 << 22
+
+
+def _custodian_stamp(custodian: Mapping[str, Any] | None) -> str | None:
+    """What a custodian entry says about the fakes, as a short key (a cache stamp)."""
+    spec = (custodian or {}).get("fake")
+    if spec is None:
+        return None
+    try:
+        return fake_list(spec).digest()
+    except ReleaseError:
+        return repr(spec)
 
 
 def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
@@ -565,6 +586,132 @@ def dense_lookup(ids: np.ndarray, bid, rank: np.ndarray | None = None, block: in
     return out
 
 
+def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
+                        known_totals: np.ndarray | None = None, max_rounds: int = 64) -> dict[str, Any]:
+    """``bucket_disclosure(receiver_posterior(obs, sizes, σ, thresholds, None, known_totals), sizes,
+    labels)`` (:mod:`ppdp.releases.bucketized`; no negative association) without the
+    n_buckets × m matrices: ``chunks()`` yields ``(obs, sizes)`` — the observed ST counts
+    (buckets × m) and the QIT sizes of consecutive buckets in dense order — the same ones at
+    every call, a bounded number of buckets at a time.
+
+    The receiver's fake inference is a propagation over buckets (local to a bucket) and values
+    (the totals per value over all buckets). Pass p replays, per chunk, the p completed rounds
+    (their per-value conclusions are recorded: O(rounds·m)), counts the certain conclusions
+    and states the disclosure of that state, then runs round p's bucket step and sums what the
+    value step needs; the propagation has converged when a pass finds no new conclusion (the
+    rounds of :func:`~ppdp.releases.bucketized.fake_inference`, same arithmetic). Memory
+    O(chunk + rounds·m); passes = rounds + 2."""
+    labels = list(labels)
+    m = len(labels)
+    thr = np.asarray(thresholds, dtype=np.float64)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []   # (real, fake) conclusions of each value step
+    known_x = np.zeros(m, bool) if known_totals is None else np.asarray(known_totals, dtype=np.int64) >= 0
+    f_x = np.full(m, -1, np.int64)
+    counts: list[int] = []
+    for p in range(max_rounds + 1):
+        acc = _DisclosureSum(m)
+        n_known, und_x, kf_x, listed = 0, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
+        for obs, sizes in chunks():
+            obs = np.asarray(obs, dtype=np.int64)
+            sizes = np.asarray(sizes, dtype=np.int64)
+            if sigma == 0:
+                acc.add(obs / np.maximum(sizes, 1)[:, None].astype(np.float64), sizes)
+                continue
+            listed += obs.sum(axis=0)
+            st = _FakeState(obs, sizes, thr)
+            for real_x, fake_x in steps:
+                st.bucket_step()
+                st.value_step(real_x, fake_x)
+            n_known += int(st.kf.sum() + st.kr.sum())
+            acc.add(st.posterior(), sizes)
+            st.bucket_step()
+            und_x += (st.ones & ~st.kf & ~st.kr).sum(axis=0)
+            kf_x += st.kf.sum(axis=0)
+        counts.append(n_known)
+        if sigma == 0 or p == max_rounds or (p and counts[p] == counts[p - 1]):
+            return acc.result(labels)
+        if p == 0 and known_totals is not None:
+            f_x = np.where(known_x, listed - np.asarray(known_totals, dtype=np.int64), -1)
+        left_x = f_x - kf_x
+        steps.append((known_x & (left_x <= 0), known_x & (left_x >= und_x) & (left_x > 0)))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class _FakeState:
+    """The receiver's certain conclusions about a chunk's count-1 values (``kr`` real, ``kf``
+    fake), as :func:`~ppdp.releases.bucketized.fake_inference` draws them (no negative
+    association: a value a real record could hold could be a fake)."""
+
+    def __init__(self, obs: np.ndarray, sizes: np.ndarray, thr: np.ndarray):
+        self.obs, self.sizes = obs, sizes
+        self.ones = obs == 1
+        size, at = np.unique(np.maximum(sizes, 1), return_inverse=True)  # a few distinct sizes
+        can_be_real = (privacy_cap(thr[None, :], size[:, None]) >= 1)[at.ravel()]
+        self.kf = self.ones & ~can_be_real
+        self.kr = np.zeros_like(self.ones)
+        self.n_real_ones = sizes - np.where(obs >= 2, obs, 0).sum(axis=1)  # r_g
+        self.n_fake = self.ones.sum(axis=1) - self.n_real_ones           # σ_g
+
+    def bucket_step(self) -> None:
+        undecided = self.ones & ~self.kf & ~self.kr
+        und_g = undecided.sum(axis=1)
+        fakes_left = self.n_fake - self.kf.sum(axis=1)
+        self.kr |= undecided & (fakes_left <= 0)[:, None]
+        self.kf |= undecided & ((fakes_left >= und_g) & (fakes_left > 0))[:, None]
+
+    def value_step(self, real_x: np.ndarray, fake_x: np.ndarray) -> None:
+        undecided = self.ones & ~self.kf & ~self.kr
+        self.kr |= undecided & real_x[None, :]
+        self.kf |= undecided & fake_x[None, :]
+
+    def posterior(self) -> np.ndarray:
+        """:func:`receiver_posterior` of the chunk in this state."""
+        undecided = self.ones & ~self.kf & ~self.kr
+        und_g = undecided.sum(axis=1)
+        real_left = self.n_real_ones - self.kr.sum(axis=1)
+        p = np.divide(real_left, und_g, out=np.zeros(len(und_g), np.float64), where=und_g > 0).clip(0.0, 1.0)
+        expected = np.where(self.obs >= 2, self.obs, 0) + self.kr + undecided * p[:, None]
+        return expected / np.maximum(self.sizes, 1)[:, None].astype(np.float64)
+
+
+class _DisclosureSum:
+    """:func:`bucket_disclosure` summed over consecutive chunks of
+    buckets (the first bucket and value at the largest posterior, as ``argmax`` finds them)."""
+
+    def __init__(self, m: int):
+        self.m, self.n, self.nb, self.certain = m, 0, 0, 0
+        self.per = np.zeros(m, dtype=np.float64)
+        self.mx, self.at = -np.inf, (0, 0)
+
+    def add(self, post: np.ndarray, sizes: np.ndarray) -> None:
+        self.n += int(sizes.sum())
+        if post.size == 0:
+            self.nb += len(sizes)
+            return
+        best = post.argmax(axis=1)
+        top = post[np.arange(len(best)), best]
+        certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
+        self.per += np.bincount(best[certain], weights=sizes[certain], minlength=self.m)
+        self.certain += int(certain.sum())
+        flat = int(np.argmax(post))
+        if post.flat[flat] > self.mx:
+            self.mx, self.at = float(post.flat[flat]), (self.nb + flat // self.m, flat % self.m)
+        self.nb += len(sizes)
+
+    def result(self, labels: list) -> dict[str, Any]:
+        n = self.n
+        if self.nb * self.m == 0:
+            return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                    "max_posterior_value": None, "buckets_certain": 0}
+        per = self.per.astype(np.int64)
+        total = int(per.sum())
+        return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+                "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+                "max_posterior": float(min(1.0, self.mx)), "max_posterior_value": labels[self.at[1]],
+                "buckets_certain": self.certain}
+
+
+
 @register_family("bucketized")
 class BucketizedRelease(Release):
     FILES = {"qit": ("{quasi}", "bid"), "st": ("bid", "{sensitive}", "count", "fake?")}
@@ -723,12 +870,16 @@ class BucketizedRelease(Release):
 
     def sparse_real_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The ST rows as (dense bucket, SA code, real count) when the real counts are known
-        without a matrix — σ = 0, or a published fake flag (fakes count 0) — else None. The
+        without a matrix — σ = 0, a published fake flag or the custodian file's fakes (fakes
+        count 0) — else None. The
         row form of :meth:`real_counts_from_files`: O(ST rows) memory, never n_buckets × m."""
         b = self.buckets()
         if b["fake_rows"] is not None:
             return b["sb"], b["sc"], np.where(b["fake_rows"], 0, b["count"])
-        if self.fake_values == 0 and self.custodian_fake_matrix() is None:
+        fr = self.custodian_fake_rows()
+        if fr is not None:  # the custodian file's fakes (count 1 each when they pass verify)
+            return b["sb"], b["sc"], np.where(fr, 0, b["count"])
+        if self.fake_values == 0:
             return b["sb"], b["sc"], b["count"]
         return None
 
@@ -771,29 +922,109 @@ class BucketizedRelease(Release):
         return fake
 
     def custodian_fake_matrix(self) -> np.ndarray | None:
-        """True where the custodian-side file (``custodian["fake"]``: ``{"bid": [...], "value":
+        """True where the custodian-side file (``custodian["fake"]``: a
+        :class:`~ppdp.releases.custodian.FakeList`, or the older inline ``{"bid": [...], "value":
         [...]}``) lists a fake value; None when the custodian file is not loaded or lists none."""
+        pos, codes = self.custodian_fake_cells()
+        if pos is None:
+            return None
+        b = self.buckets()
+        fake = np.zeros((b["n_buckets"], b["m"]), dtype=bool)
+        fake[pos, codes] = True
+        return fake
+
+    def custodian_fake_cells(self) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+        """The custodian file's fakes as (dense bucket index, SA code) pairs, checked: every
+        bucket id is one a QIT row has, every value lies in the SA domain, no pair twice;
+        ``(None, None)`` when the custodian file is not loaded or lists none."""
+        spec = (self.custodian or {}).get("fake")
+        if spec is None:
+            return None, None
+        fakes = fake_list(spec)
+        b = self.buckets()
+        ids = b["ids"]
+        pos = np.minimum(np.searchsorted(ids, fakes.bid), max(len(ids) - 1, 0))
+        if len(fakes) and (len(ids) == 0 or not np.array_equal(ids[pos], fakes.bid)):
+            raise ReleaseError("the custodian file names fake values in bucket ids that no QIT row has")
+        codes = fakes.codes_in(self.domains[self.sa], repr(self.sa))
+        key = np.sort(pos.astype(np.int64) * b["m"] + codes)
+        if len(key) > 1 and not np.all(key[1:] != key[:-1]):
+            raise ReleaseError("the custodian file lists a fake value twice in one bucket")
+        return pos, codes
+
+    def custodian_fake_rows(self) -> np.ndarray | None:
+        """True for the ST rows that the custodian file lists as fakes (one bool per ST row, a
+        block of rows at a time; no n_buckets × m matrix); None without the custodian file's
+        fakes. A listed fake without an ST row is not marked (verify counts those)."""
         spec = (self.custodian or {}).get("fake")
         if spec is None:
             return None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("bid"), list) or not isinstance(spec.get("value"), list) \
-                or len(spec["bid"]) != len(spec["value"]):
-            raise ReleaseError("the custodian file's 'fake' entry must be {'bid': [...], 'value': [...]} of equal lengths")
+        stamp = _custodian_stamp(self.custodian)
         b = self.buckets()
-        try:
-            bid = np.asarray(spec["bid"], dtype=np.int64)
-        except (TypeError, ValueError, OverflowError):
-            raise ReleaseError("the custodian file's fake bucket ids are not integers") from None
-        ids = b["ids"]
-        pos = np.minimum(np.searchsorted(ids, bid), max(len(ids) - 1, 0))
-        if len(bid) and (len(ids) == 0 or not np.array_equal(ids[pos], bid)):
-            raise ReleaseError("the custodian file names fake values in bucket ids that no QIT row has")
-        codes = labels_to_codes(np.asarray([str(v) for v in spec["value"]], dtype=object), self.domains[self.sa], self.sa)
-        fake = np.zeros((b["n_buckets"], b["m"]), dtype=bool)
-        if len(set(zip(pos.tolist(), codes.tolist()))) != len(bid):
-            raise ReleaseError("the custodian file lists a fake value twice in one bucket")
-        fake[pos, codes] = True
-        return fake
+        cached = b.get("custodian_rows")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        pos, codes = self.custodian_fake_cells()
+        assert pos is not None and codes is not None
+        m = b["m"]
+        keys = np.sort(pos.astype(np.int64) * m + codes)
+        sb, sc = b["sb"], b["sc"]
+        out = np.zeros(len(sb), dtype=bool)
+        if len(keys):
+            for a in range(0, len(sb), ROW_BLOCK):
+                key = sb[a:a + ROW_BLOCK].astype(np.int64) * m
+                key += sc[a:a + ROW_BLOCK]
+                i = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+                out[a:a + len(key)] = keys[i] == key
+        b["custodian_rows"] = (stamp, out)
+        return out
+
+    def cell_excluded(self, bucket: np.ndarray, code: np.ndarray) -> np.ndarray:
+        """:meth:`fake_excluded` at the cells (dense bucket, SA code) given, without the
+        n_buckets × m matrix — for a release without negative associations."""
+        if self.negative_associations:
+            raise ReleaseError("cell_excluded needs a release without negative associations")
+        thr = self.thresholds()
+        sizes = np.maximum(self.bucket_sizes(), 1)
+        absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
+        return ~(privacy_cap(thr[code], sizes[bucket]) >= 1) | absent[code]
+
+    def bucket_ranges(self, cells: int = RANGE_CELLS):
+        """``chunks()`` for :func:`streamed_disclosure`: the
+        observed counts (buckets × m, int64) and sizes of consecutive dense bucket ranges, from
+        the ST rows (which must be in bucket order: :meth:`rows_in_bucket_order`)."""
+        b = self.buckets()
+        sb, sc, cnt, m, nb = b["sb"], b["sc"], b["count"], b["m"], b["n_buckets"]
+        step = max(1, cells // max(m, 1))
+        los = np.arange(0, nb, step, dtype=np.int64)
+        bounds = np.searchsorted(sb, np.append(los, nb))
+
+        def chunks():
+            for i, lo in enumerate(los.tolist()):
+                hi = min(nb, lo + step)
+                a, z = int(bounds[i]), int(bounds[i + 1])
+                key = (sb[a:z].astype(np.int64) - lo) * m + sc[a:z]
+                obs = np.bincount(key, weights=cnt[a:z], minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
+                yield obs, b["sizes"][lo:hi]
+
+        return chunks
+
+    def rows_in_bucket_order(self) -> bool:
+        """Are the ST rows grouped by bucket in dense order (as every ppdp engine writes them)?"""
+        b = self.buckets()
+        if "st_sorted" not in b:
+            sb = b["sb"]
+            b["st_sorted"] = all(bool((np.diff(sb[a:a + ROW_BLOCK + 1]) >= 0).all())
+                                 for a in range(0, max(len(sb) - 1, 0), ROW_BLOCK))
+        return bool(b["st_sorted"])
+
+    def rowwise(self) -> bool:
+        """Are the σ > 0 checks and the disclosure done from the rows and by bucket ranges
+        (no n_buckets × m matrix)? For large releases without negative associations (those
+        need the association mask) whose ST rows are in bucket order."""
+        b = self.buckets()
+        return (b["n_buckets"] * b["m"] > DENSE_CELLS and not self.negative_associations and b["fake_rows"] is None
+                and self.rows_in_bucket_order())
 
     def fake_matrix(self) -> np.ndarray | None:
         """Which values are fake, as far as known: the custodian file's list, else a published
@@ -846,7 +1077,7 @@ class BucketizedRelease(Release):
         rows when the receiver's posterior is the exact share (σ = 0 or a published fake flag)."""
         b = self.buckets()
         stamp = (b["key"], None if known_totals is None else np.asarray(known_totals).tobytes(),
-                 repr(self.certificate), repr(self.custodian.get("fake")) if self.custodian else None)
+                 repr(self.certificate), _custodian_stamp(self.custodian))
         cached = self.__dict__.get("_disclosure_cache")
         if cached is not None and cached[0] == stamp:  # publish states it twice (the writer, then ppdp.publish)
             return dict(cached[1])
@@ -855,6 +1086,9 @@ class BucketizedRelease(Release):
             d = typed_disclosure(b["types"], b["type_of"], self.domains[self.sa])
         elif self.fake_values == 0 or b["fake_rows"] is not None:
             d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
+        elif self.rowwise():  # the receiver's fake inference replayed over ranges of buckets
+            d = streamed_disclosure(self.bucket_ranges(), self.fake_values, self.thresholds(), self.domains[self.sa],
+                                    known_totals)
         if d is None:
             d = bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
         self.__dict__["_disclosure_cache"] = (stamp, dict(d))
@@ -917,12 +1151,17 @@ class BucketizedRelease(Release):
         rep.check(np.array_equal(st_tot, sizes + sigma), "ST counts per bucket = QIT size + σ",
                   f"{int((st_tot != sizes + sigma).sum())} bucket(s) have ST total ≠ |g| + σ")
         del st_tot
-        fake = self.custodian_fake_matrix() if sigma or self.custodian else None
-        if sigma or fake is not None:  # the fake-value checks need the (n_buckets × m) matrices
+        rowwise = self.rowwise()
+        if rowwise:  # the same checks from the ST rows, no n_buckets × m matrix
+            self._verify_fakes_rowwise(rep, sigma)
+            fake = None
+        else:
+            fake = self.custodian_fake_matrix() if sigma or self.custodian else None
+        if not rowwise and (sigma or fake is not None):  # the fake-value checks on (n_buckets × m) matrices
             obs = self.observed_counts()
             excluded = self.fake_excluded()
             ones = obs == 1
-        if sigma:  # σ of each bucket's count-1 values are fake: there must be room for them under the rule
+        if not rowwise and sigma:  # σ of each bucket's count-1 values are fake: there must be room for them
             room = (ones & ~excluded).sum(axis=1)
             rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
                       f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
@@ -941,7 +1180,7 @@ class BucketizedRelease(Release):
                       "negative associations)",
                       f"{int((fake & excluded).sum())} fake value(s) break the publication rule (a real record could not "
                       "hold them under the thresholds, or a negative association forbids them)")
-        elif sigma:
+        elif sigma and not rowwise:
             rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
                                         "the real counts are bounded, not known)")
         # recompute the descriptive statistics
@@ -961,6 +1200,52 @@ class BucketizedRelease(Release):
         # the model part: the typed claim re-derives itself from params, the files and the source
         # (to move into Release.verify once every family writes a typed claim)
         claim_of(self.manifest).check(self, rep, table)
+
+    def _verify_fakes_rowwise(self, rep: VerifyReport, sigma: int) -> None:
+        """The fake-value checks of :meth:`_verify` (room for σ fakes per bucket; with the
+        custodian file: each listed fake a count-1 ST entry, exactly σ per bucket, QIT sizes =
+        real counts, every fake one a real record could hold) from the ST rows a block at a
+        time and the custodian file's (bucket, value) pairs — O(ST rows + fakes) memory."""
+        b = self.buckets()
+        sb, sc, cnt, nb, sizes = b["sb"], b["sc"], b["count"], b["n_buckets"], b["sizes"]
+        if sigma:
+            room = np.zeros(nb, dtype=np.int64)
+            for a in range(0, len(sb), ROW_BLOCK):
+                s, c = sb[a:a + ROW_BLOCK], sc[a:a + ROW_BLOCK]
+                one = cnt[a:a + ROW_BLOCK] == 1
+                ok = one & ~self.cell_excluded(s, c)
+                room += np.bincount(s[ok], minlength=nb)
+            rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
+                      f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
+                      "publication rule allows as fakes")
+            del room
+        if not self.custodian or self.custodian.get("fake") is None:
+            if sigma:
+                rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
+                                            "the real counts are bounded, not known)")
+            return
+        pos, codes = self.custodian_fake_cells()
+        assert pos is not None and codes is not None
+        fr = self.custodian_fake_rows()
+        assert fr is not None
+        rep.facts["fake_values"] = "checked against the custodian file"
+        listed_once = 0
+        real = np.zeros(nb, dtype=np.int64)
+        for a in range(0, len(sb), ROW_BLOCK):
+            f, k = fr[a:a + ROW_BLOCK], cnt[a:a + ROW_BLOCK]
+            listed_once += int((f & (k == 1)).sum())
+            real += blocked_bincount(sb[a:a + ROW_BLOCK], nb, weights=np.where(f, 0, k)).astype(np.int64)
+        rep.check(listed_once == len(pos), "custodian-listed fake values are listed once in ST",
+                  f"{len(pos) - listed_once} custodian-listed fake value(s) are not count-1 ST entries")
+        n_fake = np.bincount(pos, minlength=nb)
+        rep.check(bool((n_fake == sigma).all()), f"every bucket has exactly σ = {sigma} fake values",
+                  f"{int((n_fake != sigma).sum())} bucket(s) do not have exactly {sigma} fake values")
+        rep.check(np.array_equal(real, sizes), "QIT bucket sizes = ST real counts per bucket",
+                  f"{int((real != sizes).sum())} bucket(s) have QIT size ≠ ST real count")
+        bad = int(self.cell_excluded(pos, codes).sum())
+        rep.check(not bad, "every fake value is one a real record could hold (thresholds, negative associations)",
+                  f"{bad} fake value(s) break the publication rule (a real record could not hold them under the "
+                  "thresholds, or a negative association forbids them)")
 
     def _verify_layout(self, rep: VerifyReport) -> None:
         """Only the files and columns the format defines: qit = QI columns + bid, st = bid, SA,
@@ -1031,5 +1316,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "streamed_disclosure", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

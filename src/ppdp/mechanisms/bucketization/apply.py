@@ -32,8 +32,9 @@ import pyarrow as pa
 from ...claims import disclosure_of
 from ...errors import PpdpError, SchemaError
 from ...releases.base import codes_to_labels
-from ...claims.fprivacy import privacy_cap
-from ...releases.bucketized import CERTAIN_TOL, BucketizedRelease, negative_association_mask, revealed_absent
+from ...releases.bucketized import (BucketizedRelease, negative_association_mask, revealed_absent,
+                                   streamed_disclosure)
+from ...releases.custodian import FakeList
 from .associations import with_learned_associations
 from .fakes import draw_fakes
 from .plan import BucketizationPlan
@@ -331,8 +332,7 @@ def st_table_typed(types: np.ndarray, type_of: np.ndarray, fake_bid: np.ndarray,
     st = {"bid": pa.array(np.repeat(np.arange(first_bid, first_bid + nb, dtype=np.int64), width), pa.int64()),
           sa: dictionary_column(st_code, labels), "count": pa.array(st_count, pa.int64())}
     del st_code, st_count
-    labels = [str(x) for x in labels]
-    custodian = ({"fake": {"bid": (fake_bid + first_bid).tolist(), "value": [labels[c] for c in fake_code.tolist()]}}
+    custodian = ({"fake": FakeList(fake_bid + first_bid, fake_code.astype(code_dt), tuple(str(x) for x in labels))}
                  if len(fake_bid) and with_custodian else {})
     return pa.table(st), custodian
 
@@ -352,131 +352,6 @@ def st_range_typed(plan: BucketizationPlan, type_of: np.ndarray, first_bid: int,
     return st, fake
 
 
-def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
-                        known_totals: np.ndarray | None = None, max_rounds: int = 64) -> dict[str, Any]:
-    """``bucket_disclosure(receiver_posterior(obs, sizes, σ, thresholds, None, known_totals), sizes,
-    labels)`` (:mod:`ppdp.releases.bucketized`; no negative association) without the
-    n_buckets × m matrices: ``chunks()`` yields ``(obs, sizes)`` — the observed ST counts
-    (buckets × m) and the QIT sizes of consecutive buckets in dense order — the same ones at
-    every call, a bounded number of buckets at a time.
-
-    The receiver's fake inference is a propagation over buckets (local to a bucket) and values
-    (the totals per value over all buckets). Pass p replays, per chunk, the p completed rounds
-    (their per-value conclusions are recorded: O(rounds·m)), counts the certain conclusions
-    and states the disclosure of that state, then runs round p's bucket step and sums what the
-    value step needs; the propagation has converged when a pass finds no new conclusion (the
-    rounds of :func:`~ppdp.releases.bucketized.fake_inference`, same arithmetic). Memory
-    O(chunk + rounds·m); passes = rounds + 2."""
-    labels = list(labels)
-    m = len(labels)
-    thr = np.asarray(thresholds, dtype=np.float64)
-    steps: list[tuple[np.ndarray, np.ndarray]] = []   # (real, fake) conclusions of each value step
-    known_x = np.zeros(m, bool) if known_totals is None else np.asarray(known_totals, dtype=np.int64) >= 0
-    f_x = np.full(m, -1, np.int64)
-    counts: list[int] = []
-    for p in range(max_rounds + 1):
-        acc = _DisclosureSum(m)
-        n_known, und_x, kf_x, listed = 0, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
-        for obs, sizes in chunks():
-            obs = np.asarray(obs, dtype=np.int64)
-            sizes = np.asarray(sizes, dtype=np.int64)
-            if sigma == 0:
-                acc.add(obs / np.maximum(sizes, 1)[:, None].astype(np.float64), sizes)
-                continue
-            listed += obs.sum(axis=0)
-            st = _FakeState(obs, sizes, thr)
-            for real_x, fake_x in steps:
-                st.bucket_step()
-                st.value_step(real_x, fake_x)
-            n_known += int(st.kf.sum() + st.kr.sum())
-            acc.add(st.posterior(), sizes)
-            st.bucket_step()
-            und_x += (st.ones & ~st.kf & ~st.kr).sum(axis=0)
-            kf_x += st.kf.sum(axis=0)
-        counts.append(n_known)
-        if sigma == 0 or p == max_rounds or (p and counts[p] == counts[p - 1]):
-            return acc.result(labels)
-        if p == 0 and known_totals is not None:
-            f_x = np.where(known_x, listed - np.asarray(known_totals, dtype=np.int64), -1)
-        left_x = f_x - kf_x
-        steps.append((known_x & (left_x <= 0), known_x & (left_x >= und_x) & (left_x > 0)))
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-class _FakeState:
-    """The receiver's certain conclusions about a chunk's count-1 values (``kr`` real, ``kf``
-    fake), as :func:`~ppdp.releases.bucketized.fake_inference` draws them (no negative
-    association: a value a real record could hold could be a fake)."""
-
-    def __init__(self, obs: np.ndarray, sizes: np.ndarray, thr: np.ndarray):
-        self.obs, self.sizes = obs, sizes
-        self.ones = obs == 1
-        size, at = np.unique(np.maximum(sizes, 1), return_inverse=True)  # a few distinct sizes
-        can_be_real = (privacy_cap(thr[None, :], size[:, None]) >= 1)[at.ravel()]
-        self.kf = self.ones & ~can_be_real
-        self.kr = np.zeros_like(self.ones)
-        self.n_real_ones = sizes - np.where(obs >= 2, obs, 0).sum(axis=1)  # r_g
-        self.n_fake = self.ones.sum(axis=1) - self.n_real_ones           # σ_g
-
-    def bucket_step(self) -> None:
-        undecided = self.ones & ~self.kf & ~self.kr
-        und_g = undecided.sum(axis=1)
-        fakes_left = self.n_fake - self.kf.sum(axis=1)
-        self.kr |= undecided & (fakes_left <= 0)[:, None]
-        self.kf |= undecided & ((fakes_left >= und_g) & (fakes_left > 0))[:, None]
-
-    def value_step(self, real_x: np.ndarray, fake_x: np.ndarray) -> None:
-        undecided = self.ones & ~self.kf & ~self.kr
-        self.kr |= undecided & real_x[None, :]
-        self.kf |= undecided & fake_x[None, :]
-
-    def posterior(self) -> np.ndarray:
-        """:func:`~ppdp.releases.bucketized.receiver_posterior` of the chunk in this state."""
-        undecided = self.ones & ~self.kf & ~self.kr
-        und_g = undecided.sum(axis=1)
-        real_left = self.n_real_ones - self.kr.sum(axis=1)
-        p = np.divide(real_left, und_g, out=np.zeros(len(und_g), np.float64), where=und_g > 0).clip(0.0, 1.0)
-        expected = np.where(self.obs >= 2, self.obs, 0) + self.kr + undecided * p[:, None]
-        return expected / np.maximum(self.sizes, 1)[:, None].astype(np.float64)
-
-
-class _DisclosureSum:
-    """:func:`~ppdp.releases.bucketized.bucket_disclosure` summed over consecutive chunks of
-    buckets (the first bucket and value at the largest posterior, as ``argmax`` finds them)."""
-
-    def __init__(self, m: int):
-        self.m, self.n, self.nb, self.certain = m, 0, 0, 0
-        self.per = np.zeros(m, dtype=np.float64)
-        self.mx, self.at = -np.inf, (0, 0)
-
-    def add(self, post: np.ndarray, sizes: np.ndarray) -> None:
-        self.n += int(sizes.sum())
-        if post.size == 0:
-            self.nb += len(sizes)
-            return
-        best = post.argmax(axis=1)
-        top = post[np.arange(len(best)), best]
-        certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
-        self.per += np.bincount(best[certain], weights=sizes[certain], minlength=self.m)
-        self.certain += int(certain.sum())
-        flat = int(np.argmax(post))
-        if post.flat[flat] > self.mx:
-            self.mx, self.at = float(post.flat[flat]), (self.nb + flat // self.m, flat % self.m)
-        self.nb += len(sizes)
-
-    def result(self, labels: list) -> dict[str, Any]:
-        n = self.n
-        if self.nb * self.m == 0:
-            return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
-                    "max_posterior_value": None, "buckets_certain": 0}
-        per = self.per.astype(np.int64)
-        total = int(per.sum())
-        return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
-                "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
-                "max_posterior": float(min(1.0, self.mx)), "max_posterior_value": labels[self.at[1]],
-                "buckets_certain": self.certain}
-
-
 def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa: str,
              labels) -> tuple[pa.Table, dict]:
     """st.parquet from the counts and fake matrices alone (no rows needed): one row per
@@ -494,8 +369,7 @@ def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa:
     st = {"bid": pa.array(st_bid[st_order], pa.int64()),
           sa: codes_to_labels(st_code[st_order], labels),
           "count": pa.array(st_count[st_order], pa.int64())}
-    labels = [str(x) for x in labels]
-    custodian = {"fake": {"bid": fb.astype(np.int64).tolist(), "value": [labels[c] for c in fc.tolist()]}} if len(fb) else {}
+    custodian = {"fake": FakeList(fb, fc, tuple(str(x) for x in labels))} if len(fb) else {}
     return pa.table(st), custodian
 
 
