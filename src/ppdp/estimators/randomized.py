@@ -561,7 +561,7 @@ class _EBEntries(_EBStrength):
         L = np.empty((G, R))
         has = cnt > 0
         starts = (np.cumsum(cnt) - cnt)[has]
-        row = np.repeat(np.arange(R, dtype=np.int32 if R < 2**31 else np.int64), cnt)  # each entry's row
+        row = np.repeat(np.arange(R), cnt)  # each entry's row
         for j in range(G):
             np.take(rhos[j], row, out=u, mode="clip")  # into the buffer: no fresh array per point
             u += a
