@@ -27,22 +27,23 @@ sys.path.insert(0, str(Path(__file__).parent))
 import test_tamper_files as T  # noqa: E402
 
 
-def _report(d):
+def _report(d, *source):
     try:
-        r = ppdp.verify(d)
+        r = ppdp.verify(d, *source)
     except ReleaseError as e:
         return ("refused", str(e))
     return (r.ok, list(r.checks), dict(r.facts), list(r.problems))
 
 
-def _both(d, monkeypatch, expect_rowwise=None):
-    """The report with the matrices and over ranges of buckets, which must be equal."""
+def _both(d, monkeypatch, expect_rowwise=None, source=None):
+    """The report (from the files; and with the source table when given) with the matrices and
+    over ranges of buckets, which must be equal."""
     out = {}
     for cells in (1 << 62, 0):
         monkeypatch.setattr(B, "DENSE_CELLS", cells)
         if expect_rowwise is not None and cells == 0:
             assert ppdp.load_release(d).rowwise() == expect_rowwise
-        out[cells] = _report(d)
+        out[cells] = _report(d) if source is None else (_report(d), _report(d, source))
     assert out[0] == out[1 << 62]
     return out[0]
 
@@ -65,7 +66,7 @@ def test_honest_release_takes_the_range_path(saved, monkeypatch):
 def test_tamper_corpus_same_report(saved, tmp_path, monkeypatch, name):
     d, _ = T._fresh(saved, tmp_path, name)
     T.CASES[name][0](d, saved[1])
-    _both(d, monkeypatch)
+    _both(d, monkeypatch, source=saved[1])
 
 
 def _st(d):
