@@ -146,6 +146,8 @@ def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'
         else:
             report.check(True, f"every bucket's SA shares ≤ its bound ({what})", None)
         return None, 0
+    if getattr(release, "rowwise", lambda: False)():  # fakes unidentified, over ranges of buckets
+        return None, _check_range_shares(release, report, thr, what)
     counts, unknown = release.real_counts()
     sizes = np.maximum(release.bucket_sizes(), 1)
     test = counts
@@ -163,6 +165,39 @@ def check_bucket_shares(release, report, thresholds: np.ndarray, what: str = "F'
                  f"{int(over.any(axis=1).sum())} bucket(s) exceed a threshold, e.g. value "
                  f"{dom[int(np.argwhere(over)[0][1])]!r}" if over.any() else None)
     return counts, unknown
+
+
+def _check_range_shares(release, report, thr: np.ndarray, what: str) -> int:
+    """The unidentified-fakes tests of :func:`check_bucket_shares` over
+    ``release.bucket_ranges()`` (the same checks and messages; the first offending bucket and
+    value in bucket order, as ``np.argwhere`` finds them on the matrix). Returns σ."""
+    dom = release.domains[release.sa]
+    unknown = release.fake_values
+    n_bad, n_over, bad_at, over_at = 0, 0, None, None
+    for obs, size in release.bucket_ranges()():
+        size = np.maximum(size, 1)
+        test = obs
+        if unknown:
+            ones = obs == 1
+            sizes, at = np.unique(size, return_inverse=True)  # a few distinct sizes
+            bad = ones & (privacy_cap(thr[None, :], sizes[:, None]) < 1)[at.ravel()]
+            if bad.any():
+                n_bad += int(bad.sum())
+                bad_at = bad_at if bad_at is not None else int(np.argwhere(bad)[0][1])
+            test = np.where(ones, 0, obs)
+        over = test / size[:, None] > thr[None, :] + SHARE_TOL
+        if over.any():
+            n_over += int(over.any(axis=1).sum())
+            over_at = over_at if over_at is not None else int(np.argwhere(over)[0][1])
+    if unknown:
+        report.check(not n_bad, "every value listed once could be a real record's (fakes are drawn only where a "
+                     "real record could hold them)",
+                     f"{n_bad} value(s) listed once in a bucket whose size makes their share 1/|g| exceed the "
+                     f"bound, e.g. {dom[bad_at]!r}: neither a real record nor a fake can be there"
+                     if n_bad else None)
+    report.check(not n_over, f"every bucket's SA shares ≤ its bound ({what})",
+                 f"{n_over} bucket(s) exceed a threshold, e.g. value {dom[over_at]!r}" if n_over else None)
+    return unknown
 
 
 def rederivation_counts(release, report, source=None) -> np.ndarray | None:
@@ -185,16 +220,13 @@ def count_bounds(release) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``(lo, hi)`` on the real SA counts o_x that the files give when the fakes are not
     identified: o_x ≤ the listed total of x, and o_x ≥ that minus the count-1 appearances of x
     that the publication rule allows as fakes."""
-    if getattr(release, "rowwise", lambda: False)():  # from the ST rows, a block at a time
-        b = release.buckets()
-        sb, sc, cnt, m = b["sb"], b["sc"], b["count"], b["m"]
+    if getattr(release, "rowwise", lambda: False)():  # over ranges of buckets, no n_buckets × m matrix
+        m = release.buckets()["m"]
         hi = np.zeros(m, dtype=np.int64)
         may = np.zeros(m, dtype=np.int64)
-        for a in range(0, len(sb), SHARE_BLOCK):
-            s, c, k = sb[a:a + SHARE_BLOCK], sc[a:a + SHARE_BLOCK], cnt[a:a + SHARE_BLOCK]
-            hi += np.bincount(c, weights=k, minlength=m).astype(np.int64)
-            one = (k == 1) & ~release.cell_excluded(s, c)
-            may += np.bincount(c[one], minlength=m)
+        for obs, size in release.bucket_ranges()():
+            hi += obs.sum(axis=0)
+            may += ((obs == 1) & ~release.range_excluded(size)).sum(axis=0)
         return hi - may, hi
     obs = release.observed_counts()
     may_be_fake = (obs == 1) & ~release.fake_excluded()
@@ -287,8 +319,9 @@ def check_fake_placement(release, report, thr: np.ndarray, totals: np.ndarray | 
     """With unidentified fakes: some choice of σ fakes per bucket among the count-1 values must
     agree with the publication rule and with the real SA totals ``totals`` (from the source
     table, or those the thresholds reveal; −1 = unknown) — certain conclusions are propagated
-    (``release.fake_inference``) and any contradiction is a problem."""
-    inf = release.fake_inference(thr, totals)
+    (``release.fake_contradictions``: over ranges of buckets for large releases) and any
+    contradiction is a problem."""
+    inf = release.fake_contradictions(thr, totals)
     dom = release.domains[release.sa]
     bad = [dom[i] for i in inf["bad_values"][:3]]
     report.check(inf["contradictions"] == 0, "the fake values can be placed consistently with the SA totals",

@@ -592,15 +592,24 @@ def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
     labels)`` (:mod:`ppdp.releases.bucketized`; no negative association) without the
     n_buckets × m matrices: ``chunks()`` yields ``(obs, sizes)`` — the observed ST counts
     (buckets × m) and the QIT sizes of consecutive buckets in dense order — the same ones at
-    every call, a bounded number of buckets at a time.
+    every call, a bounded number of buckets at a time (:func:`streamed_inference`)."""
+    return streamed_inference(chunks, sigma, thresholds, labels, known_totals, max_rounds)[0]
+
+
+def streamed_inference(chunks, sigma: int, thresholds: np.ndarray, labels, known_totals: np.ndarray | None = None,
+                       max_rounds: int = 64) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``(disclosure, contradictions)``: :func:`streamed_disclosure`, and for σ ≠ 0 the
+    ``contradictions``, ``bad_buckets`` and ``bad_values`` of :func:`fake_inference` (no
+    negative association) at the same final state (None for σ = 0), over the chunks of
+    buckets that ``chunks()`` yields.
 
     The receiver's fake inference is a propagation over buckets (local to a bucket) and values
     (the totals per value over all buckets). Pass p replays, per chunk, the p completed rounds
     (their per-value conclusions are recorded: O(rounds·m)), counts the certain conclusions
-    and states the disclosure of that state, then runs round p's bucket step and sums what the
-    value step needs; the propagation has converged when a pass finds no new conclusion (the
-    rounds of :func:`~ppdp.releases.bucketized.fake_inference`, same arithmetic). Memory
-    O(chunk + rounds·m); passes = rounds + 2."""
+    and states the disclosure and the contradictions of that state, then runs round p's bucket
+    step and sums what the value step needs; the propagation has converged when a pass finds
+    no new conclusion (the rounds of :func:`~ppdp.releases.bucketized.fake_inference`, same
+    arithmetic). Memory O(chunk + rounds·m); passes = rounds + 2."""
     labels = list(labels)
     m = len(labels)
     thr = np.asarray(thresholds, dtype=np.float64)
@@ -611,6 +620,7 @@ def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
     for p in range(max_rounds + 1):
         acc = _DisclosureSum(m)
         n_known, und_x, kf_x, listed = 0, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
+        bad_g, now_kf_x, now_und_x = 0, np.zeros(m, np.int64), np.zeros(m, np.int64)  # the state of this pass
         for obs, sizes in chunks():
             obs = np.asarray(obs, dtype=np.int64)
             sizes = np.asarray(sizes, dtype=np.int64)
@@ -624,12 +634,23 @@ def streamed_disclosure(chunks, sigma: int, thresholds: np.ndarray, labels,
                 st.value_step(real_x, fake_x)
             n_known += int(st.kf.sum() + st.kr.sum())
             acc.add(st.posterior(), sizes)
+            undecided = st.ones & ~st.kf & ~st.kr
+            kf_g, und_g = st.kf.sum(axis=1), undecided.sum(axis=1)
+            bad_g += int(((st.n_fake < kf_g) | (st.n_fake > kf_g + und_g)).sum())
+            now_kf_x += st.kf.sum(axis=0)
+            now_und_x += undecided.sum(axis=0)
             st.bucket_step()
             und_x += (st.ones & ~st.kf & ~st.kr).sum(axis=0)
             kf_x += st.kf.sum(axis=0)
         counts.append(n_known)
         if sigma == 0 or p == max_rounds or (p and counts[p] == counts[p - 1]):
-            return acc.result(labels)
+            if sigma == 0:
+                return acc.result(labels), None
+            if p == 0 and known_totals is not None:
+                f_x = np.where(known_x, listed - np.asarray(known_totals, dtype=np.int64), -1)
+            bad_x = known_x & ((f_x < now_kf_x) | (f_x > now_kf_x + now_und_x))
+            return acc.result(labels), {"contradictions": int(bad_g + bad_x.sum()), "bad_buckets": bad_g,
+                                        "bad_values": np.flatnonzero(bad_x)}
         if p == 0 and known_totals is not None:
             f_x = np.where(known_x, listed - np.asarray(known_totals, dtype=np.int64), -1)
         left_x = f_x - kf_x
@@ -887,9 +908,8 @@ class BucketizedRelease(Release):
         """Column sums of :meth:`real_counts_from_files` (the real SA totals), from the rows when
         possible."""
         rows = self.sparse_real_rows()
-        if rows is None:
-            real = self.real_counts_from_files()
-            return None if real is None else real.sum(axis=0).astype(np.int64)
+        if rows is None:  # σ ≠ 0 and no fake known: the real counts are not in the files
+            return None
         _, sc, cnt = rows
         return blocked_bincount(sc, self.buckets()["m"], weights=cnt).astype(np.int64)
 
@@ -989,6 +1009,18 @@ class BucketizedRelease(Release):
         absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
         return ~(privacy_cap(thr[code], sizes[bucket]) >= 1) | absent[code]
 
+    def range_excluded(self, sizes: np.ndarray) -> np.ndarray:
+        """:meth:`fake_excluded` of a range of buckets with QIT sizes ``sizes`` (buckets × m), for a
+        release without negative associations."""
+        if self.negative_associations:
+            raise ReleaseError("range_excluded needs a release without negative associations")
+        thr = self.thresholds()
+        size, at = np.unique(np.maximum(np.asarray(sizes, dtype=np.int64), 1), return_inverse=True)  # a few sizes
+        excluded = (privacy_cap(thr[None, :], size[:, None]) < 1)[at.ravel()]
+        absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
+        excluded[:, absent] = True
+        return excluded
+
     def bucket_ranges(self, cells: int = RANGE_CELLS):
         """``chunks()`` for :func:`streamed_disclosure`: the
         observed counts (buckets × m, int64) and sizes of consecutive dense bucket ranges, from
@@ -1066,6 +1098,29 @@ class BucketizedRelease(Release):
         return receiver_posterior(self.observed_counts(), self.bucket_sizes(), self.fake_values, self.thresholds(),
                                   forbidden, known_totals, self.published_fake_matrix())
 
+    def streamed(self, thresholds: np.ndarray, known_totals: np.ndarray | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """:func:`streamed_inference` over :meth:`bucket_ranges` (for :meth:`rowwise` releases):
+        the disclosure and the fake inference's contradictions, computed once for both."""
+        b = self.buckets()
+        thr = np.asarray(thresholds, dtype=np.float64)
+        stamp = (b["key"], self.fake_values, thr.tobytes(),
+                 None if known_totals is None else np.asarray(known_totals, dtype=np.int64).tobytes())
+        cached = self.__dict__.get("_streamed_cache")
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        out = streamed_inference(self.bucket_ranges(), self.fake_values, thr, self.domains[self.sa], known_totals)
+        self.__dict__["_streamed_cache"] = (stamp, out)
+        return out
+
+    def fake_contradictions(self, thresholds: np.ndarray, known_totals: np.ndarray | None = None) -> dict[str, Any]:
+        """``contradictions``, ``bad_buckets`` and ``bad_values`` of :meth:`fake_inference`; for
+        :meth:`rowwise` releases (σ ≠ 0) over ranges of buckets, no n_buckets × m matrix."""
+        if self.fake_values != 0 and self.rowwise():
+            inf = self.streamed(thresholds, known_totals)[1]
+            assert inf is not None
+            return inf
+        return self.fake_inference(thresholds, known_totals)
+
     def fake_inference(self, thresholds: np.ndarray | None = None, known_totals: np.ndarray | None = None) -> dict[str, Any]:
         """The receiver's certain conclusions about the count-1 values (:func:`fake_inference`)."""
         forbidden = self.forbidden_fakes() if self.negative_associations else None
@@ -1087,8 +1142,7 @@ class BucketizedRelease(Release):
         elif self.fake_values == 0 or b["fake_rows"] is not None:
             d = sparse_disclosure(b["sb"], b["sc"], b["count"], b["sizes"], self.domains[self.sa], fake=b["fake_rows"])
         elif self.rowwise():  # the receiver's fake inference replayed over ranges of buckets
-            d = streamed_disclosure(self.bucket_ranges(), self.fake_values, self.thresholds(), self.domains[self.sa],
-                                    known_totals)
+            d = dict(self.streamed(self.thresholds(), known_totals)[0])
         if d is None:
             d = bucket_disclosure(self.posterior(known_totals), self.bucket_sizes(), self.domains[self.sa])
         self.__dict__["_disclosure_cache"] = (stamp, dict(d))
@@ -1202,23 +1256,19 @@ class BucketizedRelease(Release):
         claim_of(self.manifest).check(self, rep, table)
 
     def _verify_fakes_rowwise(self, rep: VerifyReport, sigma: int) -> None:
-        """The fake-value checks of :meth:`_verify` (room for σ fakes per bucket; with the
-        custodian file: each listed fake a count-1 ST entry, exactly σ per bucket, QIT sizes =
-        real counts, every fake one a real record could hold) from the ST rows a block at a
-        time and the custodian file's (bucket, value) pairs — O(ST rows + fakes) memory."""
+        """The fake-value checks of :meth:`_verify` (room for σ fakes per bucket, over ranges of
+        buckets; with the custodian file: each listed fake a count-1 ST entry, exactly σ per
+        bucket, QIT sizes = real counts, every fake one a real record could hold, from the ST
+        rows a block at a time and the custodian file's (bucket, value) pairs) — O(ST rows +
+        fakes) memory."""
         b = self.buckets()
-        sb, sc, cnt, nb, sizes = b["sb"], b["sc"], b["count"], b["n_buckets"], b["sizes"]
-        if sigma:
-            room = np.zeros(nb, dtype=np.int64)
-            for a in range(0, len(sb), ROW_BLOCK):
-                s, c = sb[a:a + ROW_BLOCK], sc[a:a + ROW_BLOCK]
-                one = cnt[a:a + ROW_BLOCK] == 1
-                ok = one & ~self.cell_excluded(s, c)
-                room += np.bincount(s[ok], minlength=nb)
-            rep.check(bool((room >= sigma).all()), f"every bucket lists ≥ σ = {sigma} values that may be fake",
-                      f"{int((room < sigma).sum())} bucket(s) list fewer than σ = {sigma} count-1 values that the "
+        sb, cnt, nb, sizes = b["sb"], b["count"], b["n_buckets"], b["sizes"]
+        if sigma:  # over ranges of buckets (repeated ST pairs add up, as in the matrix)
+            short = sum(int((((obs == 1) & ~self.range_excluded(size)).sum(axis=1) < sigma).sum())
+                        for obs, size in self.bucket_ranges()())
+            rep.check(not short, f"every bucket lists ≥ σ = {sigma} values that may be fake",
+                      f"{short} bucket(s) list fewer than σ = {sigma} count-1 values that the "
                       "publication rule allows as fakes")
-            del room
         if not self.custodian or self.custodian.get("fake") is None:
             if sigma:
                 rep.facts["fake_values"] = (f"σ = {sigma} per bucket, unidentified (no custodian file given; "
@@ -1309,12 +1359,13 @@ class BucketizedRelease(Release):
             rep.check(np.array_equal(real_tot, src_counts), "ST real SA counts = the source table's",
                       "the ST's real SA counts differ from the source table's")
         else:  # fakes unidentifiable: published counts cover the table's, with exactly σ per bucket extra
-            obs_tot = self.observed_counts().sum(axis=0)
+            b = self.buckets()  # the listed totals per value, from the ST rows (no n_buckets × m matrix)
+            obs_tot = blocked_bincount(b["sc"], b["m"], weights=b["count"]).astype(np.int64)
             extra = self.fake_values * int(self.buckets()["n_buckets"])
             rep.check(bool((obs_tot >= src_counts).all()) and int(obs_tot.sum() - src_counts.sum()) == extra,
                       "ST SA counts = the source table's plus σ fakes per bucket",
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "streamed_disclosure", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "streamed_disclosure", "streamed_inference", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]
