@@ -95,6 +95,8 @@ def main(argv=None) -> dict:
         sys.path.insert(0, str(HERE))
         print(json.dumps(child(args)))
         return {}
+    sys.path.insert(0, str(HERE))
+    from _common import write_result
     from ppdp.provenance import load_average
 
     path = Path(args.data_file).resolve()
@@ -123,8 +125,7 @@ def main(argv=None) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out["load_average_after"] = load_average()
-    res = HERE / "results" / f"custodian_{n}_{args.label}.json"
-    res.write_text(json.dumps(out, indent=2) + "\n")
+    write_result(f"custodian_{n}_{args.label}", out)  # paths made machine-independent
     print(json.dumps(out, indent=2))
     return out
 

@@ -494,10 +494,21 @@ def pair_runs(g: np.ndarray, v: np.ndarray, m: int, n_groups: int | None = None)
             cnt_l.append(cnt[nz])
         return np.concatenate(keys_l), np.concatenate(cnt_l)
     k.sort()
-    if not len(k):
+    return sorted_runs(k)
+
+
+def sorted_runs(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values, how many times each occurs) of a sorted array: one boolean mask of
+    run starts, no other array of its length."""
+    n = len(k)
+    if not n:
         return k, np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.concatenate(([True], k[1:] != k[:-1])))
-    return k[starts], np.diff(np.concatenate((starts, [len(k)])))
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(k[1:], k[:-1], out=new[1:])
+    starts = np.flatnonzero(new)
+    del new
+    return k[starts], np.diff(starts, append=n)
 
 
 def cell_pair_runs(cols: Sequence[np.ndarray], dims: Sequence[int], v: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray] | None:
@@ -519,16 +530,8 @@ def cell_pair_runs(cols: Sequence[np.ndarray], dims: Sequence[int], v: np.ndarra
     if len(cols):
         k *= int(m)
         k += np.asarray(v)
-    n = len(k)
-    if not n:
-        return k, np.zeros(0, np.int64)
     k.sort()
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(k[1:], k[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    del new
-    return k[starts], np.diff(starts, append=n)
+    return sorted_runs(k)
 
 
 def randomization_fit(gs: np.ndarray, xs: np.ndarray, gp: np.ndarray, yp: np.ndarray, m: int, kind: str, *,
@@ -912,4 +915,4 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
 
 __all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
            "cell_pair_runs", "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "pairs_fit", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
-           "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "values_of_groups"]
+           "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "sorted_runs", "values_of_groups"]

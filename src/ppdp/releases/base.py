@@ -24,7 +24,7 @@ from ..kernels.rng import CSPRNG_NAME
 from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
 from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
-from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_regular, os_reason, publish_directory,
+from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_parquet, open_regular, os_reason, publish_directory,
                       read_bounded, read_json, remove_stale_temps, temp_path)
 
 FORMAT = "ppdp-release/1"
@@ -464,20 +464,9 @@ def _read_parquet(path: Path, stated_rows: int, required: list[str], optional: l
     fd = open_regular(path, "Parquet file")
     with os.fdopen(fd, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        if size < 12:
-            raise ReleaseError(f"{path}: not a Parquet file ({size} bytes)")
-        f.seek(size - 8)
-        tail = f.read(8)
-        footer = int.from_bytes(tail[:4], "little")
-        if tail[4:] != b"PAR1" or footer > min(size - 12, MAX_FOOTER_BYTES):
-            raise ReleaseError(f"{path}: not a Parquet file, or its footer exceeds {MAX_FOOTER_BYTES:,} bytes")
-        f.seek(0)
-        try:
-            pf = pq.ParquetFile(f)
-            md = pf.metadata
-            schema = pf.schema_arrow
-        except (OSError, pa.ArrowException, ValueError) as e:
-            raise ReleaseError(f"{path}: unreadable Parquet ({e})") from None
+        pf = open_parquet(f, size, str(path), MAX_FOOTER_BYTES)
+        md = pf.metadata
+        schema = pf.schema_arrow
         rows = int(md.num_rows)
         if rows > stated_rows or rows > max_rows:
             raise ReleaseError(f"{path}: {rows:,} rows, the manifest states {stated_rows:,}"

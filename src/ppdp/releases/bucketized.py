@@ -39,6 +39,7 @@ import pyarrow as pa
 from ..claims import claim_of
 from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
+from ..kernels.transition import sorted_runs
 from .base import Release, VerifyReport, labels_to_codes, register_family
 from .custodian import fake_list
 
@@ -360,12 +361,7 @@ def cell_runs(blocks, dims: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarr
     k.sort()
     if int(k[0]) < 0 or int(k[-1]) >= cells:
         return None
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(k[1:], k[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
-    del new
-    return k[starts], np.diff(starts, append=n)
+    return sorted_runs(k)
 
 
 def dense_ids(bid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

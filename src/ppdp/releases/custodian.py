@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import ReleaseError
-from .storage import json_default, open_regular, os_reason, read_json, temp_path, write_custodian
+from .storage import json_default, open_parquet, open_regular, os_reason, read_json, temp_path, write_custodian
 
 FAKE_KEY = "fake"
 #: rows of the sidecar per Parquet row group (and per block written or decoded)
@@ -359,19 +359,8 @@ def read_sidecar(path: Path, ref: Mapping[str, Any]) -> FakeList:
 
 def _decode_sidecar(f, side: Path, rows: int, size: int) -> FakeList:
     what = f"{str(side)!r}: the custodian file's sidecar"
-    if size < 12:
-        raise ReleaseError(f"{what} is not a Parquet file ({size} bytes)")
-    f.seek(size - 8)
-    tail = f.read(8)
-    footer = int.from_bytes(tail[:4], "little")
-    if tail[4:] != b"PAR1" or footer > min(size - 12, MAX_SIDECAR_FOOTER):
-        raise ReleaseError(f"{what} is not a Parquet file, or its footer exceeds {MAX_SIDECAR_FOOTER:,} bytes")
-    f.seek(0)
-    try:
-        pf = pq.ParquetFile(f)
-        md, schema = pf.metadata, pf.schema_arrow
-    except (OSError, pa.ArrowException, ValueError) as e:
-        raise ReleaseError(f"{what} is unreadable Parquet ({e})") from None
+    pf = open_parquet(f, size, f"{str(side)!r} (the custodian file's sidecar)", MAX_SIDECAR_FOOTER)
+    md, schema = pf.metadata, pf.schema_arrow
     if int(md.num_rows) != rows:
         raise ReleaseError(f"{what} has {int(md.num_rows):,} rows, the custodian file states {rows:,}")
     if schema.names != ["bid", "value"]:

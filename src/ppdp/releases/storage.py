@@ -272,6 +272,29 @@ def write_custodian(path: Path, text: str, replace: bool = False) -> None:
 
 
 # ------------------------------------------------------------------ bounded reading
+def open_parquet(f, size: int, label: str, max_footer: int):
+    """A ``pyarrow.parquet.ParquetFile`` over the open binary file ``f`` of ``size`` bytes, once its
+    tail shows a Parquet file whose footer is at most ``max_footer`` bytes (checked before
+    pyarrow reads the footer); ``ReleaseError`` naming ``label`` otherwise."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if size < 12:
+        raise ReleaseError(f"{label}: not a Parquet file ({size} bytes)")
+    f.seek(size - 8)
+    tail = f.read(8)
+    footer = int.from_bytes(tail[:4], "little")
+    if tail[4:] != b"PAR1" or footer > min(size - 12, max_footer):
+        raise ReleaseError(f"{label}: not a Parquet file, or its footer exceeds {max_footer:,} bytes")
+    f.seek(0)
+    try:
+        pf = pq.ParquetFile(f)
+        pf.schema_arrow  # noqa: B018 - decoded here, so that a bad schema is this error
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise ReleaseError(f"{label}: unreadable Parquet ({e})") from None
+    return pf
+
+
 def open_regular(path: Path, what: str) -> int:
     """Open ``path`` read-only without following a symlink; ``ReleaseError`` unless it is a
     regular file. Returns the descriptor."""
