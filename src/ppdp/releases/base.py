@@ -67,6 +67,15 @@ class VerifyReport:
         return "\n".join(lines)
 
 
+def dictionary_codes(lut: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``lut[idx]`` in ``lut``'s dtype: the codes of a dictionary column's indices ``idx``, given
+    each dictionary entry's code ``lut``. When the dictionary is the domain in order (the
+    writer's layout) and every index lies in it, the indices are the codes: no gather."""
+    if np.array_equal(lut, np.arange(len(lut))) and (not len(idx) or (int(idx.min()) >= 0 and int(idx.max()) < len(lut))):
+        return idx.astype(lut.dtype, copy=False)
+    return lut[idx]
+
+
 def labels_to_codes(values: pa.ChunkedArray | pa.Array | np.ndarray, domain: Sequence[str], column: str) -> np.ndarray:
     """Map published labels to codes; labels outside the domain raise :class:`ReleaseError`."""
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values

@@ -40,7 +40,7 @@ from ..claims import claim_of
 from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
 from ..kernels.transition import sorted_runs
-from .base import Release, VerifyReport, labels_to_codes, register_family
+from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
 from .custodian import fake_list
 
 #: the files and columns of the format (beyond the QI columns and the SA column)
@@ -484,11 +484,6 @@ def _chunks(col) -> list[np.ndarray]:
     return [np.asarray(col)]
 
 
-def _is_identity(lut: np.ndarray, idx: np.ndarray) -> bool:
-    """Whether ``lut[idx]`` is ``idx`` itself: the dictionary is the domain in order (the
-    writer's layout) and every index lies in it — then the indices are the codes, no gather."""
-    return bool(np.array_equal(lut, np.arange(len(lut))) and (not len(idx) or (int(idx.min()) >= 0 and int(idx.max()) < len(lut))))
-
 
 def narrow_ints(col, limit: int | None = None) -> np.ndarray:
     """An integer column as one NumPy array, int32 when its values (or ``limit``) fit, else int64;
@@ -817,7 +812,7 @@ class BucketizedRelease(Release):
         for c in chunks:
             lut = labels_to_codes(c.dictionary.cast(pa.string()), dom, column).astype(out.dtype)
             idx = c.indices.to_numpy(zero_copy_only=False)
-            out[pos:pos + len(idx)] = idx if _is_identity(lut, idx) else lut[idx]
+            out[pos:pos + len(idx)] = dictionary_codes(lut, idx)
             pos += len(idx)
         return out
 
@@ -847,7 +842,7 @@ class BucketizedRelease(Release):
                     lut = labels_to_codes(ch.dictionary.cast(pa.string()), self.domains[c], c)
                     lut = lut.astype(np.int16 if len(self.domains[c]) <= 1 << 15 else np.int32)
                     idx = ch.indices.to_numpy(zero_copy_only=False)
-                    parts.append(idx.astype(lut.dtype) if _is_identity(lut, idx) else lut[idx])
+                    parts.append(dictionary_codes(lut, idx))
                 else:
                     parts.append(labels_to_codes(ch, self.domains[c], c))
             out.append(np.concatenate(parts) if len(parts) != 1 else parts[0])

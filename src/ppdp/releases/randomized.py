@@ -26,7 +26,7 @@ from ..queries import CountIndex
 from ..kernels.transition import (FIT_ALPHA, TransitionModel, cell_pair_runs, decoy_group_types, pair_runs, pairs_fit,
                                   receiver_counts, row_groups)
 from ..table import code_counts, code_dtype
-from .base import Release, VerifyReport, labels_to_codes, register_family
+from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
 
 
 @register_family("randomized")
@@ -54,10 +54,7 @@ class RandomizedRelease(Release):
                 for ch in col.chunks:
                     lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
                     idx = ch.indices.to_numpy(zero_copy_only=False)
-                    if len(idx) and np.array_equal(lut, np.arange(len(lut))) and 0 <= int(idx.min()) and int(idx.max()) < len(lut):
-                        codes[pos:pos + len(idx)] = idx  # the dictionary is the domain: the indices are the codes
-                    else:
-                        codes[pos:pos + len(idx)] = lut[idx]
+                    codes[pos:pos + len(idx)] = dictionary_codes(lut, idx)
                     pos += len(idx)
             else:
                 codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
