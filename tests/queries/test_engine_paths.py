@@ -43,15 +43,24 @@ def _case(seed: int, n: int = 3000):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("mode", ["default", "always-derive", "never-derive", "bytes", "tiny-blocks"])
+@pytest.mark.parametrize("mode", ["default", "always-derive", "never-derive", "bytes", "tiny-blocks", "dense", "evict"])
 def test_paths_equal_row_scan(seed, mode, monkeypatch):
     cols, sizes, keys, K, masks = _case(seed)
+    if mode != "dense":  # the case's groupings are small: the dense product would answer them all
+        monkeypatch.setattr(engine, "_DENSE_COMBOS", 0)
+    else:
+        monkeypatch.setattr(engine, "_DENSE_COMBOS", 10**9)
+        monkeypatch.setattr(engine, "_DENSE_CELLS", 10**12)
+        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)  # sparse weights too
     if mode == "always-derive":
         monkeypatch.setattr(engine, "_COST_DERIVE_BASE", -1e9)
     elif mode == "never-derive":
         monkeypatch.setattr(engine, "_COST_DERIVE_BASE", 1e9)
     elif mode == "bytes":
         monkeypatch.setattr(engine, "_BYTE_PATH_BITS", 0.0)
+    elif mode == "evict":  # every derived grouping dropped once no later column set needs it, and after
+        monkeypatch.setattr(engine, "_KEEP_CELLS", 0)
+        monkeypatch.setattr(engine, "_COST_DERIVE_BASE", -1e9)
     elif mode == "tiny-blocks":
         monkeypatch.setattr(engine, "_BLOCK_PAIRS", 7)
         monkeypatch.setattr(engine, "_BLOCK_WORDS", 3)
@@ -62,6 +71,8 @@ def test_paths_equal_row_scan(seed, mode, monkeypatch):
     got = index.sums(masks)
     np.testing.assert_array_equal(got, naive_sums(index, masks))
     np.testing.assert_array_equal(index.sums(masks[::-1]), got[::-1])  # cached groupings, another order
+    if mode == "evict":
+        assert not index._groups  # nothing derived is kept
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -70,3 +70,23 @@ def test_estimates_equal_whole_rows(mech, monkeypatch):
     ref = rel.estimate(wl)
     for a, b in [(fast.estimate, ref.estimate), (fast.se, ref.se), (fast.lower, ref.lower), (fast.upper, ref.upper)]:
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-8)  # the order of floating-point sums only
+
+
+@pytest.mark.parametrize("strength", ["adjusted", "likelihood", "moments"])
+def test_blocks_do_not_change_the_numbers(strength, monkeypatch):
+    """The empirical-Bayes fit a block of entries (and of rows) at a time gives exactly the
+    numbers of one block: each row's sums are its own, whatever the blocks."""
+    t = ppdp.datasets.load("occ", n=6000, seed=4)
+    rel = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=1)
+    wl = list(anatomy_workload(t, 200, 0.05, seed=2)) + list(point_workload(t, 60, seed=3))
+    est = ppdp.estimators.randomized.EmpiricalBayes(strength=strength)
+    monkeypatch.setattr(rz, "EB_BLOCK_ENTRIES", 1 << 30)
+    monkeypatch.setattr(rz, "EB_SHRINK_ROWS", 1 << 30)
+    whole = rel.estimate(wl, estimator=est)
+    for entries, rows in [(7, 5), (64, 1), (1, 1 << 30)]:
+        monkeypatch.setattr(rz, "EB_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(rz, "EB_SHRINK_ROWS", rows)
+        again = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=1)  # a fresh release: no cached fit
+        blocks = again.estimate(wl, estimator=est)
+        for a, b in [(blocks.estimate, whole.estimate), (blocks.se, whole.se), (blocks.lower, whole.lower)]:
+            np.testing.assert_array_equal(a, b)

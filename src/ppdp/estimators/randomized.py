@@ -265,6 +265,11 @@ def parent_distribution(release, model, counts: np.ndarray | None = None) -> np.
 _PACKED_EB = True
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
+#: domain entries of the empirical-Bayes fit taken at once (:class:`_EBEntries`)
+EB_BLOCK_ENTRIES = 1 << 15
+#: rows of :func:`eb_shrink` (and of the candidate parents of :func:`eb_fit`) taken at once: the
+#: whole-row temporaries (rows × m) stay small, and their memory is reused rather than fresh
+EB_SHRINK_ROWS = 1 << 15
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
 #: :class:`EmpiricalBayes`'s ``strength="auto"`` (its default) per mechanism, each chosen on
 #: EDU and ADULT point queries with OCC held out (the variant with the lowest mean relative
@@ -321,29 +326,46 @@ class _EBStrength:
         parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
         loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
         (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
-        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
+        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
         fully."""
-        top = np.log(np.maximum(self.n, 1.0))
-        grid = np.linspace(0.0, 1.0, EB_GRID)
-        rhos = np.exp(grid[:, None] * top[None, :])  # (G, R): a grid point's row is contiguous
-        L = self._loglik_grid(rhos)
-        if adjusted:
-            L += np.log(np.maximum(rhos - 1.0, 1e-300))
-        best = np.zeros(L.shape[1], dtype=np.int64)  # the first maximum over the grid (argmax)
-        mx = L[0].copy()
-        for j in range(1, EB_GRID):
-            up = L[j] > mx
-            np.copyto(best, j, where=up)
-            np.copyto(mx, L[j], where=up)
-        i = np.clip(best, 1, EB_GRID - 2)
-        r = np.arange(L.shape[1])
-        l0, l1, l2 = L[i - 1, r], L[i, r], L[i + 1, r]
-        curv = l0 - 2 * l1 + l2
-        off = np.divide(0.5 * (l0 - l2), curv, out=np.zeros_like(l1), where=curv < -1e-12)
-        off = np.clip(off, -1.0, 1.0)
-        interior = (best > 0) & (best < EB_GRID - 1)
-        g = np.where(interior, (i + off) / (EB_GRID - 1), best / (EB_GRID - 1))
-        return np.exp(g * top)
+        return _grid_rho(self.n, self._loglik_grid, adjusted)
+
+    def loglik(self, rho: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict(self, rho: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
+        """(ρ by ``strength``, the prediction at ρ or None, the log likelihood at ρ or None)."""
+        rho = self.rho(strength)
+        return rho, (self.predict(rho) if predict else None), (self.loglik(rho) if loglik else None)
+
+
+def _grid_rho(n: np.ndarray, loglik_grid, adjusted: bool) -> np.ndarray:
+    """:meth:`_EBStrength.likelihood_rho` of rows with ``n`` records, their log likelihood at a
+    (G × rows) grid of ρ given by ``loglik_grid``."""
+    top = np.log(np.maximum(n, 1.0))
+    grid = np.linspace(0.0, 1.0, EB_GRID)
+    rhos = np.exp(grid[:, None] * top[None, :])  # (G, R): a grid point's row is contiguous
+    L = loglik_grid(rhos)
+    if adjusted:
+        L += np.log(np.maximum(rhos - 1.0, 1e-300))
+    best = np.zeros(L.shape[1], dtype=np.int64)  # the first maximum over the grid (argmax)
+    mx = L[0].copy()
+    for j in range(1, EB_GRID):
+        up = L[j] > mx
+        np.copyto(best, j, where=up)
+        np.copyto(mx, L[j], where=up)
+    i = np.clip(best, 1, EB_GRID - 2)
+    r = np.arange(L.shape[1])
+    l0, l1, l2 = L[i - 1, r], L[i, r], L[i + 1, r]
+    curv = l0 - 2 * l1 + l2
+    off = np.divide(0.5 * (l0 - l2), curv, out=np.zeros_like(l1), where=curv < -1e-12)
+    off = np.clip(off, -1.0, 1.0)
+    interior = (best > 0) & (best < EB_GRID - 1)
+    g = np.where(interior, (i + off) / (EB_GRID - 1), best / (EB_GRID - 1))
+    return np.exp(g * top)
 
 
 class _EBRows(_EBStrength):
@@ -506,56 +528,101 @@ class _EBEntries(_EBStrength):
     """:class:`_EBRows` at the diagonal covariance over each row's domain entries only, flat and
     in row order (a row of an SDR sub-table holds a few of the m values: on OCC's SDR sub-tables
     11 or 21 of 46): the same quantities entry by entry, each row's sums over its own entries.
-    The numbers equal the whole-row layout's up to the order of floating-point sums."""
+    The numbers equal the whole-row layout's up to the order of floating-point sums.
+
+    Everything is computed a block of rows at a time (about :data:`EB_BLOCK_ENTRIES` entries,
+    a row never split): a block's terms, its likelihood grid and its prediction are temporaries
+    that stay in cache and in reused memory, and nothing of the entries' size is kept but the
+    prior's entries. The numbers do not depend on the blocks (each row's sums are its own)."""
 
     covariance = "diagonal"
 
     def __init__(self, counts: _EBCounts, prior):
         self.counts = c = counts
-        self.cnt = cnt = c.cnt
-        self.n = n = c.n
-        y = c.y
-        self.P0 = P0 = np.asarray(prior, dtype=np.float64).ravel()[c.flat]
-        pp, qq, nn = (np.repeat(v, cnt) for v in (c.p_row, c.q_row, n))
-        self.mu, self.d, self.sig2, self.t = _eb_terms(y, nn, P0, pp, qq)
-        self._terms: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.cnt = c.cnt
+        self.n = c.n
+        self.P0 = np.asarray(prior, dtype=np.float64).ravel()[c.flat]
+        ends = np.cumsum(c.cnt)
+        self._ends = ends
+        cuts = np.searchsorted(ends, np.arange(EB_BLOCK_ENTRIES, int(ends[-1]) if len(ends) else 0,
+                                               EB_BLOCK_ENTRIES), side="left") + 1
+        self._rows = [0, *sorted({int(x) for x in cuts if 0 < x < len(ends)}), len(ends)]
 
-    def _rowsum(self, x: np.ndarray) -> np.ndarray:
-        return _segment_sums(x, self.cnt)
+    def _blocks(self):
+        """(row range, entry range) of each block."""
+        ends = self._ends
+        for r0, r1 in zip(self._rows[:-1], self._rows[1:]):
+            if r1 > r0:
+                yield r0, r1, int(ends[r0 - 1]) if r0 else 0, int(ends[r1 - 1])
+
+    def _terms(self, r0: int, r1: int, e0: int, e1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`_eb_terms` (μ, d, σ², τ²/ρ) of the entries of rows r0 … r1 − 1."""
+        c = self.counts
+        cnt = c.cnt[r0:r1]
+        pp, qq, nn = (np.repeat(v[r0:r1], cnt) for v in (c.p_row, c.q_row, c.n))
+        return _eb_terms(c.y[e0:e1], nn, self.P0[e0:e1], pp, qq)
+
+    def _each(self, fn) -> np.ndarray:
+        """Per-row results of ``fn(r0, r1, e0, e1)`` over the blocks, in order."""
+        out = np.empty(len(self.n))
+        for r0, r1, e0, e1 in self._blocks():
+            out[r0:r1] = fn(r0, r1, e0, e1)
+        return out
+
+    @property
+    def d(self) -> np.ndarray:
+        return np.concatenate([self._terms(*b)[1] for b in self._blocks()] or [np.zeros(0)])
+
+    @property
+    def sig2(self) -> np.ndarray:
+        return np.concatenate([self._terms(*b)[2] for b in self._blocks()] or [np.zeros(0)])
+
+    @property
+    def t(self) -> np.ndarray:
+        return np.concatenate([self._terms(*b)[3] for b in self._blocks()] or [np.zeros(0)])
+
+    def _moments_rho(self, r0, r1, terms) -> np.ndarray:
+        _, d, sig2, _ = terms
+        cnt, n = self.cnt[r0:r1], self.n[r0:r1]
+        e0 = int(self._ends[r0 - 1]) if r0 else 0
+        P0 = self.P0[e0:e0 + len(d)]
+        het = n * (1.0 - _segment_sums(P0**2, cnt))
+        rho = np.divide(_segment_sums(d**2, cnt) - _segment_sums(sig2, cnt), het, out=np.ones_like(n),
+                        where=het > 1e-12)
+        return np.clip(rho, 1.0, np.maximum(n, 1.0))
 
     def moments_rho(self) -> np.ndarray:
         """As :meth:`_EBRows.moments_rho`."""
-        n = self.n
-        het = n * (1.0 - self._rowsum(self.P0**2))
-        rho = np.divide(self._rowsum(self.d**2) - self._rowsum(self.sig2), het, out=np.ones_like(n), where=het > 1e-12)
-        return np.clip(rho, 1.0, np.maximum(n, 1.0))
+        return self._each(lambda r0, r1, e0, e1: self._moments_rho(r0, r1, self._terms(r0, r1, e0, e1)))
 
-    def loglik(self, rho: np.ndarray) -> np.ndarray:
-        """As :meth:`_EBRows.loglik`."""
-        return self._loglik_grid(np.asarray(rho, dtype=np.float64)[None, :])[0]
+    def _grid_terms(self, r0: int = 0, r1: int | None = None, terms=None):
+        """(a, c, entries per row, the constant per row) of the likelihood's terms of rows r0 …
+        r1 − 1 (default all): an entry with τ² > 0 contributes log V + d²/V = log τ² + log(a + ρ)
+        + c/(a + ρ) with a = σ²/τ², c = d²/τ²; one with τ² = 0 < σ² the constant log σ² + d²/σ²."""
+        r1 = len(self.n) if r1 is None else r1
+        if terms is None:
+            e0 = int(self._ends[r0 - 1]) if r0 else 0
+            e1 = int(self._ends[r1 - 1]) if r1 else 0
+            terms = self._terms(r0, r1, e0, e1)
+        _, d, sig2, t = terms
+        cnt = self.cnt[r0:r1]
+        d2 = d**2
+        var = t > 0
+        fixed = ~var & (sig2 > 0)
+        const = np.zeros(len(t))
+        const[var] = np.log(t[var])
+        sf = sig2[fixed]
+        const[fixed] = np.log(sf) + d2[fixed] / sf
+        tv = t[var]
+        return (sig2[var] / tv, d2[var] / tv, _segment_sums(var.astype(np.float64), cnt).astype(np.int64),
+                _segment_sums(const, cnt))
 
-    def _grid_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(a, c, entries per row, the constant per row) of the likelihood's terms: an entry with
-        τ² > 0 contributes log V + d²/V = log τ² + log(a + ρ) + c/(a + ρ) with a = σ²/τ², c = d²/τ²;
-        one with τ² = 0 < σ² the constant log σ² + d²/σ² (computed once per object)."""
-        if self._terms is None:
-            sig2, t, d2 = self.sig2, self.t, self.d**2
-            var = t > 0
-            fixed = ~var & (sig2 > 0)
-            const = np.zeros(len(t))
-            const[var] = np.log(t[var])
-            sf = sig2[fixed]
-            const[fixed] = np.log(sf) + d2[fixed] / sf
-            tv = t[var]
-            self._terms = (sig2[var] / tv, d2[var] / tv, _segment_sums(var.astype(np.float64), self.cnt).astype(np.int64),
-                           self._rowsum(const))
-        return self._terms
-
-    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        """The diagonal likelihood at every row of ``rhos`` (G × R; G × R out), over the entries
-        whose variance varies with ρ (:meth:`_grid_terms`), a grid point at a time in reused
-        buffers (each row's ρ repeated over its entries)."""
-        a, c, cnt, const = self._grid_terms()
+    @staticmethod
+    def _grid(gt, rhos: np.ndarray) -> np.ndarray:
+        """The diagonal likelihood at every row of ``rhos`` (G × rows of the block; G × rows
+        out) from the block's :meth:`_grid_terms`, a grid point at a time in reused buffers
+        (each row's ρ repeated over its entries)."""
+        a, c, cnt, const = gt
         G, R = rhos.shape
         u, terms = np.empty(len(a)), np.empty(len(a))
         L = np.empty((G, R))
@@ -574,23 +641,75 @@ class _EBEntries(_EBStrength):
         L *= -0.5
         return L
 
-    def predict(self, rho: np.ndarray) -> np.ndarray:
-        """As :meth:`_EBRows.predict`: (R, m), 0 off each row's domain."""
-        tau2 = self.t * np.repeat(rho, self.cnt)
-        V = tau2 + self.sig2
+    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
+        """The diagonal likelihood at every row of ``rhos`` (G × R; G × R out)."""
+        L = np.empty(rhos.shape)
+        for r0, r1, e0, e1 in self._blocks():
+            L[:, r0:r1] = self._grid(self._grid_terms(r0, r1), rhos[:, r0:r1])
+        return L
+
+    def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
+        """As :meth:`_EBStrength.fit`, a block at a time: each block's terms once for the
+        strength, the likelihood and the prediction."""
+        rho = np.empty(len(self.n))
+        ll = np.empty(len(self.n)) if loglik else None
+        X = np.empty(len(self.P0)) if predict else None
+        for r0, r1, e0, e1 in self._blocks():
+            terms = self._terms(r0, r1, e0, e1)
+            gt = self._grid_terms(r0, r1, terms) if strength != "moments" or ll is not None else None
+            if gt is None or strength == "moments":
+                rb = self._moments_rho(r0, r1, terms)
+            else:
+                rb = _grid_rho(self.n[r0:r1], lambda rhos, gt=gt: self._grid(gt, rhos), strength == "adjusted")
+            rho[r0:r1] = rb
+            if ll is not None and gt is not None:
+                ll[r0:r1] = self._grid(gt, rb[None, :])[0]
+            if X is not None:
+                X[e0:e1] = self._predict_entries(r0, r1, terms, rb)
+        return rho, (self._unpack(X) if X is not None else None), ll
+
+    def rho(self, strength: str) -> np.ndarray:
+        """As :meth:`_EBStrength.rho`."""
+        return self.fit(strength)[0]
+
+    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
+        """As :meth:`_EBStrength.likelihood_rho`."""
+        return self.fit("adjusted" if adjusted else "likelihood")[0]
+
+    def loglik(self, rho: np.ndarray) -> np.ndarray:
+        """As :meth:`_EBRows.loglik`."""
+        rho = np.asarray(rho, dtype=np.float64)
+        return self._each(lambda r0, r1, e0, e1: self._grid(self._grid_terms(r0, r1), rho[None, r0:r1])[0])
+
+    def _predict_entries(self, r0, r1, terms, rho) -> np.ndarray:
+        mu, d, sig2, t = terms
+        tau2 = t * np.repeat(rho, self.cnt[r0:r1])
+        V = tau2 + sig2
         w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
-        X = self.mu + w * self.d
-        pk = _Packed(self.counts.member)  # Norm-Sub on the rows packed (−∞ in the padding)
+        return mu + w * d
+
+    def _unpack(self, X: np.ndarray) -> np.ndarray:
+        """Norm-Sub of the entries' predictions on the rows packed: (R, m), 0 off each row's domain."""
+        pk = _Packed(self.counts.member)  # −∞ in the padding
         v = np.full(pk.valid.shape, -np.inf)
         v.ravel()[pk.pos] = X
         return pk.unpack(_norm_sub_packed(v, pk.valid, self.n))
 
+    def predict(self, rho: np.ndarray) -> np.ndarray:
+        """As :meth:`_EBRows.predict`: (R, m), 0 off each row's domain."""
+        rho = np.asarray(rho, dtype=np.float64)
+        X = np.empty(len(self.P0))
+        for r0, r1, e0, e1 in self._blocks():
+            X[e0:e1] = self._predict_entries(r0, r1, self._terms(r0, r1, e0, e1), rho[r0:r1])
+        return self._unpack(X)
 
-def _eb_rows(Y, p, q, member, prior, covariance) -> _EBRows | _EBEntries:
+
+def _eb_rows(Y, p, q, member, prior, covariance, entries: bool | None = None) -> _EBRows | _EBEntries:
     """The layout of :func:`eb_shrink`'s quantities: the domain entries (:class:`_EBEntries`) at
-    the diagonal covariance when the domains are a small part of the rows, else whole rows."""
+    the diagonal covariance when the domains are a small part of the rows, else whole rows
+    (``entries``: the layout when already decided)."""
     member = np.asarray(member, dtype=bool)
-    if _entries_layout(member, covariance):
+    if _entries_layout(member, covariance) if entries is None else entries:
         return _EBEntries(_EBCounts(Y, p, q, member), prior)
     return _EBRows(Y, p, q, member, prior, covariance)
 
@@ -643,7 +762,7 @@ def eb_loglik(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     """Each row's log marginal likelihood under ``prior`` at its fitted strength, as
     ``eb_shrink(..., return_ll=True)`` returns it, without the prediction and its projection."""
     R = _eb_rows(Y, p, q, member, prior, covariance)
-    return R.loglik(R.rho(strength))
+    return R.fit(strength, loglik=True)[2]
 
 
 def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, prior: np.ndarray,
@@ -691,12 +810,17 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
         raise ParameterError(f"strength must be one of {EB_STRENGTHS}, got {strength!r}", param="strength")
     if covariance not in EB_COVARIANCES:
         raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
-    R = _eb_rows(Y, p, q, member, prior, covariance)
-    rho = R.rho(strength)
-    X = R.predict(rho)
-    if not return_ll:
-        return X
-    return X, R.loglik(rho)
+    member = np.asarray(member, dtype=bool)
+    entries = _entries_layout(member, covariance)  # one layout for every block of rows
+    Xs, lls = [], []
+    for a in range(0, max(len(member), 1), EB_SHRINK_ROWS):  # rows are independent: bounded temporaries
+        b = a + EB_SHRINK_ROWS
+        R = _eb_rows(Y[a:b], p[a:b], q[a:b], member[a:b], prior[a:b], covariance, entries)
+        _, X, ll = R.fit(strength, loglik=return_ll, predict=True)
+        Xs.append(X)
+        lls.append(ll)
+    X = Xs[0] if len(Xs) == 1 else np.concatenate(Xs)
+    return (X, lls[0] if len(lls) == 1 else np.concatenate(lls)) if return_ll else X
 
 
 def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diagonal",
@@ -797,8 +921,7 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
         base = _EBCounts(rows, p, q, member)  # the counts' entries once for every candidate
 
         def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
-            E = _EBEntries(base if r is None else base.subset(r), pr)
-            return E.loglik(E.rho(strength))
+            return _EBEntries(base if r is None else base.subset(r), pr).fit(strength, loglik=True)[2]
     else:
         def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
             if r is None:
@@ -817,37 +940,56 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
         bll[r[better]] = ll[better]
 
     if singles:
-        Ys = S.predicate_counts(singles)
-        gs = np.tile(np.arange(J), len(singles))
-        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)),
-                       strength=strength, covariance=covariance)
-        Xs = Xs.reshape(len(singles), J, m)
-        pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
+        pis = _single_parents(S, pi0, singles, strength, covariance)
         kmax = max(len(c) for c in cond)
         idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
         for u, ids in enumerate(cond):
             idx[u, : len(ids)] = ids
         has = idx >= 0
         nk = has.sum(axis=1)
-        logs = np.log(np.maximum(pis, 1e-300))  # (S, J, m)
+        log_pi0 = np.log(np.maximum(pi0, 1e-300))
+        step = max(1, EB_SHRINK_ROWS // max(J, 1))  # predicates per block: rows are independent
+
+        def logs(i: np.ndarray) -> np.ndarray:  # the log-distributions of single conditions i
+            return np.log(np.maximum(pis[i], 1e-300))
         # their combination under conditional independence, ∝ Π_c π_c / (π⁰)^(k−1), for k ≥ 2
-        u2 = np.flatnonzero(nk >= 2)
-        if len(u2):
-            lg = logs[idx[u2, 0]]  # the conditions' log-distributions summed in order (as a sum over them)
+        u2_all = np.flatnonzero(nk >= 2)
+        for s0 in range(0, len(u2_all), step):
+            u2 = u2_all[s0:s0 + step]
+            lg = logs(idx[u2, 0])  # the conditions' log-distributions summed in order (as a sum over them)
             for i in range(1, kmax):
-                lg = lg + np.where(has[u2, i, None, None], logs[np.maximum(idx[u2, i], 0)], 0.0)
-            lg = lg - np.maximum(nk[u2] - 1, 0)[:, None, None] * np.log(np.maximum(pi0, 1e-300))[None]
+                lg = lg + np.where(has[u2, i, None, None], logs(np.maximum(idx[u2, i], 0)), 0.0)
+            lg = lg - np.maximum(nk[u2] - 1, 0)[:, None, None] * log_pi0[None]
             lg = np.where(S.member[None], lg, -np.inf)
             e = np.where(S.member[None], np.exp(lg - lg.max(axis=2, keepdims=True)), 0.0)
             del lg
             consider(u2, e / np.maximum(e.sum(axis=2, keepdims=True), 1e-300))
             del e
         for i in range(kmax):
-            ui = np.flatnonzero(has[:, i])
-            if len(ui):
+            ui_all = np.flatnonzero(has[:, i])
+            for s0 in range(0, len(ui_all), step):
+                ui = ui_all[s0:s0 + step]
                 consider(ui, pis[idx[ui, i]])
     S._eb_prior = prior
     return eb_shrink(rows, p, q, member, prior, strength=strength, covariance=covariance).reshape(U, J, m)
+
+
+def _single_parents(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], strength: str,
+                    covariance: str) -> np.ndarray:
+    """(len(singles), J, m): the SA distribution of the rows meeting each single-attribute
+    condition in each sub-table, each estimated by :func:`eb_shrink` towards the sub-table's π⁰,
+    a block of conditions at a time (their counts and temporaries stay small)."""
+    J, m = pi0.shape
+    out = np.empty((len(singles), J, m))
+    step = max(1, EB_SHRINK_ROWS // max(J, 1))
+    for a in range(0, len(singles), step):
+        part = singles[a:a + step]
+        Ys = S.predicate_counts(part)
+        gs = np.tile(np.arange(J), len(part))
+        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(part), 1)),
+                       strength=strength, covariance=covariance).reshape(len(part), J, m)
+        np.divide(Xs, np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300), out=out[a:a + len(part)])
+    return out
 
 
 class _Packed:

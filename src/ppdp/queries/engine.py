@@ -25,7 +25,9 @@ of rows that satisfy q's predicates on the *other* columns:
   combination c in byte column j adds W[c] to the cell (j, byte value) of a (K × 256·bytes)
   table — one sparse product over the non-zero bytes, whose number follows the matching
   (query, combination) pairs, not queries × combinations — and query 8j + b is the sum of
-  the cells (j, v) over the byte values v with bit b set (a fixed 0/1 matrix).
+  the cells (j, v) over the byte values v with bit b set (a fixed 0/1 matrix). A small
+  grouping (at most :data:`_DENSE_COMBOS` combinations) is one dense product of its unpacked
+  bits and its weights instead.
 
 Integer keys (counts) are summed exactly in float64, so the answers do not depend on the
 chunking or the order of the queries; float weights agree up to rounding.
@@ -48,6 +50,8 @@ except ImportError:  # pragma: no cover - then the public product (two passes)
 
 #: derived groupings larger than this (combinations × keys, or stored entries when sparse) are not kept
 _MAX_CACHED_CELLS = 16_000_000
+#: stored weights of the derived groupings kept after a workload (the smallest first; :meth:`CountIndex._trim`)
+_KEEP_CELLS = 1 << 22
 #: queries × combinations per chunk of query bits (64 MiB of words)
 _CHUNK_BITS = 1 << 29
 #: (group, key) cells counted in one dense table when grouping rows by integer keys (and at
@@ -65,6 +69,12 @@ _BLOCK_PAIRS = 1 << 18
 _BYTE_PATH_BITS = 3.0
 #: a sparse grouping of at most this many keys is summed against the query bytes densely
 _DENSE_KEYS = 32
+#: a block of at most this many combinations (and :data:`_DENSE_CELLS` combination × query
+#: cells) is summed as one dense product of its unpacked query bits and its weights: the byte
+#: path's (byte cells × keys) table is larger than the product there (the single-attribute
+#: predicates of the empirical-Bayes parents: tens of combinations, thousands of queries)
+_DENSE_COMBOS = 1024
+_DENSE_CELLS = 1 << 21
 #: cells of a densified grouping kept for the next workload
 _MAX_DENSE_KEPT = 1 << 21
 #: the cost model that decides whether a column set's queries get their own grouping (derived
@@ -244,7 +254,7 @@ class CountIndex:
 
     def _keep(self, cols: tuple[str, ...], g):
         w_g: Any = g[1]
-        if (w_g.nnz if sparse.issparse(w_g) else w_g.size) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
+        if _stored(w_g) <= _MAX_CACHED_CELLS:  # a large derived grouping is rebuilt when asked again (memory)
             self._groups[cols] = g
         return g
 
@@ -340,7 +350,40 @@ class CountIndex:
         # the products here are many small, memory-bound matmuls: BLAS threads only add
         # contention (measured: up to 200× slower on a loaded 2-core machine)
         with threadpool_limits(limits=1, user_api="blas"):
-            return self._sums(masks)
+            out = self._sums(masks)
+        self._trim()
+        return out
+
+    def _drop_unneeded(self, cols: tuple[str, ...], later: list[set]) -> None:
+        """Drop the derived grouping of ``cols`` when it is large and none of the ``later``
+        column sets of the workload lies within it (its memory then serves what follows)."""
+        g = self._groups.get(cols)
+        if g is None or set(cols) == set(self.columns) or any(c <= set(cols) for c in later):
+            return
+        if _stored(g[1]) > _KEEP_CELLS // 4:
+            self._forget(cols)
+
+    def _forget(self, cols: tuple[str, ...]) -> None:
+        """Drop a derived grouping and what is kept beside it."""
+        del self._groups[cols]
+        self._wt.pop(cols, None)
+        for pk in [k for k in self._pack_cache if k[0] == cols]:
+            del self._pack_cache[pk]
+        for hk in [k for k in self._hist if k[0] == cols]:
+            del self._hist[hk]
+
+    def _trim(self) -> None:
+        """Drop the largest derived groupings beyond :data:`_KEEP_CELLS` stored weights in all
+        (with what is kept beside them): they serve the workload that built them, as parents of
+        its smaller column sets; what follows (an estimator's fit) reuses their memory instead
+        of fresh pages, and a later workload derives them again."""
+        sizes = {c: _stored(w) for c, (_, w) in self._groups.items()}
+        total = sum(sizes.values())
+        for cols in sorted(sizes, key=lambda c: -sizes[c]):
+            if total <= _KEEP_CELLS:
+                break
+            total -= sizes[cols]
+            self._forget(cols)
 
     def _sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
         # a predicate selecting its whole domain constrains nothing: the query is answered on
@@ -370,7 +413,10 @@ class CountIndex:
         for qi, m in enumerate(masks):
             by_cols[tuple(sorted(m))].append(qi)
         # larger column sets first, so smaller ones can be derived from them
-        for cols, qidx in sorted(by_cols.items(), key=lambda kv: -len(kv[0])):
+        order = sorted(by_cols.items(), key=lambda kv: -len(kv[0]))
+        for at, (cols, qidx) in enumerate(order):
+            if at:  # a derived grouping no later column set can be derived from has served
+                self._drop_unneeded(order[at - 1][0], [set(c) for c, _ in order[at:]])
             qarr = np.asarray(qidx)
             if not cols:
                 W = self.group(cols)[1]
@@ -435,6 +481,11 @@ class CountIndex:
         blocks of at most :data:`_BLOCK_PAIRS` pairs. A block whose non-zero bytes hold many
         bits each (broad queries) is summed a byte at a time instead (:meth:`_reduce_bytes`)."""
         n_c, n_words = bits.shape
+        if n_c and n_c <= _DENSE_COMBOS and n_c * nq <= _DENSE_CELLS:  # a small grouping: one dense product
+            M = np.unpackbits(bits.view(np.uint8), axis=1, count=nq, bitorder="little").astype(np.float64)
+            if sparse.issparse(W):
+                return np.ascontiguousarray((W.T @ M).T)
+            return M.T @ np.asarray(W, dtype=np.float64)
         out = np.zeros((nq, self.K), dtype=np.float64)
         if n_c == 0:
             return out
@@ -530,6 +581,11 @@ class CountIndex:
         return out
 
 
+def _stored(W) -> int:
+    """Stored weights of a grouping: its entries when sparse, its cells when dense."""
+    return int(W.nnz) if sparse.issparse(W) else int(W.size)
+
+
 #: a product whose bound (:func:`_product`) exceeds this many entries is left to scipy's two passes
 _ONE_PASS_ENTRIES = 1 << 24
 
@@ -557,8 +613,9 @@ def _product(A: sparse.csr_matrix, B: sparse.csr_matrix, bound: int, trim: bool 
     except TypeError:  # a scipy whose kernel takes other arguments (they are checked before it runs)
         return (A @ B).tocsr()
     k = int(indptr[-1])
-    if trim and k < bound:
-        indices, data = indices[:k].copy(), data[:k].copy()
+    if trim and k < bound:  # shrunk where they are (realloc: no copy, the tail returned); no views exist
+        indices.resize(k, refcheck=False)
+        data.resize(k, refcheck=False)
     return sparse.csr_matrix((data[:k], indices[:k], indptr), shape=(M, N))
 
 
