@@ -620,24 +620,23 @@ class _EBEntries(_EBStrength):
     @staticmethod
     def _grid(gt, rhos: np.ndarray) -> np.ndarray:
         """The diagonal likelihood at every row of ``rhos`` (G × rows of the block; G × rows
-        out) from the block's :meth:`_grid_terms`, a grid point at a time in reused buffers
-        (each row's ρ repeated over its entries)."""
+        out) from the block's :meth:`_grid_terms`: every grid point's entry terms at once
+        (G × the block's entries: a block is small), each row's ρ repeated over its entries,
+        summed per row and point by one reduceat."""
         a, c, cnt, const = gt
         G, R = rhos.shape
-        u, terms = np.empty(len(a)), np.empty(len(a))
-        L = np.empty((G, R))
         has = cnt > 0
         starts = (np.cumsum(cnt) - cnt)[has]
         row = np.repeat(np.arange(R), cnt)  # each entry's row
-        for j in range(G):
-            np.take(rhos[j], row, out=u, mode="clip")  # into the buffer: no fresh array per point
-            u += a
-            np.log(u, out=terms)
-            np.divide(c, u, out=u)
-            terms += u
-            L[j] = const
-            if len(starts):
-                L[j, has] += np.add.reduceat(terms, starts)
+        u = np.take(rhos, row, axis=1)
+        u += a
+        terms = np.log(u)
+        np.divide(c, u, out=u)
+        terms += u
+        L = np.empty((G, R))
+        L[:] = const
+        if len(starts):
+            L[:, has] += np.add.reduceat(terms, starts, axis=1)
         L *= -0.5
         return L
 
