@@ -115,10 +115,12 @@ class _Lattice:
             top = int(math.ceil(16 * float(sd.max()) + 24))  # P(|S| > top) < 1e-12 (Laplace tail at 16 sd: e^{-22.6})
             L = 1 << int(math.ceil(math.log2(2 * top + 2)))
             t = 2 * np.pi * np.arange(L) / L
-            pp = _p(pe)[:, None]
-            log_phi = 2 * np.log1p(-pp) - np.log1p(-2 * pp * np.cos(t)[None, :] + pp * pp)
-            pmf = np.fft.fft(np.exp(pm[:, None] * log_phi), axis=1).real / L
-            pmf = np.clip(pmf[:, : top + 1], 0.0, None)
+            pmf = np.empty((len(pm), top + 1))
+            for c in range(0, len(pm), 256):  # bounded temporaries: 256 rows × L complex
+                pp = _p(pe[c:c + 256])[:, None]
+                log_phi = 2 * np.log1p(-pp) - np.log1p(-2 * pp * np.cos(t)[None, :] + pp * pp)
+                pmf[c:c + 256] = np.fft.fft(np.exp(pm[c:c + 256, None] * log_phi), axis=1).real[:, : top + 1] / L
+            pmf = np.clip(pmf, 0.0, None)
             self.pmf_tab = pmf
             cdf = 2 * np.cumsum(pmf, axis=1) - pmf[:, :1]
             self.cdf_tab = np.minimum(cdf, 1.0)
