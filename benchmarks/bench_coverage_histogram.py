@@ -4,6 +4,7 @@ releases per mechanism, with each mechanism's default estimator (and DPCube's ot
     python benchmarks/bench_coverage_histogram.py [--releases 200] [--configs a,b,…] [--jobs 2]
       → benchmarks/results/coverage_histogram.json
     python benchmarks/bench_coverage_histogram.py --speed → benchmarks/results/coverage_histogram_speed.json
+    python benchmarks/bench_coverage_histogram.py --speed-closed → benchmarks/results/coverage_histogram_speed_closed.json
 
 Table: a 4,000-row sample of ADULT (seed 1), fixed for every release; only the mechanism's
 noise changes between releases (publish seeds 0..R−1). The truth of a query is the exact count
@@ -192,6 +193,47 @@ def speed() -> dict:
     return out
 
 
+def speed_closed() -> dict:
+    """Cost of the closed-form intervals on full ADULT (age × hours_per_week): 5,000 random
+    ranges and 5,000 random single cells, ``estimate`` (answers, se and interval) against
+    ``answer`` alone, best of 3 warm calls (the query boxes are translated once, then cached)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    import ppdp
+    import ppdp.mechanisms.histogram as H
+    from ppdp.queries import as_workload
+    from ppdp.queries.model import Predicate, Query
+    from ppdp.queries.workloads import range_workload
+
+    table = ppdp.datasets.load("adult")
+    cases = {"cells": H.CellHistogram(1.0, RAW, domains="adult"), "dpcube (ls)": H.DPCube(1.0, RAW, domains="adult"),
+             "dpcube-paper (ls-unweighted)": H.DPCubePaper(1.0, RAW, domains="adult"),
+             "kron": H.KroneckerLeastSquares(1.0, RAW, domains="adult"),
+             "dp->kron 12 x 11": H.DefaultHistogram(1.0, RAW, bins={**AGE, **HOURS})}
+    out = {}
+    for name, mech in cases.items():
+        rel = ppdp.publish(table, mech, seed=0)
+        doms = {d: rel.domains[d] for d in rel.dims}
+        rng = np.random.default_rng(1)
+        cells = [Query(tuple(Predicate(d, "eq", values=(doms[d][int(rng.integers(len(doms[d])))],)) for d in rel.dims))
+                 for _ in range(5000)]
+        for wname, wl in (("ranges", as_workload(range_workload(doms, rel.dims, 5000, seed=1))), ("cells", as_workload(cells))):
+            rel.estimate(wl)
+            ts = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                e = rel.estimate(wl)
+                ts.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            rel.answer(wl)
+            ta = time.perf_counter() - t0
+            out[f"{name} / {wname}"] = {"estimate_s": min(ts), "answer_only_s": ta, "method": e.method,
+                                        "load_average": os.getloadavg()}
+            print(f"{name} / {wname}: estimate {min(ts):.3f} s, answer only {ta:.3f} s", flush=True)
+    return out
+
+
 def main(argv=None) -> dict:
     from _common import provenance, write_result
 
@@ -201,7 +243,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="coverage_histogram")
     ap.add_argument("--speed", action="store_true", help="only the cost benchmark (→ <out>_speed.json)")
+    ap.add_argument("--speed-closed", action="store_true",
+                    help="only the cost of the closed-form intervals, 5,000 queries (→ <out>_speed_closed.json)")
     a = ap.parse_args(argv)
+    if a.speed_closed:
+        res = {"benchmark": "closed-form intervals, histogram family, 5,000 queries on full adult", "cases": speed_closed(),
+               "provenance": provenance()}
+        print(write_result(a.out + "_speed_closed", res))
+        return res
     if a.speed:
         res = {"benchmark": "bootstrap cost, histogram family, 5,000 ranges on full adult", "cases": speed(),
                "provenance": provenance()}

@@ -126,6 +126,16 @@ def discrete_laplace_variance(epsilon: float) -> float:
     return 2 * p / math.expm1(-e) ** 2
 
 
+def discrete_laplace_fourth_cumulant(epsilon: float) -> float:
+    """κ4(Z) = v(1 + 3v), v = :func:`discrete_laplace_variance` (ε). Z = G1 − G2 with G geometric
+    (failures before the first success, P(G = k) = (1 − p)p^k), whose cumulants are those of the
+    negative binomial with one success: κ2(G) = μ(1 + μ), κ4(G) = κ2(G)(1 + 6κ2(G)), μ = p/(1 − p).
+    Z is symmetric, so its even cumulants are twice G's: v = 2κ2(G) and κ4 = v(1 + 3v). Excess
+    kurtosis κ4/v² = 3 + 1/v: the continuous Laplace's 3 plus the lattice's 1/v."""
+    v = discrete_laplace_variance(epsilon)
+    return v * (1.0 + 3.0 * v)
+
+
 def discrete_laplace_mean_abs(epsilon: float) -> float:
     """E|Z| = 2p/((1−p)(1+p))."""
     p = math.exp(-check_epsilon(epsilon))
