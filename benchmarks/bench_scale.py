@@ -186,7 +186,7 @@ def child(args) -> dict:
 
 
 def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: str, timeout: float,
-              src: Path, seed: int = 1) -> dict:
+              src: Path, seed: int = 1, stages: tuple[str, ...] = STAGES) -> dict:
     """The run of one (data, size, mechanism): every stage in its own child process under the
     address-space limit, one after the other; the release is kept on disk between stages."""
     from ppdp.provenance import load_average
@@ -204,7 +204,7 @@ def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: s
     Path(tmp).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="ppdp-scale-", dir=tmp))
     try:
-        for stage in STAGES:
+        for stage in stages:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--stage", stage, "--data", data,
                    "--n", str(n), "--mechanisms", mech, "--path", str(path), "--release", str(work / "release"),
                    "--seed", str(seed)]
@@ -226,6 +226,15 @@ def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: s
             out[f"peak_{stage}_gib"] = r["peak_gib"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    out["child_wall_s"] = time.perf_counter() - t0
+    out["limit_gib"] = limit_gib
+    out["load_average_before"], out["load_average_after"] = load0, load_average()
+    return out
+
+
+def summarise(out: dict) -> dict:
+    """The derived figures of a run (peak over its stages, ratios to the read floor)."""
+    n = out["n"]
     peaks = [out[f"peak_{s}_gib"] for s in STAGES if f"peak_{s}_gib" in out]
     if peaks:
         out["peak_gib"] = max(peaks)
@@ -236,9 +245,6 @@ def run_child(data: str, n: int, mech: str, path: Path, limit_gib: float, tmp: s
         out["verify_cpu_s"] = out["verify_files_cpu_s"] + out["verify_source_cpu_s"]
         out["verify_no_slower_than_publish"] = max(out["verify_files_cpu_s"], out["verify_source_cpu_s"]) <= \
             out.get("publish_cpu_s", 0.0)
-    out["child_wall_s"] = time.perf_counter() - t0
-    out["limit_gib"] = limit_gib
-    out["load_average_before"], out["load_average_after"] = load0, load_average()
     return out
 
 
@@ -259,6 +265,9 @@ def main(argv=None) -> dict:
                     "its row count")
     ap.add_argument("--seed", type=int, default=1, help="publish seed (not 0: the synthetic tables are drawn "
                     "with seed 0, and a mechanism drawing the same stream would be correlated with the data)")
+    ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated stages to run (publish always "
+                    "runs: the others read its release); the figures of the stages not run are kept from the "
+                    "existing result, and the run records which were rerun")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
@@ -279,6 +288,9 @@ def main(argv=None) -> dict:
         n_file = pq.ParquetFile(a.data_file).metadata.num_rows
         if len(sizes) != 1 or sizes[0] != n_file:
             ap.error(f"--data-file {a.data_file} has {n_file} rows; give --sizes {n_file:.0e} (one size)")
+    stages = tuple(st for st in STAGES if st == "publish" or st in a.stages.split(","))
+    if set(a.stages.split(",")) - set(STAGES):
+        ap.error(f"--stages: choose from {list(STAGES)}")
     mechs = [m for m in a.mechanisms.split(",") if m]
     unknown = [m for m in mechs if m not in MECHANISMS]
     if unknown:
@@ -295,7 +307,16 @@ def main(argv=None) -> dict:
             print(f"[{data} {n:.0e}] table at {path} ({time.perf_counter() - c0:.1f} s)", file=sys.stderr)
             for m in mechs:
                 r = run_child(data, n, m, path, a.limit_gib, a.tmp or tempfile.gettempdir(), a.timeout,
-                              Path(a.src), a.seed)
+                              Path(a.src), a.seed, stages)
+                old_r = [x for x in res["runs"] if (x["data"], x["n"], x["mechanism"]) == (data, n, m)]
+                if stages != STAGES and old_r:  # the stages not run keep their earlier figures
+                    merged = {k: v for k, v in old_r[0].items() if k not in ("stages", "error") and not any(
+                        k.startswith(st) or k == f"peak_{st}_gib" for st in stages)}
+                    merged.update(r)
+                    merged["stages"] = {**old_r[0].get("stages", {}), **r["stages"]}
+                    merged["rerun_stages"] = {st: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) for st in stages}
+                    r = merged
+                r = summarise(r)
                 res["runs"] = [x for x in res["runs"] if (x["data"], x["n"], x["mechanism"]) != (data, n, m)] + [r]
                 print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
                                   if k in ("data", "n", "mechanism", "error", "read_floor_cpu_s", "publish_cpu_s",

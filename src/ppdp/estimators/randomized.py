@@ -627,8 +627,7 @@ class _EBEntries(_EBStrength):
         G, R = rhos.shape
         has = cnt > 0
         starts = (np.cumsum(cnt) - cnt)[has]
-        row = np.repeat(np.arange(R), cnt)  # each entry's row
-        u = np.take(rhos, row, axis=1)
+        u = np.repeat(rhos, cnt, axis=1)  # each row's ρ over its entries
         u += a
         terms = np.log(u)
         np.divide(c, u, out=u)
