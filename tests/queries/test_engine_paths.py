@@ -51,7 +51,8 @@ def test_paths_equal_row_scan(seed, mode, monkeypatch):
     else:
         monkeypatch.setattr(engine, "_DENSE_COMBOS", 10**9)
         monkeypatch.setattr(engine, "_DENSE_CELLS", 10**12)
-        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)  # sparse weights too
+        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)  # sparse weights too (counted by one sort)
+        monkeypatch.setattr(engine, "_SPARSE_DENSITY", 1.0)
     if mode == "always-derive":
         monkeypatch.setattr(engine, "_COST_DERIVE_BASE", -1e9)
     elif mode == "never-derive":
@@ -67,6 +68,8 @@ def test_paths_equal_row_scan(seed, mode, monkeypatch):
         monkeypatch.setattr(engine, "_COUNT_ROWS", 100)
         monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)
         monkeypatch.setattr(engine, "_SPARSE_DENSITY", 1.0)
+        monkeypatch.setattr(engine, "_SORT_COUNT_BYTES", 0)  # the block-wise sparse counts
+        monkeypatch.setattr(engine, "_RANK_ROWS", 5)
     index = CountIndex(cols, sizes, keys, n_keys=K)
     got = index.sums(masks)
     np.testing.assert_array_equal(got, naive_sums(index, masks))
@@ -150,3 +153,24 @@ def test_product_checks_operands():
         engine._product(A, A, 100)
     with pytest.raises(ValueError):
         engine._product(A, A.T.tocsc(), 100)
+
+
+def test_sorted_counts_equal_block_sums(monkeypatch):
+    """Counting the (group, key) cells by one sort gives the block-wise sparse sums exactly."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        n, n_c, K = int(rng.integers(0, 5000)), int(rng.integers(1, 400)), int(rng.integers(1, 70))
+        inv = rng.integers(0, n_c, n).astype(np.int32)
+        keys = rng.integers(0, K, n).astype(np.int16)
+        index = CountIndex({"a": np.zeros(n, np.int8)}, {"a": 1}, keys, n_keys=K)
+        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)
+        monkeypatch.setattr(engine, "_SPARSE_DENSITY", 1.0)
+        monkeypatch.setattr(engine, "_COUNT_ROWS", 97)
+        monkeypatch.setattr(engine, "_SORT_COUNT_BYTES", 0)
+        blocks = index._count_keys(inv, n_c)
+        monkeypatch.setattr(engine, "_SORT_COUNT_BYTES", 1 << 40)
+        sorted_ = index._count_keys(inv, n_c)
+        for attr in ("indptr", "indices", "data"):
+            np.testing.assert_array_equal(getattr(sorted_, attr), getattr(blocks, attr))
+        np.testing.assert_array_equal(sorted_.toarray(), np.bincount(inv.astype(np.int64) * K + keys,
+                                                                    minlength=n_c * K).reshape(n_c, K))

@@ -59,6 +59,11 @@ _CHUNK_BITS = 1 << 29
 _COUNT_CELLS = 1 << 26
 #: rows counted at once when grouping rows by integer keys (bounds the temporaries)
 _COUNT_ROWS = 1 << 22
+#: keys ranked at once by :func:`_distinct_keys` (bounds its temporaries)
+_RANK_ROWS = 1 << 20
+#: many (group, key) cells are counted by one sort of the rows' cells while they take at most
+#: this many bytes (int64), else as block-wise sparse sums
+_SORT_COUNT_BYTES = 1 << 30
 #: bytes of query bits per reduction block (bounds the non-zero bytes held at once)
 _BLOCK_BYTES = 1 << 23
 #: uint64 words of query bits built at once (a block of combinations × the chunk's words)
@@ -206,6 +211,8 @@ class CountIndex:
                 cell += self.keys[a:a + _COUNT_ROWS]
                 sums += np.bincount(cell, minlength=cells)
             return sums.reshape(n_c, K).astype(np.float64)
+        if n * 8 <= _SORT_COUNT_BYTES:  # the (group, key) cells sorted once: each run is one entry
+            return self._sorted_counts(inv, n_c)
         count_t = np.int32 if n < 2**31 else np.int64
         acc = None
         for a in range(0, n, _COUNT_ROWS):
@@ -218,6 +225,36 @@ class CountIndex:
         if cells <= _SPARSE_MIN_CELLS or acc.nnz > _SPARSE_DENSITY * cells:
             return acc.toarray().astype(np.float64)
         return sparse.csr_matrix((acc.data.astype(np.float64), acc.indices, acc.indptr), shape=(n_c, K))
+
+    def _sorted_counts(self, inv: np.ndarray, n_c: int):
+        """:meth:`_count_keys` of many cells by one sort of the rows' (group, key) cells: the runs
+        of equal cells are the entries, in row-major order (a CSR matrix with sorted indices
+        directly; dense when not mostly zero). The same counts as the block-wise sparse sums."""
+        K = self.K
+        cells = n_c * K
+        cell = inv.astype(np.int32 if cells < 2**31 else np.int64)  # a copy: ``inv`` is kept
+        cell *= K
+        cell += self.keys
+        cell.sort()
+        n = len(cell)
+        edge = np.flatnonzero(cell[1:] != cell[:-1]) if n else np.zeros(0, dtype=np.int64)
+        starts = np.empty(len(edge) + (1 if n else 0), dtype=np.int64)
+        if n:
+            starts[0] = 0
+            np.add(edge, 1, out=starts[1:])
+        del edge
+        counts = np.diff(np.append(starts, n)).astype(np.float64)
+        u = cell[starts]
+        del cell, starts
+        row = u // K
+        indices = (u - row * K).astype(np.int32)
+        indptr = np.zeros(n_c + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row, minlength=n_c), out=indptr[1:])
+        W = sparse.csr_matrix((counts, indices, indptr), shape=(n_c, K))
+        W.has_sorted_indices = True
+        if cells <= _SPARSE_MIN_CELLS or W.nnz > _SPARSE_DENSITY * cells:
+            return W.toarray()
+        return W
 
     def _base_group(self):
         """All indexed columns at once; every other grouping is derived from this (fewer rows)."""
@@ -659,18 +696,31 @@ def _distinct_keys(key: np.ndarray, prod: float, in_place: bool = False) -> tupl
     dense counting when ``prod`` is small against the number of keys, a sort otherwise.
     ``in_place``: the ranks may be written over ``key`` (no second array of the keys' size)."""
     if prod <= max(4 * len(key), 1 << 20):
-        present = np.zeros(int(prod), dtype=bool)
+        present = np.zeros(-(-int(prod) // 64) * 64, dtype=bool)
         for a in range(0, len(key), _COUNT_ROWS):
             present[key[a:a + _COUNT_ROWS]] = True
         uniq = np.flatnonzero(present)
+        # each key's rank among the present ones from a bitmap of them: the set bits of the
+        # whole 64-bit words before it plus those below it in its word (a table of ranks over
+        # the domain would be touched at every present key: the domain's size in fresh memory)
+        words = np.packbits(present, bitorder="little").view(np.uint64)
         del present
-        # each key's rank among the present ones: written at the present keys only (the
-        # rest of the table is never touched, so a large sparse domain costs its keys)
-        rank = np.empty(int(prod), dtype=np.int32 if len(uniq) < 2**31 else np.int64)
-        rank[uniq] = np.arange(len(uniq), dtype=rank.dtype)
-        out = key if in_place and key.dtype == rank.dtype else np.empty(len(key), dtype=rank.dtype)
-        for a in range(0, len(key), _COUNT_ROWS):
-            np.take(rank, key[a:a + _COUNT_ROWS], out=out[a:a + _COUNT_ROWS], mode="clip")  # keys in range
+        dt = np.int32 if len(uniq) < 2**31 else np.int64
+        per = np.bitwise_count(words)
+        before = np.cumsum(per, dtype=np.int64)
+        before -= per
+        before = before.astype(dt)
+        out = key if in_place and key.dtype == dt else np.empty(len(key), dtype=dt)
+        one = np.uint64(1)
+        for a in range(0, len(key), _RANK_ROWS):
+            k = key[a:a + _RANK_ROWS]
+            w = k >> 6
+            below = np.left_shift(one, (k & 63).astype(np.uint64))
+            below -= one
+            below &= words[w]
+            r = np.bitwise_count(below).astype(dt)
+            r += before[w]
+            out[a:a + _RANK_ROWS] = r
         return uniq, out
     uniq, inv = np.unique(key, return_inverse=True)
     return uniq, inv.ravel()
