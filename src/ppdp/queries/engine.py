@@ -232,9 +232,9 @@ class CountIndex:
         directly; dense when not mostly zero). The same counts as the block-wise sparse sums."""
         K = self.K
         cells = n_c * K
-        cell = inv.astype(np.int32 if cells < 2**31 else np.int64)  # a copy: ``inv`` is kept
-        cell *= K
-        cell += self.keys
+        cell: np.ndarray = inv.astype(np.int32 if cells < 2**31 else np.int64)  # a copy: ``inv`` is kept
+        np.multiply(cell, K, out=cell)
+        np.add(cell, self.keys, out=cell, casting="unsafe")
         cell.sort()
         n = len(cell)
         edge = np.flatnonzero(cell[1:] != cell[:-1]) if n else np.zeros(0, dtype=np.int64)
@@ -244,10 +244,10 @@ class CountIndex:
             np.add(edge, 1, out=starts[1:])
         del edge
         counts = np.diff(np.append(starts, n)).astype(np.float64)
-        u = cell[starts]
+        u: np.ndarray = cell[starts].astype(np.int64)
         del cell, starts
-        row = u // K
-        indices = (u - row * K).astype(np.int32)
+        row, col = np.divmod(u, K)
+        indices = col.astype(np.int32)
         indptr = np.zeros(n_c + 1, dtype=np.int64)
         np.cumsum(np.bincount(row, minlength=n_c), out=indptr[1:])
         W = sparse.csr_matrix((counts, indices, indptr), shape=(n_c, K))
@@ -718,9 +718,7 @@ def _distinct_keys(key: np.ndarray, prod: float, in_place: bool = False) -> tupl
             below = np.left_shift(one, (k & 63).astype(np.uint64))
             below -= one
             below &= words[w]
-            r = np.bitwise_count(below).astype(dt)
-            r += before[w]
-            out[a:a + _RANK_ROWS] = r
+            np.add(np.bitwise_count(below), before[w], out=out[a:a + _RANK_ROWS], casting="unsafe")
         return uniq, out
     uniq, inv = np.unique(key, return_inverse=True)
     return uniq, inv.ravel()
