@@ -342,21 +342,24 @@ class _EBStrength:
         return rho, (self.predict(rho) if predict else None), (self.loglik(rho) if loglik else None)
 
 
-def _grid_rho(n: np.ndarray, loglik_grid, adjusted: bool) -> np.ndarray:
-    """:meth:`_EBStrength.likelihood_rho` of rows with ``n`` records, their log likelihood at a
-    (G × rows) grid of ρ given by ``loglik_grid``."""
+def _rho_grid(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The strength grid of rows with ``n`` records: (ρ at each point, G × rows; log(ρ − 1), the
+    adjusted likelihood's term) — ``EB_GRID`` points over log ρ ∈ [0, log n]."""
     top = np.log(np.maximum(n, 1.0))
     grid = np.linspace(0.0, 1.0, EB_GRID)
     rhos = np.exp(grid[:, None] * top[None, :])  # (G, R): a grid point's row is contiguous
+    return rhos, np.log(np.maximum(rhos - 1.0, 1e-300))
+
+
+def _grid_rho(n: np.ndarray, loglik_grid, adjusted: bool, grid: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """:meth:`_EBStrength.likelihood_rho` of rows with ``n`` records, their log likelihood at a
+    (G × rows) grid of ρ given by ``loglik_grid`` (``grid``: :func:`_rho_grid` of ``n`` when known)."""
+    top = np.log(np.maximum(n, 1.0))
+    rhos, adj = _rho_grid(n) if grid is None else grid
     L = loglik_grid(rhos)
     if adjusted:
-        L += np.log(np.maximum(rhos - 1.0, 1e-300))
-    best = np.zeros(L.shape[1], dtype=np.int64)  # the first maximum over the grid (argmax)
-    mx = L[0].copy()
-    for j in range(1, EB_GRID):
-        up = L[j] > mx
-        np.copyto(best, j, where=up)
-        np.copyto(mx, L[j], where=up)
+        L += adj
+    best = np.argmax(L, axis=0)  # the first maximum over the grid
     i = np.clip(best, 1, EB_GRID - 2)
     r = np.arange(L.shape[1])
     l0, l1, l2 = L[i - 1, r], L[i, r], L[i + 1, r]
@@ -497,6 +500,7 @@ class _EBCounts:
         self.y = np.asarray(Y, dtype=np.float64).ravel()[pk.idx]
         self.n = _segment_sums(self.y, self.cnt)
         self.p_row, self.q_row = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+        self._grid: tuple[np.ndarray, np.ndarray] | None = None
 
     def subset(self, r: np.ndarray) -> "_EBCounts":
         """The rows ``r`` (their entries gathered, no pass over whole rows)."""
@@ -513,7 +517,15 @@ class _EBCounts:
         out.y = self.y[ei]
         out.n = self.n[r]
         out.p_row, out.q_row = self.p_row[r], self.q_row[r]
+        out._grid = None if self._grid is None else (self._grid[0][:, r], self._grid[1][:, r])
         return out
+
+    def grid(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`_rho_grid` of the rows (they depend on n only: computed once for every candidate
+        parent, and gathered for a subset of the rows)."""
+        if self._grid is None:
+            self._grid = _rho_grid(self.n)
+        return self._grid
 
     @property
     def member(self) -> np.ndarray:
@@ -658,7 +670,9 @@ class _EBEntries(_EBStrength):
             if gt is None or strength == "moments":
                 rb = self._moments_rho(r0, r1, terms)
             else:
-                rb = _grid_rho(self.n[r0:r1], lambda rhos, gt=gt: self._grid(gt, rhos), strength == "adjusted")
+                g = self.counts.grid()
+                rb = _grid_rho(self.n[r0:r1], lambda rhos, gt=gt: self._grid(gt, rhos), strength == "adjusted",
+                               (g[0][:, r0:r1], g[1][:, r0:r1]))
             rho[r0:r1] = rb
             if ll is not None and gt is not None:
                 ll[r0:r1] = self._grid(gt, rb[None, :])[0]
