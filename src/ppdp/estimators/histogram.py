@@ -584,26 +584,32 @@ def _ls_estimate(self, release, workload, level: float = 0.95) -> Estimates:
     k = _overlaps(lo, hi, plo, phi)
     kq = np.zeros((len(wl), len(plo)))
     np.add.at(kq, owner, k)
-    kr = kq * r[None, :]
-    rest = n_p[None, :] - kq
-    own = np.where(kq > 0, 1.0, 0.0)
-    # groups (query × partition × 3): coefficient, size, variance, fourth cumulant
-    coef = np.stack([1 - kr, kr, kr], axis=2)
-    size = np.stack([kq, rest, own], axis=2)
+    del k
+    # only the (query, partition) pairs with cells in common carry error (elsewhere every group's
+    # coefficient or size is 0): three groups per pair — coefficient, size, variance, κ4
+    qi, pi = np.nonzero(kq)  # in query order, partitions ascending
+    kqv = kq[qi, pi]
+    del kq
+    krv = kqv * r[pi]
+    coef = np.stack([1 - krv, krv, krv], axis=1)
+    size = np.stack([kqv, n_p[pi] - kqv, np.ones_like(kqv)], axis=1)
     v = np.array([v1, v1, v2])
     c = np.array([c1, c1, c2])
     gvar = size * coef**2 * v
-    var = gvar.sum(axis=(1, 2))
-    k4 = (size * coef**4 * c).sum(axis=(1, 2))
-    # the dominant group, joined by every group of the query with the same coefficient and ε (iid)
     nq = len(wl)
-    flat = gvar.reshape(nq, -1)
-    top = flat.argmax(axis=1) if flat.shape[1] else np.zeros(nq, np.int64)
-    a = coef.reshape(nq, -1)[np.arange(nq), top] if flat.shape[1] else np.zeros(nq)
-    geps = np.broadcast_to(np.array([e1, e1, e2]), coef.shape).reshape(nq, -1)
-    eps = geps[np.arange(nq), top] if flat.shape[1] else np.full(nq, e1)
-    same = (np.abs(np.abs(coef.reshape(nq, -1)) - np.abs(a)[:, None]) <= 1e-12 * np.abs(a)[:, None]) & (geps == eps[:, None])
-    m = np.rint((size.reshape(nq, -1) * same).sum(axis=1)).astype(np.int64)
+    var = np.bincount(qi, weights=gvar.sum(axis=1), minlength=nq)
+    k4 = np.bincount(qi, weights=(size * coef**4 * c).sum(axis=1), minlength=nq)
+    # the dominant group (the first largest variance in (partition, group) order), joined by every
+    # group of the query with the same coefficient and ε (iid)
+    gq = np.repeat(qi, 3)
+    order = np.lexsort((-gvar.ravel(), gq))  # by query, largest first, then position (stable)
+    first = order[np.r_[True, gq[order][1:] != gq[order][:-1]]] if len(order) else np.zeros(0, np.int64)
+    geps = np.broadcast_to(np.array([e1, e1, e2]), coef.shape).ravel()
+    a, eps = np.ones(nq), np.full(nq, e1)  # a query without cells: no noise
+    a[gq[first]] = coef.ravel()[first]
+    eps[gq[first]] = geps[first]
+    same = (np.abs(np.abs(coef.ravel()) - np.abs(a[gq])) <= 1e-12 * np.abs(a[gq])) & (geps == eps[gq])
+    m = np.rint(np.bincount(gq, weights=size.ravel() * same, minlength=nq)).astype(np.int64)
     kind = "unweighted (eq 35)" if self.name == "ls-unweighted" else "variance-weighted"
     return _estimates(est, var, k4, a, m, eps,
                       f"closed form: {kind} least squares per partition (exact noise variance and fourth cumulant, "
