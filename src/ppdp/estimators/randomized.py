@@ -560,12 +560,16 @@ class _EBEntries(_EBStrength):
                                                EB_BLOCK_ENTRIES), side="left") + 1
         self._rows = [0, *sorted({int(x) for x in cuts if 0 < x < len(ends)}), len(ends)]
 
+    def _span(self, r0: int, r1: int) -> tuple[int, int]:
+        """The entries of rows r0 … r1 − 1."""
+        ends = self._ends
+        return int(ends[r0 - 1]) if r0 else 0, int(ends[r1 - 1]) if r1 else 0
+
     def _blocks(self):
         """(row range, entry range) of each block."""
-        ends = self._ends
         for r0, r1 in zip(self._rows[:-1], self._rows[1:]):
             if r1 > r0:
-                yield r0, r1, int(ends[r0 - 1]) if r0 else 0, int(ends[r1 - 1])
+                yield (r0, r1, *self._span(r0, r1))
 
     def _terms(self, r0: int, r1: int, e0: int, e1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:func:`_eb_terms` (μ, d, σ², τ²/ρ) of the entries of rows r0 … r1 − 1."""
@@ -596,8 +600,8 @@ class _EBEntries(_EBStrength):
     def _moments_rho(self, r0, r1, terms) -> np.ndarray:
         _, d, sig2, _ = terms
         cnt, n = self.cnt[r0:r1], self.n[r0:r1]
-        e0 = int(self._ends[r0 - 1]) if r0 else 0
-        P0 = self.P0[e0:e0 + len(d)]
+        e0, e1 = self._span(r0, r1)
+        P0 = self.P0[e0:e1]
         het = n * (1.0 - _segment_sums(P0**2, cnt))
         rho = np.divide(_segment_sums(d**2, cnt) - _segment_sums(sig2, cnt), het, out=np.ones_like(n),
                         where=het > 1e-12)
@@ -613,9 +617,7 @@ class _EBEntries(_EBStrength):
         + c/(a + ρ) with a = σ²/τ², c = d²/τ²; one with τ² = 0 < σ² the constant log σ² + d²/σ²."""
         r1 = len(self.n) if r1 is None else r1
         if terms is None:
-            e0 = int(self._ends[r0 - 1]) if r0 else 0
-            e1 = int(self._ends[r1 - 1]) if r1 else 0
-            terms = self._terms(r0, r1, e0, e1)
+            terms = self._terms(r0, r1, *self._span(r0, r1))
         _, d, sig2, t = terms
         cnt = self.cnt[r0:r1]
         d2 = d**2
