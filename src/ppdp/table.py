@@ -404,15 +404,12 @@ class Table:
 
     @classmethod
     def from_parquet(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
-        from .releases.narrow import system_allocator
-
         p = _input_path(path)
-        with system_allocator():  # the file's Arrow buffers, once coded, are heap NumPy reuses next
-            try:
-                t = pq.read_table(p)
-            except (OSError, pa.ArrowException, ValueError) as e:
-                raise PpdpError(f"cannot read Parquet file {str(path)!r}: {_one_line(e)}") from None
-            return cls.from_arrow(t, quasi, sensitive, **kw)
+        try:
+            t = pq.read_table(p)
+        except (OSError, pa.ArrowException, ValueError) as e:
+            raise PpdpError(f"cannot read Parquet file {str(path)!r}: {_one_line(e)}") from None
+        return cls.from_arrow(t, quasi, sensitive, **kw)
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":

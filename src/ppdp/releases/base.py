@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
 from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
-from .narrow import read_narrow, system_allocator
+from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
 from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_parquet, open_regular, os_reason, publish_directory,
                       read_bounded, read_json, remove_stale_temps, temp_path)
@@ -553,22 +553,21 @@ def load_release(directory: str | os.PathLike, max_rows: int = MAX_ROWS) -> Rele
             regular.add(entry.name)
     if "manifest.json" not in regular:
         raise ReleaseError(f"{mpath}: the manifest is not a regular file")
-    with system_allocator():  # the decoded batches' memory is the heap NumPy reuses next (narrow.system_allocator)
-        tables = {}
-        for stem, (req, opt) in declared.items():
-            if f"{stem}.parquet" not in regular:
-                continue  # missing: the family's verify reports it
-            if stem not in toc:
-                problems.append(f"{stem}.parquet is not in the manifest's table of contents (not read)")
-                continue
-            if stem in parted:
-                from .partitioned import read_partitioned
+    tables = {}
+    for stem, (req, opt) in declared.items():
+        if f"{stem}.parquet" not in regular:
+            continue  # missing: the family's verify reports it
+        if stem not in toc:
+            problems.append(f"{stem}.parquet is not in the manifest's table of contents (not read)")
+            continue
+        if stem in parted:
+            from .partitioned import read_partitioned
 
-                tables[stem] = read_partitioned(d / stem, toc[stem]["rows"], req, opt, manifest["schema"]["domains"],
-                                                max_rows, problems)
-                continue
-            tables[stem] = _read_parquet(d / f"{stem}.parquet", toc[stem]["rows"], req, opt, max_rows, problems)
-        rel = cls(manifest, tables)
+            tables[stem] = read_partitioned(d / stem, toc[stem]["rows"], req, opt, manifest["schema"]["domains"],
+                                            max_rows, problems)
+            continue
+        tables[stem] = _read_parquet(d / f"{stem}.parquet", toc[stem]["rows"], req, opt, max_rows, problems)
+    rel = cls(manifest, tables)
     rel.load_problems = problems
     rel.shipped_readme = ""
     if README_NAME in regular:

@@ -3,39 +3,16 @@ narrowest signed type of their dictionary, 64-bit integers in int32 when the val
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-#: rows decoded at a time when a release file is read (each batch is narrowed before the next)
-READ_BATCH_ROWS = 1 << 22
-
-
-_POOL_LOCK = threading.RLock()
-
-
-@contextlib.contextmanager
-def system_allocator() -> Iterator[None]:
-    """Arrow's allocations inside on the system allocator (``malloc``), then the default pool
-    again. A release file is decoded a batch at a time and each batch dropped once narrowed:
-    Arrow's default pool (mimalloc or jemalloc) keeps or purges those pages apart from the
-    heap NumPy allocates from, so what follows (a query's count index, an estimator's fit) grows
-    the process with fresh pages instead of reusing them — on a virtual machine about 1.5 s of
-    system time per GiB first touched (5,000 SDR queries on a 10^7-row release: 4.7–5.0 CPU-s
-    against 3.7–4.8 when the file is read on the system allocator). Buffers keep the pool they
-    came from, so switching back is safe; the switch is process-wide while it lasts (other
-    threads' Arrow allocations meanwhile also use ``malloc``)."""
-    with _POOL_LOCK:
-        prev = pa.default_memory_pool()
-        pa.set_memory_pool(pa.system_memory_pool())
-        try:
-            yield
-        finally:
-            pa.set_memory_pool(prev)
+#: rows decoded at a time when a release file is read (each batch is narrowed before the next).
+#: Small enough that a batch's wide buffers (32-bit indices: 4 MiB a column) stay few pages:
+#: Arrow's pool keeps or purges them apart from the heap NumPy allocates from next, and on a
+#: virtual machine first-touched memory costs about 1.5 s of system time per GiB (5,000 SDR
+#: queries on a 10^7-row release: 4.4–4.8 CPU-s with batches of 2^22 rows, 4.1 with 2^20)
+READ_BATCH_ROWS = 1 << 20
 
 
 def index_type(n_labels: int) -> pa.DataType:
@@ -77,18 +54,16 @@ def unify_chunks(chunks: list[pa.Array]) -> pa.ChunkedArray:
 def read_narrow(pf: pq.ParquetFile, columns: list[str], batch_rows: int = READ_BATCH_ROWS) -> pa.Table:
     """``pf.read(columns)`` decoded a batch at a time, each batch narrowed (:func:`narrow_chunk`)
     before the next is decoded: the peak is the narrow table plus one batch, not the file's
-    columns in their stored widths (32-bit dictionary indices, 64-bit ids and counts). On the
-    system allocator (:func:`system_allocator`)."""
+    columns in their stored widths (32-bit dictionary indices, 64-bit ids and counts)."""
     schema = pf.schema_arrow
     cols: dict[str, list[pa.Array]] = {c: [] for c in columns}
-    with system_allocator():
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
-            for c in columns:
-                cols[c].append(narrow_chunk(batch.column(c)))
-        if not pf.metadata.num_rows or not all(cols.values()):
-            return pf.read(columns=columns)
-        return pa.table({c: unify_chunks(cols[c]) for c in columns},
-                        metadata=schema.metadata)
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
+        for c in columns:
+            cols[c].append(narrow_chunk(batch.column(c)))
+    if not pf.metadata.num_rows or not all(cols.values()):
+        return pf.read(columns=columns)
+    return pa.table({c: unify_chunks(cols[c]) for c in columns},
+                    metadata=schema.metadata)
 
 
-__all__ = ["READ_BATCH_ROWS", "index_type", "narrow_chunk", "read_narrow", "system_allocator", "unify_chunks"]
+__all__ = ["READ_BATCH_ROWS", "index_type", "narrow_chunk", "read_narrow", "unify_chunks"]
