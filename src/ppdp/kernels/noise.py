@@ -122,8 +122,14 @@ def discrete_laplace_pmf(k: np.ndarray, epsilon: float) -> np.ndarray:
 def discrete_laplace_variance(epsilon: float) -> float:
     """Var Z = 2p/(1−p)², p = e^{−ε} (→ 2/ε² as ε → 0, the continuous Laplace variance)."""
     e = check_epsilon(epsilon)
-    p = math.exp(-e)
-    return 2 * p / math.expm1(-e) ** 2
+    return 2 * math.exp(-e) / math.expm1(-e) ** 2  # libm's exp: the figures certificates state
+
+
+def discrete_laplace_variances(epsilon) -> np.ndarray:
+    """:func:`discrete_laplace_variance` elementwise over an array of (valid) ε (NumPy's exp: may
+    differ from the scalar form in the last bit)."""
+    e = np.asarray(epsilon, dtype=np.float64)
+    return 2 * np.exp(-e) / np.expm1(-e) ** 2
 
 
 def discrete_laplace_fourth_cumulant(epsilon: float) -> float:
@@ -133,6 +139,12 @@ def discrete_laplace_fourth_cumulant(epsilon: float) -> float:
     Z is symmetric, so its even cumulants are twice G's: v = 2κ2(G) and κ4 = v(1 + 3v). Excess
     kurtosis κ4/v² = 3 + 1/v: the continuous Laplace's 3 plus the lattice's 1/v."""
     v = discrete_laplace_variance(epsilon)
+    return v * (1.0 + 3.0 * v)
+
+
+def discrete_laplace_fourth_cumulants(epsilon) -> np.ndarray:
+    """:func:`discrete_laplace_fourth_cumulant` elementwise over an array of (valid) ε."""
+    v = discrete_laplace_variances(epsilon)
     return v * (1.0 + 3.0 * v)
 
 

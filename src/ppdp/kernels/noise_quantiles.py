@@ -57,6 +57,8 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from .noise import discrete_laplace_fourth_cumulants, discrete_laplace_variances
+
 __all__ = ["FORMS", "TABLE_SD", "MIXED_RIPPLE", "halfwidths", "lattice_cdf_abs", "form_summary"]
 
 #: the forms of :func:`halfwidths`, by code (index)
@@ -74,16 +76,6 @@ _CHUNK_CELLS = 1 << 17
 
 def _p(eps):
     return np.exp(-np.asarray(eps, dtype=np.float64))
-
-
-def _dl_var(eps):
-    eps = np.asarray(eps, dtype=np.float64)
-    return 2 * np.exp(-eps) / np.expm1(-eps) ** 2
-
-
-def _dl_k4(eps):
-    v = _dl_var(eps)
-    return v * (1 + 3 * v)
 
 
 def _cornish_fisher(var, k4, z):
@@ -111,7 +103,7 @@ class _Lattice:
                                    axis=1, return_inverse=True)
             self.row[need] = inv.ravel()
             pm, pe = pairs[0], pairs[1]
-            sd = np.sqrt(pm * _dl_var(pe))
+            sd = np.sqrt(pm * discrete_laplace_variances(pe))
             top = int(math.ceil(16 * float(sd.max()) + 24))  # P(|S| > top) < 1e-12 (Laplace tail at 16 sd: e^{-22.6})
             L = 1 << int(math.ceil(math.log2(2 * top + 2)))
             t = 2 * np.pi * np.arange(L) / L
@@ -262,11 +254,11 @@ def halfwidths(var, k4, a, m, eps, level: float = 0.95) -> tuple[np.ndarray, np.
     live = var > 0
     m[~live | (a <= 0)] = 0
     has = m > 0
-    v_s = np.where(has, _dl_var(np.where(has, eps, 1.0)), 0.0)
+    v_s = np.where(has, discrete_laplace_variances(np.where(has, eps, 1.0)), 0.0)
     var_s = m * a * a * v_s  # the group's share of the variance
     var_w = np.where(has, np.maximum(var - var_s, 0.0), var)
     var_w[var_w <= 1e-12 * var] = 0.0
-    k4_w = np.where(has, np.maximum(k4 - m * a**4 * np.where(has, _dl_k4(np.where(has, eps, 1.0)), 0.0), 0.0), k4)
+    k4_w = np.where(has, np.maximum(k4 - m * a**4 * np.where(has, discrete_laplace_fourth_cumulants(np.where(has, eps, 1.0)), 0.0), 0.0), k4)
     sd_s = np.sqrt(m * v_s)
     exact = has & ((m == 1) | (sd_s <= TABLE_SD))
     pure = live & has & (var_w == 0)
@@ -287,7 +279,7 @@ def halfwidths(var, k4, a, m, eps, level: float = 0.95) -> tuple[np.ndarray, np.
     # lattice beyond the table: continuity-corrected Cornish–Fisher
     sel = pure & ~exact
     if sel.any():
-        q = _cornish_fisher(m[sel] * v_s[sel] + 1 / 12, m[sel] * _dl_k4(eps[sel]) - 1 / 120, z)
+        q = _cornish_fisher(m[sel] * v_s[sel] + 1 / 12, m[sel] * discrete_laplace_fourth_cumulants(eps[sel]) - 1 / 120, z)
         x[sel] = a[sel] * np.maximum(np.ceil(q - 0.5), 0.0)
         form[sel] = 2
     if mixed.any():
