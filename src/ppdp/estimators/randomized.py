@@ -653,13 +653,6 @@ class _EBEntries(_EBStrength):
         L *= -0.5
         return L
 
-    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        """The diagonal likelihood at every row of ``rhos`` (G × R; G × R out)."""
-        L = np.empty(rhos.shape)
-        for r0, r1, e0, e1 in self._blocks():
-            L[:, r0:r1] = self._grid(self._grid_terms(r0, r1), rhos[:, r0:r1])
-        return L
-
     def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
         """As :meth:`_EBStrength.fit`, a block at a time: each block's terms once for the
         strength, the likelihood and the prediction."""

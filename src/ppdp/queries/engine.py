@@ -43,6 +43,8 @@ import numpy as np
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+from ..kernels.transition import sorted_runs
+
 try:  # scipy's kernel of the sparse product, called with a known bound on the result (:func:`_product`)
     from scipy.sparse._sparsetools import csr_matmat as _csr_matmat
 except ImportError:  # pragma: no cover - then the public product (two passes)
@@ -236,16 +238,10 @@ class CountIndex:
         np.multiply(cell, K, out=cell)
         np.add(cell, self.keys, out=cell, casting="unsafe")
         cell.sort()
-        n = len(cell)
-        edge = np.flatnonzero(cell[1:] != cell[:-1]) if n else np.zeros(0, dtype=np.int64)
-        starts = np.empty(len(edge) + (1 if n else 0), dtype=np.int64)
-        if n:
-            starts[0] = 0
-            np.add(edge, 1, out=starts[1:])
-        del edge
-        counts = np.diff(np.append(starts, n)).astype(np.float64)
-        u: np.ndarray = cell[starts].astype(np.int64)
-        del cell, starts
+        u, runs = sorted_runs(cell)  # each run of equal cells is one entry
+        del cell
+        counts = runs.astype(np.float64)
+        u = u.astype(np.int64)
         row, col = np.divmod(u, K)
         indices = col.astype(np.int32)
         indptr = np.zeros(n_c + 1, dtype=np.int64)
