@@ -124,7 +124,8 @@ def fake_candidates(sizes: np.ndarray, thresholds: np.ndarray, forbidden: np.nda
     the same rule from the files."""
     sizes = np.asarray(sizes, dtype=np.int64)
     thr = np.asarray(thresholds, dtype=np.float64)
-    ok = privacy_cap(thr[None, :], np.maximum(sizes, 1)[:, None]) >= 1
+    size, at = np.unique(np.maximum(sizes, 1), return_inverse=True)  # a few distinct sizes
+    ok = (privacy_cap(thr[None, :], size[:, None]) >= 1)[at.ravel()]
     if forbidden is not None:
         ok &= ~np.asarray(forbidden, dtype=bool)
     return ok
@@ -595,7 +596,12 @@ def streamed_inference(chunks, sigma: int, thresholds: np.ndarray, labels, known
     buckets that ``chunks()`` yields.
 
     The receiver's fake inference is a propagation over buckets (local to a bucket) and values
-    (the totals per value over all buckets). Pass p replays, per chunk, the p completed rounds
+    (the totals per value over all buckets). A bucket's conclusions depend only on its own row
+    (observed counts, size) and on the per-value conclusions, so buckets with the same row
+    reach the same state: for σ ≠ 0 one pass collects the distinct rows with their
+    multiplicities and first bucket (:func:`_distinct_buckets`; a typed plan's buckets are a
+    few bucket types × fake sets), and the rounds run on those in memory. When there are more
+    than :data:`DISTINCT_CELLS` cells of distinct rows, pass p replays, per chunk, the p completed rounds
     (their per-value conclusions are recorded: O(rounds·m)), counts the certain conclusions
     and states the disclosure and the contradictions of that state, then runs round p's bucket
     step and sums what the value step needs; the propagation has converged when a pass finds
@@ -604,6 +610,18 @@ def streamed_inference(chunks, sigma: int, thresholds: np.ndarray, labels, known
     labels = list(labels)
     m = len(labels)
     thr = np.asarray(thresholds, dtype=np.float64)
+    distinct = _distinct_buckets(chunks, m, DISTINCT_CELLS // (m + 1)) if sigma else None
+
+    def source():  # (observed counts, sizes, multiplicity or None, bucket index of each row)
+        if distinct is not None:
+            yield distinct
+            return
+        nb = 0
+        for obs, sizes in chunks():
+            sizes = np.asarray(sizes, dtype=np.int64)
+            yield np.asarray(obs, dtype=np.int64), sizes, None, nb + np.arange(len(sizes))
+            nb += len(sizes)
+
     steps: list[tuple[np.ndarray, np.ndarray]] = []   # (real, fake) conclusions of each value step
     known_x = np.zeros(m, bool) if known_totals is None else np.asarray(known_totals, dtype=np.int64) >= 0
     f_x = np.full(m, -1, np.int64)
@@ -612,27 +630,25 @@ def streamed_inference(chunks, sigma: int, thresholds: np.ndarray, labels, known
         acc = _DisclosureSum(m)
         n_known, und_x, kf_x, listed = 0, np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.int64)
         bad_g, now_kf_x, now_und_x = 0, np.zeros(m, np.int64), np.zeros(m, np.int64)  # the state of this pass
-        for obs, sizes in chunks():
-            obs = np.asarray(obs, dtype=np.int64)
-            sizes = np.asarray(sizes, dtype=np.int64)
+        for obs, sizes, w, at in source():
             if sigma == 0:
-                acc.add(obs / np.maximum(sizes, 1)[:, None].astype(np.float64), sizes)
+                acc.add(obs / np.maximum(sizes, 1)[:, None].astype(np.float64), sizes, w, at)
                 continue
-            listed += obs.sum(axis=0)
+            listed += _column_sums(obs, w)
             st = _FakeState(obs, sizes, thr)
             for real_x, fake_x in steps:
                 st.bucket_step()
                 st.value_step(real_x, fake_x)
-            n_known += int(st.kf.sum() + st.kr.sum())
-            acc.add(st.posterior(), sizes)
+            n_known += _weighted_total(st.kf.sum(axis=1) + st.kr.sum(axis=1), w)
+            acc.add(st.posterior(), sizes, w, at)
             undecided = st.ones & ~st.kf & ~st.kr
             kf_g, und_g = st.kf.sum(axis=1), undecided.sum(axis=1)
-            bad_g += int(((st.n_fake < kf_g) | (st.n_fake > kf_g + und_g)).sum())
-            now_kf_x += st.kf.sum(axis=0)
-            now_und_x += undecided.sum(axis=0)
+            bad_g += _weighted_total((st.n_fake < kf_g) | (st.n_fake > kf_g + und_g), w)
+            now_kf_x += _column_sums(st.kf, w)
+            now_und_x += _column_sums(undecided, w)
             st.bucket_step()
-            und_x += (st.ones & ~st.kf & ~st.kr).sum(axis=0)
-            kf_x += st.kf.sum(axis=0)
+            und_x += _column_sums(st.ones & ~st.kf & ~st.kr, w)
+            kf_x += _column_sums(st.kf, w)
         counts.append(n_known)
         if sigma == 0 or p == max_rounds or (p and counts[p] == counts[p - 1]):
             if sigma == 0:
@@ -649,6 +665,66 @@ def streamed_inference(chunks, sigma: int, thresholds: np.ndarray, labels, known
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+#: cells (rows × (m + 1)) of the distinct (observed counts, size) bucket rows the receiver's fake
+#: inference keeps in memory (:func:`streamed_inference`); beyond, it replays its rounds over the
+#: chunks of buckets
+DISTINCT_CELLS = 1 << 21
+
+
+def _column_sums(a: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """Σ over buckets of ``a`` (rows × m), each row counted ``w`` times (once when None)."""
+    return a.sum(axis=0) if w is None else w @ a.astype(np.int64)
+
+
+def _weighted_total(v: np.ndarray, w: np.ndarray | None) -> int:
+    return int(v.sum()) if w is None else int(w @ v.astype(np.int64))
+
+
+def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, inverse)`` of the distinct rows of the int64 matrix ``x``: a row hash
+    (wrapping arithmetic), checked exactly, with the sorting ``np.unique`` by rows on a
+    collision."""
+    mult = np.asarray(np.random.default_rng(0x5EED).integers(1, 1 << 62, size=x.shape[1]), dtype=np.uint64) * 2 + 1
+    h = (x.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    if not np.array_equal(x[first][inv.ravel()], x):
+        _, first, inv = np.unique(x, axis=0, return_index=True, return_inverse=True)
+    return first, inv.ravel()
+
+
+def _distinct_buckets(chunks, m: int, limit: int):
+    """``(observed counts, sizes, multiplicity, first bucket index)`` of the distinct bucket
+    rows over every chunk (one pass), or None when there are more than ``limit`` (0: always None)."""
+    held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (rows with the size last, count, first)
+    n_held, nb = 0, 0
+
+    def merge(parts):
+        x = np.concatenate([p[0] for p in parts])
+        first, inv = _unique_rows(x)
+        cnt = np.bincount(inv, weights=np.concatenate([p[1] for p in parts]), minlength=len(first)).astype(np.int64)
+        at = np.full(len(first), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(at, inv, np.concatenate([p[2] for p in parts]))
+        return x[first], cnt, at
+
+    if limit <= 0:
+        return None
+    for obs, sizes in chunks():
+        sizes = np.asarray(sizes, dtype=np.int64)
+        x = np.concatenate([np.asarray(obs, dtype=np.int64).reshape(len(sizes), m), sizes[:, None]], axis=1)
+        held.append(merge([(x, np.ones(len(x), np.int64), nb + np.arange(len(x), dtype=np.int64))]))
+        nb += len(sizes)
+        n_held += len(held[-1][0])
+        if n_held > limit:
+            held = [merge(held)]
+            n_held = len(held[0][0])
+            if n_held > limit:
+                return None
+    if not held:
+        return np.zeros((0, m), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    x, cnt, at = merge(held) if len(held) > 1 else held[0]
+    return np.ascontiguousarray(x[:, :m]), x[:, m].copy(), cnt, at
+
+
 class _FakeState:
     """The receiver's certain conclusions about a chunk's count-1 values (``kr`` real, ``kf``
     fake), as :func:`~ppdp.releases.bucketized.fake_inference` draws them (no negative
@@ -657,9 +733,7 @@ class _FakeState:
     def __init__(self, obs: np.ndarray, sizes: np.ndarray, thr: np.ndarray):
         self.obs, self.sizes = obs, sizes
         self.ones = obs == 1
-        size, at = np.unique(np.maximum(sizes, 1), return_inverse=True)  # a few distinct sizes
-        can_be_real = (privacy_cap(thr[None, :], size[:, None]) >= 1)[at.ravel()]
-        self.kf = self.ones & ~can_be_real
+        self.kf = self.ones & ~fake_candidates(sizes, thr)  # no real record could hold it
         self.kr = np.zeros_like(self.ones)
         self.n_real_ones = sizes - np.where(obs >= 2, obs, 0).sum(axis=1)  # r_g
         self.n_fake = self.ones.sum(axis=1) - self.n_real_ones           # σ_g
@@ -695,20 +769,27 @@ class _DisclosureSum:
         self.per = np.zeros(m, dtype=np.float64)
         self.mx, self.at = -np.inf, (0, 0)
 
-    def add(self, post: np.ndarray, sizes: np.ndarray) -> None:
-        self.n += int(sizes.sum())
+    def add(self, post: np.ndarray, sizes: np.ndarray, w: np.ndarray | None = None, at: np.ndarray | None = None) -> None:
+        """Add buckets with posteriors ``post`` and sizes ``sizes``; ``w``: how many buckets each
+        row stands for (one when None); ``at``: each row's (first) bucket index (the next ones
+        when None)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        w = np.ones(len(sizes), np.int64) if w is None else np.asarray(w, dtype=np.int64)
+        at = self.nb + np.arange(len(sizes)) if at is None else np.asarray(at, dtype=np.int64)
+        self.n += int(sizes @ w)
+        self.nb += int(w.sum())
         if post.size == 0:
-            self.nb += len(sizes)
             return
         best = post.argmax(axis=1)
         top = post[np.arange(len(best)), best]
         certain = (top >= 1.0 - CERTAIN_TOL) & (sizes > 0)
-        self.per += np.bincount(best[certain], weights=sizes[certain], minlength=self.m)
-        self.certain += int(certain.sum())
-        flat = int(np.argmax(post))
-        if post.flat[flat] > self.mx:
-            self.mx, self.at = float(post.flat[flat]), (self.nb + flat // self.m, flat % self.m)
-        self.nb += len(sizes)
+        self.per += np.bincount(best[certain], weights=(sizes * w)[certain], minlength=self.m)
+        self.certain += int(w[certain].sum())
+        mx = top.max()
+        if mx > self.mx:  # the first bucket, then the first value, at the largest posterior
+            tie = np.flatnonzero(top == mx)
+            r = tie[np.argmin(at[tie])]
+            self.mx, self.at = float(mx), (int(at[r]), int(best[r]))
 
     def result(self, labels: list) -> dict[str, Any]:
         n = self.n
@@ -1006,8 +1087,7 @@ class BucketizedRelease(Release):
         if self.negative_associations:
             raise ReleaseError("range_excluded needs a release without negative associations")
         thr = self.thresholds()
-        size, at = np.unique(np.maximum(np.asarray(sizes, dtype=np.int64), 1), return_inverse=True)  # a few sizes
-        excluded = (privacy_cap(thr[None, :], size[:, None]) < 1)[at.ravel()]
+        excluded = ~fake_candidates(sizes, thr)
         absent = revealed_absent(claim_of(self.manifest), self.domains[self.sa], int(self.manifest.get("n_published", 0)))
         excluded[:, absent] = True
         return excluded

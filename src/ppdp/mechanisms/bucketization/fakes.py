@@ -86,9 +86,20 @@ def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidd
             f"{len(short)} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
             f"{int(counts[short[0]].sum())} has only {int(n_el[short[0]])} absent SA values that a real record could "
             f"hold there under the thresholds and the negative associations); lower fake_values")
-    keys = np.where(eligible, rng.random((nb, m)), np.inf)
-    chosen = np.argpartition(keys, sigma - 1, axis=1)[:, :sigma]
-    fake[np.repeat(np.arange(nb), sigma), chosen.ravel()] = True
+    # a uniformly random σ-subset of each bucket's eligible values: σ distinct ranks among its
+    # n_el eligible values (Floyd's sampling, one draw per bucket and fake), each rank mapped to
+    # its value through the running count of eligible values (the value at rank r is preceded
+    # by exactly the positions whose running count is ≤ r)
+    ranks = np.empty((nb, sigma), dtype=np.int64)
+    for k in range(sigma):
+        top = n_el - sigma + k                      # draw from [0, top]; take top if already drawn
+        t = rng.integers(0, top + 1)
+        if k:
+            t = np.where((ranks[:, :k] == t[:, None]).any(axis=1), top, t)
+        ranks[:, k] = t
+    running: np.ndarray = np.cumsum(eligible, axis=1, dtype=np.int16 if m < 1 << 15 else np.int64)
+    for k in range(sigma):
+        fake[np.arange(nb), (running <= ranks[:, k, None]).sum(axis=1)] = True
     return fake
 
 
