@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import ppdp
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.bucketization.fakes import draw_fakes
 
@@ -47,3 +48,24 @@ def test_sigma_distinct_eligible_values_in_every_bucket():
             continue
         fake = draw_fakes(counts, sigma, rng, forbidden)
         assert (fake.sum(axis=1) == sigma).all() and not (fake & ~eligible).any()
+
+
+@pytest.mark.parametrize("sigma", [1, 2, 3])
+def test_typed_draw_equals_the_bucket_by_bucket_draw(sigma):
+    """The typed draw (each fake its type's eligible value at a drawn rank) takes the same
+    random numbers and gives the same fakes as the draw over the buckets × m matrix."""
+    from ppdp.mechanisms.bucketization.apply import draw_plan_fakes, draw_plan_fakes_typed
+    from ppdp.mechanisms.bucketization.plan import SACounts
+
+    t = ppdp.datasets.load("occ", n=20_000, seed=4)
+    plan = ppdp.FPrivacy(theta=8.0, fake_values=sigma).plan(SACounts.of_table(t))
+    types = np.asarray(plan.types)
+    type_of = np.random.default_rng(1).permutation(np.repeat(np.arange(len(types)), plan.multiplicity))
+    block = 257
+    fb, fc = draw_plan_fakes_typed(plan, type_of, np.random.default_rng(9), block=block)
+    rng = np.random.default_rng(9)
+    dense = np.concatenate([draw_plan_fakes(plan, types[type_of[lo:lo + block]], rng)
+                            for lo in range(0, len(type_of), block)])
+    b, c = np.nonzero(dense)
+    assert np.array_equal(fb, b) and np.array_equal(fc, c)
+    assert (np.bincount(fb, minlength=len(type_of)) == sigma).all() and not (types[type_of[fb], fc] > 0).any()

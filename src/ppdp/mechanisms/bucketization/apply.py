@@ -36,7 +36,7 @@ from ...releases.bucketized import (BucketizedRelease, negative_association_mask
                                    streamed_disclosure)
 from ...releases.custodian import FakeList
 from .associations import with_learned_associations
-from .fakes import draw_fakes
+from .fakes import check_room, draw_fakes, eligible_fakes, fake_ranks
 from .plan import BucketizationPlan
 
 
@@ -398,30 +398,53 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
     return release
 
 
+def _plan_forbidden(plan: BucketizationPlan, shape: tuple[int, ...], forbidden: np.ndarray | None) -> np.ndarray | None:
+    """``forbidden`` (a negative association), plus the values the claim reveals to be absent."""
+    absent = revealed_absent(plan.claim, plan.labels, plan.n_records)
+    if absent.any():
+        extra = np.zeros(shape, dtype=bool)
+        extra[:, absent] = True
+        forbidden = extra if forbidden is None else (np.asarray(forbidden, bool) | extra)
+    return forbidden
+
+
 def draw_plan_fakes(plan: BucketizationPlan, relabelled: np.ndarray, rng: np.random.Generator,
                     forbidden: np.ndarray | None = None) -> np.ndarray:
     """The plan's σ fake values per bucket, drawn only where a real record could hold them
     under the plan's thresholds (and not ``forbidden`` by a negative association); see
     :mod:`~ppdp.mechanisms.bucketization.fakes`."""
-    absent = revealed_absent(plan.claim, plan.labels, plan.n_records)
-    if absent.any():
-        extra = np.zeros(np.shape(relabelled), dtype=bool)
-        extra[:, absent] = True
-        forbidden = extra if forbidden is None else (np.asarray(forbidden, bool) | extra)
-    return draw_fakes(relabelled, plan.fake_values, rng, forbidden, plan.thresholds)
+    return draw_fakes(relabelled, plan.fake_values, rng, _plan_forbidden(plan, np.shape(relabelled), forbidden),
+                      plan.thresholds)
 
 
 def draw_plan_fakes_typed(plan: BucketizationPlan, type_of: np.ndarray, rng: np.random.Generator,
                           forbidden: np.ndarray | None = None, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
     """:func:`draw_plan_fakes` for a typed setting, a block of buckets at a time (the same
-    random draws): the fakes as (bucket ids, value codes)."""
-    if plan.fake_values == 0 or len(type_of) == 0:
+    random draws): the fakes as (bucket ids, value codes), ascending. Without negative
+    associations every bucket of a type has its type's eligible values, so each fake is its
+    type's eligible value at a rank drawn by :func:`~ppdp.mechanisms.bucketization.fakes.fake_ranks`
+    (O(buckets · σ), no buckets × m matrix); with them, bucket by bucket."""
+    sigma = plan.fake_values
+    if sigma == 0 or len(type_of) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     bids, codes = [], []
+    if forbidden is None:
+        types = np.asarray(plan.types, dtype=np.int64)
+        eligible = eligible_fakes(types, _plan_forbidden(plan, types.shape, None), plan.thresholds)
+        n_el = eligible.sum(axis=1)
+        used = np.bincount(type_of, minlength=len(types)) > 0
+        check_room(types.sum(axis=1)[used], n_el[used], sigma)
+        value_at = np.argsort(~eligible, axis=1, kind="stable")  # each type's eligible values first, ascending
+        for lo in range(0, len(type_of), block):
+            t = np.asarray(type_of[lo:lo + block], dtype=np.int64)
+            c = np.sort(value_at[t[:, None], fake_ranks(n_el[t], sigma, rng)], axis=1)
+            bids.append(np.repeat(np.arange(lo, lo + len(t), dtype=np.int64), sigma))
+            codes.append(c.ravel().astype(np.int64))
+        return np.concatenate(bids), np.concatenate(codes)
     for lo in range(0, len(type_of), block):
         hi = min(len(type_of), lo + block)
         dense = plan.types[type_of[lo:hi]]
-        f = draw_plan_fakes(plan, dense, rng, None if forbidden is None else forbidden[lo:hi])
+        f = draw_plan_fakes(plan, dense, rng, forbidden[lo:hi])
         b, c = np.nonzero(f)
         bids.append(b.astype(np.int64) + lo)
         codes.append(c.astype(np.int64))

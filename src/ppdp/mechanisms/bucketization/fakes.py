@@ -60,6 +60,46 @@ def planning_thresholds(o: np.ndarray, fprime: np.ndarray, sigma: int, allowed: 
     return fp
 
 
+def fake_ranks(n_eligible: np.ndarray, sigma: int, rng: np.random.Generator) -> np.ndarray:
+    """(buckets × σ): a uniformly random σ-subset of ranks {0 … n−1} per bucket (n its number
+    of eligible values, ≥ σ), by Floyd's sampling: one draw per bucket and fake, for k = 0 … σ−1
+    a uniform j in [0, n − σ + k], replaced by n − σ + k when already drawn."""
+    n = np.asarray(n_eligible, dtype=np.int64)
+    ranks = np.empty((len(n), sigma), dtype=np.int64)
+    for k in range(sigma):
+        top = n - sigma + k
+        t = rng.integers(0, top + 1)
+        if k:
+            t = np.where((ranks[:, :k] == t[:, None]).any(axis=1), top, t)
+        ranks[:, k] = t
+    return ranks
+
+
+def eligible_fakes(counts: np.ndarray, forbidden: np.ndarray | None = None,
+                   thresholds: np.ndarray | None = None) -> np.ndarray:
+    """(buckets × m): the values a fake of each bucket (row of real ``counts``) may take — absent
+    from the bucket, not ``forbidden`` and, when ``thresholds`` are given, holdable by a real
+    record of the bucket (1/|g| ≤ f'_x)."""
+    counts = np.asarray(counts)
+    eligible = counts == 0
+    if thresholds is not None:
+        eligible &= fake_candidates(counts.sum(axis=1), thresholds, forbidden)
+    elif forbidden is not None:
+        eligible &= ~np.asarray(forbidden, dtype=bool)
+    return eligible
+
+
+def check_room(sizes: np.ndarray, n_eligible: np.ndarray, sigma: int) -> None:
+    """Raise :class:`InfeasibleError` when a bucket (of real size ``sizes``) has fewer than σ
+    eligible values for its fakes."""
+    short = np.flatnonzero(np.asarray(n_eligible) < sigma)
+    if len(short):
+        raise InfeasibleError(
+            f"{len(short)} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
+            f"{int(sizes[short[0]])} has only {int(n_eligible[short[0]])} absent SA values that a real record could "
+            f"hold there under the thresholds and the negative associations); lower fake_values")
+
+
 def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidden: np.ndarray | None = None,
                thresholds: np.ndarray | None = None) -> np.ndarray:
     """σ distinct fake values per bucket: a boolean (n_buckets × m) matrix, True = injected.
@@ -74,33 +114,16 @@ def draw_fakes(counts: np.ndarray, sigma: int, rng: np.random.Generator, forbidd
     fake = np.zeros((nb, m), dtype=bool)
     if sigma == 0 or nb == 0:
         return fake
-    eligible = counts == 0
-    if thresholds is not None:
-        eligible &= fake_candidates(counts.sum(axis=1), thresholds, forbidden)
-    elif forbidden is not None:
-        eligible &= ~forbidden
+    eligible = eligible_fakes(counts, forbidden, thresholds)
     n_el = eligible.sum(axis=1)
-    short = np.flatnonzero(n_el < sigma)
-    if len(short):
-        raise InfeasibleError(
-            f"{len(short)} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
-            f"{int(counts[short[0]].sum())} has only {int(n_el[short[0]])} absent SA values that a real record could "
-            f"hold there under the thresholds and the negative associations); lower fake_values")
-    # a uniformly random σ-subset of each bucket's eligible values: σ distinct ranks among its
-    # n_el eligible values (Floyd's sampling, one draw per bucket and fake), each rank mapped to
-    # its value through the running count of eligible values (the value at rank r is preceded
-    # by exactly the positions whose running count is ≤ r)
-    ranks = np.empty((nb, sigma), dtype=np.int64)
-    for k in range(sigma):
-        top = n_el - sigma + k                      # draw from [0, top]; take top if already drawn
-        t = rng.integers(0, top + 1)
-        if k:
-            t = np.where((ranks[:, :k] == t[:, None]).any(axis=1), top, t)
-        ranks[:, k] = t
+    check_room(counts.sum(axis=1), n_el, sigma)
+    # each rank r is mapped to its value through the running count of eligible values (the
+    # value at rank r is preceded by exactly the positions whose running count is ≤ r)
+    ranks = fake_ranks(n_el, sigma, rng)
     running: np.ndarray = np.cumsum(eligible, axis=1, dtype=np.int16 if m < 1 << 15 else np.int64)
     for k in range(sigma):
         fake[np.arange(nb), (running <= ranks[:, k, None]).sum(axis=1)] = True
     return fake
 
 
-__all__ = ["draw_fakes", "planning_thresholds"]
+__all__ = ["check_room", "draw_fakes", "eligible_fakes", "fake_ranks", "planning_thresholds"]
