@@ -177,20 +177,27 @@ def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, s
                                   ppdp.Anatomy(3)], ids=lambda m: f"{m.name}-{getattr(m, 'fake_values', 0)}")
 def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_time(spark, source, tmp_path, mech,
                                                                                     same_manifest, monkeypatch):
-    """A few buckets per range: st.parquet is one row group per range, the custodian file is
-    written range by range, the manifest's disclosure (streamed over the ranges, or from the
-    bucket types for σ = 0) equals what disclosure_of derives from the whole files and the local
-    engine's, verify passes with the source and the custodian file; the seeded run is
-    reproducible; a tampered ST fails verify."""
+    """A few buckets per range, three ranges per executor task: the ST is a directory of parts
+    (one per task, one row group per range), the custodian file is written range by range, the
+    manifest's disclosure (streamed over the ranges, or from the bucket types for σ = 0) equals
+    what disclosure_of derives from the whole files and the local engine's, verify passes with
+    the source and the custodian file; the seeded run is reproducible; a tampered ST fails
+    verify."""
     table, sdf, schema, _ = source
     m = len(schema.domains[schema.sensitive[0]])
     monkeypatch.setattr(S, "ST_RANGE_CELLS", 7 * m)  # 7 buckets per range
+    monkeypatch.setattr(S, "ST_TASK_CELLS", 3 * 7 * m)  # 3 ranges per task
     out = tmp_path / "rel"
     S.publish(sdf, mech, out, schema, seed=5)
     rel = ppdp.load_release(out)
     n_buckets = rel.manifest["certificate"]["n_buckets"]
-    assert pq.ParquetFile(out / "st.parquet").metadata.num_row_groups == -(-n_buckets // 7) > 3
-    assert rel.manifest["files"]["st"] == {"rows": rel.tables["st"].num_rows}
+    n_ranges = -(-n_buckets // 7)
+    parts = sorted((out / "st").iterdir())
+    assert not (out / "st.parquet").exists() and [p.name for p in parts] == [f"part-{g:05d}.parquet" for g in range(-(-n_ranges // 3))]
+    assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts) == n_ranges > 3
+    assert rel.manifest["files"]["st"] == {"rows": rel.tables["st"].num_rows, "partitioned": True}
+    bid = rel.tables["st"].column("bid").to_numpy()
+    assert np.all(np.diff(bid) >= 0) and np.array_equal(np.unique(bid), np.arange(n_buckets))  # parts in bucket order
     whole = disclosure_of(rel)  # from the files, held whole
     assert {k: rel.manifest["disclosure"][k] for k in whole} == whole
     cust = out.with_name(out.name + ".custodian.json")
@@ -207,11 +214,13 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     assert ppdp.load_release(tmp_path / "again").tables["st"].equals(rel.tables["st"])
     assert load_custodian(tmp_path / "again.custodian.json") == load_custodian(cust)
     # a tampered ST: one real count moved from one bucket to another
-    st = pq.read_table(out / "st.parquet")
+    st = pa.concat_tables([pq.read_table(p) for p in parts])
     cnt = st.column("count").to_numpy().copy()
     i, j = int(np.argmax(cnt)), int(np.flatnonzero(st.column("bid").to_numpy() != st.column("bid")[int(np.argmax(cnt))].as_py())[0])
     cnt[i] -= 1
     cnt[j] += 1
-    pq.write_table(st.set_column(2, "count", pa.array(cnt)), out / "st.parquet")
+    for p in parts:
+        p.unlink()
+    pq.write_table(st.set_column(2, "count", pa.array(cnt)), out / "st" / "part-00000.parquet")
     rep = ppdp.verify(ppdp.load_release(out), table, custodian=cust)
     assert not rep.ok
