@@ -207,6 +207,8 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     if sigma:
         side = pq.ParquetFile(cust.with_name(kept["fake"]["file"]))
         assert side.metadata.num_rows == sigma * n_buckets and side.schema_arrow.names == ["bid", "value"]
+    # nothing left beside the release (the temporary directory, the fakes the ST's writer left for the driver)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, cust.name, *([kept["fake"]["file"]] if sigma else [])])
     rep = ppdp.verify(rel, table, custodian=cust)
     assert rep.ok, rep.problems
     same_manifest(rel.manifest, ppdp.publish(table, mech, seed=5).manifest, mech.name)

@@ -27,11 +27,15 @@ is collected to the driver.
   position, in a uniformly random order, among the block's rows of that value, after the
   earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
   random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
-  random output parts, each written ordered by bucket id; the ST comes from the plan alone,
-  written by the driver a range of buckets at a time (each range's fakes and row order from
-  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the
-  bucket types (σ = 0) or streamed over the ranges (σ > 0): the driver never holds the ST
-  (:func:`_write_st`, :class:`PlanQITRelease`).
+  random output parts, each written ordered by bucket id. Published bucket ids are a keyed
+  permutation of the planner's (:class:`~ppdp.kernels.permutation.KeyedPermutation`, its key
+  from the publication's streams), evaluated by every task: no list of buckets anywhere. The
+  ST comes from the plan alone, written by the executors a range of buckets at a time (each
+  range's bucket types from the permutation, its fakes and row order from its own stream),
+  and the disclosure from the types and multiplicities (σ = 0) or streamed over the ranges one
+  at a time (σ > 0: each range's types again, its fakes read back from a file the ST's writers
+  left beside the release): the driver holds neither the ST nor an array of one entry per
+  bucket (:class:`TypedLayout`, :func:`_write_st`, :class:`PlanQITRelease`).
 - **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
   the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
   noise are the local engine's functions, so a seeded Spark release equals the local one.
@@ -564,8 +568,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
                      overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False,
                      direct: bool | None = None) -> dict:
     """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
-    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver, a
-    range of buckets at a time.
+    applies; QIT and ST parts written by the executors (the ST from the plan alone, a range of
+    buckets at a time).
     The data's SA counts must be the plan's."""
     _require_spark()
     if not isinstance(plan, BucketizationPlan):
@@ -593,7 +597,9 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     (the blocks are a uniformly random split) — and the rank maps to a bucket through the
     typed plan; every row then goes to a uniformly random output part (spill files again).
     (C) one task per part: its rows ordered by bucket id (random order inside a bucket),
-    written as ``qit/part-NNNNN.parquet``."""
+    written as ``qit/part-NNNNN.parquet``. (D) one task per group of ranges of buckets: the ST
+    (:func:`_write_st`). The driver then states the disclosure and writes the manifest and the
+    custodian file, a range of buckets at a time (:class:`TypedLayout`)."""
     from pyspark.sql import types as T
 
     sa = schema.sensitive[0]
@@ -609,6 +615,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     qit_dir.mkdir(parents=True)
     spark = sdf.sparkSession
     clock = _Clock()
+    fake_dir: Path | None = None
     try:
         scan = _file_scan(sdf, direct)
         frame = scan if scan is not None else sdf.select(*cols)
@@ -700,7 +707,10 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if sum(int(r[1]) for r in written) != plan.n_records:
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
         clock.lap("write")
-        n_st = _write_st(spark, layout, tmp / "st")
+        if plan.fake_values:  # beside the release (not in it): removed once the custodian file is written
+            fake_dir = temp_path(target, "fakes")
+            fake_dir.mkdir()
+        n_st = _write_st(spark, layout, tmp / "st", fake_dir)
         clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
@@ -714,6 +724,9 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if fake_dir is not None:
+            shutil.rmtree(fake_dir, ignore_errors=True)
 
 
 #: ST cells (buckets × SA values) per range of buckets written, and streamed for the disclosure, at a time
@@ -747,9 +760,10 @@ class TypedLayout:
     permutation (:class:`~ppdp.kernels.permutation.KeyedPermutation`, its key from the
     publication's streams), so g's type is a binary search over the cumulative multiplicities.
     The ST rows and the fakes of range r come from that range's own generator
-    (``streams.get(ST_STAGE, r)``): any process regenerates them, and no array of one entry per
-    bucket is held anywhere. Pickled to the executors without the relabelling's tables (rebuilt
-    from the key on first use)."""
+    (``streams.get(ST_STAGE, r)``): any process can draw them again (the driver reads the fakes
+    back from the file the ST's writers left, ``fake_dir``, rather than drawing them once per
+    disclosure pass), and no array of one entry per bucket is held anywhere. Pickled to the
+    executors without the relabelling's tables (rebuilt from the key on first use)."""
 
     def __init__(self, plan: BucketizationPlan, streams: PartitionStreams):
         self.plan, self.streams = plan, streams
@@ -759,6 +773,8 @@ class TypedLayout:
         self.n_buckets = int(self.mult.sum())
         self.m = len(plan.labels)
         self.step = max(1, ST_RANGE_CELLS // max(self.m, 1))   # buckets per range
+        self.per = max(1, ST_TASK_CELLS // (self.step * max(self.m, 1)), -(-self.n_ranges // MAX_ST_PARTS))  # per part
+        self.fake_dir: Path | None = None  # the fakes' codes as the ST's writer drew them (:func:`_write_st`)
         self._relabel: KeyedPermutation | None = None
 
     def __getstate__(self) -> dict:
@@ -797,19 +813,35 @@ class TypedLayout:
         """The types of the published buckets lo … hi − 1."""
         return np.searchsorted(self.ends, self.relabel.inverse(np.arange(lo, hi, dtype=np.int64)), side="right")
 
-    def st_range(self, r: int) -> pa.Table:
-        """Range r's ST rows (:func:`st_range_typed` with the range's generator)."""
+    def st_range(self, r: int) -> tuple[pa.Table, np.ndarray | None]:
+        """Range r's ST rows and fakes (:func:`st_range_typed` with the range's generator)."""
         lo, hi = self.bounds(r)
-        return st_range_typed(self.plan, self.type_of(lo, hi), lo, self.streams.get(ST_STAGE, r))[0]
+        return st_range_typed(self.plan, self.type_of(lo, hi), lo, self.streams.get(ST_STAGE, r))
+
+    def fake_codes(self, r: int, type_of: np.ndarray | None = None) -> np.ndarray | None:
+        """Range r's fakes as SA codes, σ per bucket, bucket by bucket (ascending within a
+        bucket); None when σ = 0. Read from the file the ST's writer left (:func:`_write_st`),
+        else drawn again: the draws :func:`st_range_typed` makes first from the range's
+        generator (:func:`draw_plan_fakes`)."""
+        if not self.plan.fake_values or self.n_buckets == 0:
+            return None
+        if self.fake_dir is not None:
+            import pyarrow.ipc as ipc
+
+            with pa.memory_map(str(self.fake_dir / f"{r // self.per:05d}.arrow")) as src:
+                return ipc.open_file(src).get_batch(r % self.per).column(0).to_numpy().copy()
+        t = self.type_of(*self.bounds(r)) if type_of is None else type_of
+        return np.nonzero(draw_plan_fakes(self.plan, self.types[t], self.streams.get(ST_STAGE, r)))[1]
 
     def fakes(self, r: int, type_of: np.ndarray | None = None) -> np.ndarray | None:
-        """Range r's fakes (a boolean buckets × m matrix; None when σ = 0): the draws
-        :func:`st_range_typed` makes first from the range's generator, made again."""
-        lo, hi = self.bounds(r)
-        t = self.type_of(lo, hi) if type_of is None else type_of
-        if not self.plan.fake_values or not len(t):
+        """Range r's fakes as a boolean (buckets × m) matrix (None when σ = 0)."""
+        codes = self.fake_codes(r, type_of)
+        if codes is None:
             return None
-        return draw_plan_fakes(self.plan, self.types[t], self.streams.get(ST_STAGE, r))
+        lo, hi = self.bounds(r)
+        fake = np.zeros((hi - lo, self.m), dtype=bool)
+        fake[np.repeat(np.arange(hi - lo), self.plan.fake_values), codes] = True
+        return fake
 
     def chunks(self):
         """``(observed ST counts, bucket sizes)`` of every range in order (for
@@ -879,11 +911,14 @@ def _typed_disclosure(layout: TypedLayout, labels) -> dict[str, Any]:
             "buckets_certain": int(mult[certain].sum())}
 
 
-def _write_st(spark, layout: TypedLayout, directory: Path) -> int:
+def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None = None) -> int:
     """Write the ST from the executors as ``directory/part-GGGGG.parquet``: one task per group
     of consecutive ranges of buckets writes them with pyarrow, one row group per range
     (:meth:`TypedLayout.st_range`: the range's own generator), so neither the driver nor a task
-    holds more than a range of the ST. Returns its rows."""
+    holds more than a range of the ST. With ``fake_dir`` (σ > 0), each task also writes the
+    fakes it drew as narrow SA codes (``fake_dir/GGGGG.arrow``, one record batch per range),
+    which the layout then reads for the disclosure and the custodian file instead of drawing
+    them again. Returns the ST's rows."""
     from pyspark.sql import types as T
 
     directory.mkdir()
@@ -894,40 +929,54 @@ def _write_st(spark, layout: TypedLayout, directory: Path) -> int:
                                np.random.default_rng(0), plan.sa, plan.labels)
         _write_part(directory, 0, st)
         return 0
-    per = max(1, ST_TASK_CELLS // (layout.step * max(layout.m, 1)), -(-n_ranges // MAX_ST_PARTS))
+    per = layout.per
+    fschema = pa.schema([pa.field("code", pa.int16() if layout.m <= 1 << 15 else pa.int32())])
 
     def write(batches):
+        import pyarrow.ipc as ipc
         import pyarrow.parquet as pq
 
         for b in batches:
             for g in b.column("id").to_numpy().tolist():
                 partial = directory / f".part-{g:05d}-{os.getpid()}.tmp"
-                rows, writer = 0, None
+                fpartial = None if fake_dir is None else fake_dir / f".{g:05d}-{os.getpid()}.tmp"
+                rows, writer, fwriter = 0, None, None
                 try:
+                    if fpartial is not None:
+                        fwriter = ipc.new_file(str(fpartial), fschema)
                     for r in range(g * per, min(n_ranges, (g + 1) * per)):
-                        st = layout.st_range(r)
+                        st, fake = layout.st_range(r)
                         if writer is None:
                             writer = pq.ParquetWriter(str(partial), st.schema, compression="zstd")
                         writer.write_table(st)
                         rows += st.num_rows
+                        if fwriter is not None and fake is not None:  # σ per bucket, bucket by bucket
+                            fwriter.write_batch(pa.record_batch([pa.array(np.nonzero(fake)[1].astype(
+                                fschema.field("code").type.to_pandas_dtype()))], schema=fschema))
                 finally:
                     if writer is not None:
                         writer.close()
+                    if fwriter is not None:
+                        fwriter.close()
                 os.replace(partial, directory / f"part-{g:05d}.parquet")
+                if fpartial is not None and fake_dir is not None:
+                    os.replace(fpartial, fake_dir / f"{g:05d}.arrow")
                 yield pa.RecordBatch.from_arrays([pa.array([g], pa.int64()), pa.array([rows], pa.int64())], ["p", "n"])
 
     fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
-    return sum(int(r[1]) for r in _per_block(spark, -(-n_ranges // per)).mapInArrow(write, fields).collect())
+    n_st = sum(int(r[1]) for r in _per_block(spark, -(-n_ranges // per)).mapInArrow(write, fields).collect())
+    layout.fake_dir = fake_dir
+    return n_st
 
 
 class PlanQITRelease(BucketizedRelease):
     """A bucketized release whose files are on disk — QIT and ST parts written by the
     executors — described by the plan through its :class:`TypedLayout`: published bucket g
     holds the real counts of its type and the fakes of its range's generator. The manifest's
-    certificate and disclosure are computed from that, never from the files nor from an array
-    of one entry per bucket: σ = 0 from the types and multiplicities (:func:`_typed_disclosure`),
-    σ > 0 over the ranges regenerated one at a time
-    (:func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
+    certificate and disclosure are computed from that, never from the release's tables nor from
+    an array of one entry per bucket: σ = 0 from the types and multiplicities (:func:`_typed_disclosure`),
+    σ > 0 over the ranges one at a time (:meth:`TypedLayout.chunks`,
+    :func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
     ``disclosure_of`` derives from the files."""
 
     layout: TypedLayout
@@ -940,9 +989,10 @@ class PlanQITRelease(BucketizedRelease):
 
 
 class _FakeRanges:
-    """The fakes of a release (σ per bucket), regenerated a range of buckets at a time, for the
-    custodian file's Parquet sidecar (:func:`~ppdp.releases.custodian.save_custodian`): the
-    driver holds one range's fakes, never a list of every fake."""
+    """The fakes of a release (σ per bucket), a range of buckets at a time
+    (:meth:`TypedLayout.fake_codes`), for the custodian file's Parquet sidecar
+    (:func:`~ppdp.releases.custodian.save_custodian`): the driver holds one range's fakes,
+    never a list of every fake."""
 
     def __init__(self, layout: TypedLayout):
         self.layout = layout
@@ -952,11 +1002,11 @@ class _FakeRanges:
         return self.layout.n_buckets
 
     def blocks(self):
+        sigma = self.layout.plan.fake_values
         for r in range(self.layout.n_ranges):
-            fake = self.layout.fakes(r)
-            if fake is not None:
-                bid, code = np.nonzero(fake)
-                yield bid + self.layout.bounds(r)[0], code
+            code = self.layout.fake_codes(r)
+            if code is not None:
+                yield np.repeat(np.arange(*self.layout.bounds(r), dtype=np.int64), sigma), code
 
 
 def _plan_release(layout: TypedLayout, certificate: dict, quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
