@@ -67,7 +67,7 @@ from ..claims.diverted import DivertedClaim
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..kernels.permutation import KeyedPermutation
+from ..kernels.permutation import EXPLICIT_MAX, KeyedPermutation
 from ..mechanisms.bucketization.apply import draw_plan_fakes, st_range_typed, st_table_typed, streamed_disclosure
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
@@ -739,6 +739,8 @@ MAX_ST_PARTS = 99_999
 ST_STAGE = 11
 #: the stage of the bucket relabelling's key (:class:`~ppdp.kernels.permutation.KeyedPermutation`)
 PERM_STAGE = 12
+#: up to this many buckets the relabelling is drawn exactly (a Feistel network above)
+RELABEL_EXPLICIT_MAX = EXPLICIT_MAX
 
 
 class _RevealedTotals:
@@ -775,6 +777,7 @@ class TypedLayout:
         self.step = max(1, ST_RANGE_CELLS // max(self.m, 1))   # buckets per range
         self.per = max(1, ST_TASK_CELLS // (self.step * max(self.m, 1)), -(-self.n_ranges // MAX_ST_PARTS))  # per part
         self.fake_dir: Path | None = None  # the fakes' codes as the ST's writer drew them (:func:`_write_st`)
+        self.explicit_max = RELABEL_EXPLICIT_MAX
         self._relabel: KeyedPermutation | None = None
 
     def __getstate__(self) -> dict:
@@ -798,7 +801,8 @@ class TypedLayout:
     def relabel(self) -> KeyedPermutation:
         """Planner bucket index → published bucket id (``forward``), and back (``inverse``)."""
         if self._relabel is None:
-            self._relabel = KeyedPermutation(self.n_buckets, self.streams.get(PERM_STAGE, 0))
+            self._relabel = KeyedPermutation(self.n_buckets, self.streams.get(PERM_STAGE, 0),
+                                             explicit_max=self.explicit_max)
         return self._relabel
 
     @property
