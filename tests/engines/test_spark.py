@@ -177,20 +177,27 @@ def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, s
                                   ppdp.Anatomy(3)], ids=lambda m: f"{m.name}-{getattr(m, 'fake_values', 0)}")
 def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_time(spark, source, tmp_path, mech,
                                                                                     same_manifest, monkeypatch):
-    """A few buckets per range: st.parquet is one row group per range, the custodian file is
-    written range by range, the manifest's disclosure (streamed over the ranges, or from the
-    bucket types for σ = 0) equals what disclosure_of derives from the whole files and the local
-    engine's, verify passes with the source and the custodian file; the seeded run is
-    reproducible; a tampered ST fails verify."""
+    """A few buckets per range, three ranges per executor task: the ST is a directory of parts
+    (one per task, one row group per range), the custodian file is written range by range, the
+    manifest's disclosure (streamed over the ranges, or from the bucket types for σ = 0) equals
+    what disclosure_of derives from the whole files and the local engine's, verify passes with
+    the source and the custodian file; the seeded run is reproducible; a tampered ST fails
+    verify."""
     table, sdf, schema, _ = source
     m = len(schema.domains[schema.sensitive[0]])
     monkeypatch.setattr(S, "ST_RANGE_CELLS", 7 * m)  # 7 buckets per range
+    monkeypatch.setattr(S, "ST_TASK_CELLS", 3 * 7 * m)  # 3 ranges per task
     out = tmp_path / "rel"
     S.publish(sdf, mech, out, schema, seed=5)
     rel = ppdp.load_release(out)
     n_buckets = rel.manifest["certificate"]["n_buckets"]
-    assert pq.ParquetFile(out / "st.parquet").metadata.num_row_groups == -(-n_buckets // 7) > 3
-    assert rel.manifest["files"]["st"] == {"rows": rel.tables["st"].num_rows}
+    n_ranges = -(-n_buckets // 7)
+    parts = sorted((out / "st").iterdir())
+    assert not (out / "st.parquet").exists() and [p.name for p in parts] == [f"part-{g:05d}.parquet" for g in range(-(-n_ranges // 3))]
+    assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts) == n_ranges > 3
+    assert rel.manifest["files"]["st"] == {"rows": rel.tables["st"].num_rows, "partitioned": True}
+    bid = rel.tables["st"].column("bid").to_numpy()
+    assert np.all(np.diff(bid) >= 0) and np.array_equal(np.unique(bid), np.arange(n_buckets))  # parts in bucket order
     whole = disclosure_of(rel)  # from the files, held whole
     assert {k: rel.manifest["disclosure"][k] for k in whole} == whole
     cust = out.with_name(out.name + ".custodian.json")
@@ -200,6 +207,8 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     if sigma:
         side = pq.ParquetFile(cust.with_name(kept["fake"]["file"]))
         assert side.metadata.num_rows == sigma * n_buckets and side.schema_arrow.names == ["bid", "value"]
+    # nothing left beside the release (the temporary directory, the fakes the ST's writer left for the driver)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, cust.name, *([kept["fake"]["file"]] if sigma else [])])
     rep = ppdp.verify(rel, table, custodian=cust)
     assert rep.ok, rep.problems
     same_manifest(rel.manifest, ppdp.publish(table, mech, seed=5).manifest, mech.name)
@@ -207,11 +216,44 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     assert ppdp.load_release(tmp_path / "again").tables["st"].equals(rel.tables["st"])
     assert load_custodian(tmp_path / "again.custodian.json") == load_custodian(cust)
     # a tampered ST: one real count moved from one bucket to another
-    st = pq.read_table(out / "st.parquet")
+    st = pa.concat_tables([pq.read_table(p) for p in parts])
     cnt = st.column("count").to_numpy().copy()
     i, j = int(np.argmax(cnt)), int(np.flatnonzero(st.column("bid").to_numpy() != st.column("bid")[int(np.argmax(cnt))].as_py())[0])
     cnt[i] -= 1
     cnt[j] += 1
-    pq.write_table(st.set_column(2, "count", pa.array(cnt)), out / "st.parquet")
+    for p in parts:
+        p.unlink()
+    pq.write_table(st.set_column(2, "count", pa.array(cnt)), out / "st" / "part-00000.parquet")
     rep = ppdp.verify(ppdp.load_release(out), table, custodian=cust)
     assert not rep.ok
+
+
+@pytest.mark.parametrize("seed", [5, None], ids=["seeded", "unseeded"])
+@pytest.mark.parametrize("mech", [ppdp.FPrivacy(theta=8, fake_values=1), ppdp.Anatomy(3)], ids=lambda m: m.name)
+def test_the_feistel_relabelling_end_to_end(spark, source, tmp_path, mech, seed, same_manifest, monkeypatch):
+    """The relabelling's Feistel network (used above 2^16 buckets; forced here), seeded and
+    unseeded: every published bucket id is used, verify passes against the source (and with the
+    custodian file), the seeded manifest equals the local engine's, two unseeded publications
+    differ."""
+    table, sdf, schema, _ = source
+    monkeypatch.setattr(S, "RELABEL_EXPLICIT_MAX", 0)
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        S.publish(sdf, mech, out, schema, seed=seed)
+        rel = ppdp.load_release(out)
+        n_buckets = rel.manifest["certificate"]["n_buckets"]
+        for stem in ("qit", "st"):
+            assert np.array_equal(np.unique(rel.tables[stem].column("bid").to_numpy()), np.arange(n_buckets))
+        cust = out.with_name(out.name + ".custodian.json")
+        rep = ppdp.verify(rel, table, custodian=cust if cust.exists() else None)
+        assert rep.ok, rep.problems
+        runs.append(rel)
+    if seed is not None:  # (which of the values tied at the largest posterior is named depends on the relabelling)
+        a, b = (json.loads(json.dumps(m)) for m in (runs[0].manifest, ppdp.publish(table, mech, seed=seed).manifest))
+        for m in (a, b):
+            m["disclosure"].pop("max_posterior_value")
+        same_manifest(a, b, mech.name)
+        assert runs[0].tables["st"].equals(runs[1].tables["st"])
+    else:
+        assert not runs[0].tables["st"].equals(runs[1].tables["st"])

@@ -27,11 +27,15 @@ is collected to the driver.
   position, in a uniformly random order, among the block's rows of that value, after the
   earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
   random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
-  random output parts, each written ordered by bucket id; the ST comes from the plan alone,
-  written by the driver a range of buckets at a time (each range's fakes and row order from
-  its own stream; the fakes kept as σ narrow codes per bucket), and the disclosure from the
-  bucket types (σ = 0) or streamed over the ranges (σ > 0): the driver never holds the ST
-  (:func:`_write_st`, :class:`PlanQITRelease`).
+  random output parts, each written ordered by bucket id. Published bucket ids are a keyed
+  permutation of the planner's (:class:`~ppdp.kernels.permutation.KeyedPermutation`, its key
+  from the publication's streams), evaluated by every task: no list of buckets anywhere. The
+  ST comes from the plan alone, written by the executors a range of buckets at a time (each
+  range's bucket types from the permutation, its fakes and row order from its own stream),
+  and the disclosure from the types and multiplicities (σ = 0) or streamed over the ranges one
+  at a time (σ > 0: each range's types again, its fakes read back from a file the ST's writers
+  left beside the release): the driver holds neither the ST nor an array of one entry per
+  bucket (:class:`TypedLayout`, :func:`_write_st`, :class:`PlanQITRelease`).
 - **Histogram family**: statistics = one ``groupBy(dims).count()`` in the JVM: the counts of
   the distinct label combinations (at most the cube's cells); the cube, the ε plan and the
   noise are the local engine's functions, so a seeded Spark release equals the local one.
@@ -63,12 +67,13 @@ from ..claims.diverted import DivertedClaim
 from ..errors import PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains, dense_counts
 from ..kernels.rng import publication_rng
-from ..mechanisms.bucketization.apply import st_range_typed, st_table_typed, streamed_disclosure
+from ..kernels.permutation import EXPLICIT_MAX, KeyedPermutation
+from ..mechanisms.bucketization.apply import draw_plan_fakes, st_range_typed, st_table_typed, streamed_disclosure
 from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
 from ..releases.base import recorded_bins, stamp_manifest
-from ..releases.bucketized import BucketizedRelease, typed_disclosure
+from ..releases.bucketized import CERTAIN_TOL, BucketizedRelease
 from ..releases.partitioned import finish_partitioned
 from ..releases.custodian import save_custodian
 from ..releases.storage import custodian_path, temp_path
@@ -538,8 +543,8 @@ def _finish(rel, mechanism, seed, tmp: Path, target: Path, rows, small, overwrit
         rel.manifest["schema"]["bins"] = bins
     stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
     m = finish_partitioned(tmp, target, rel.manifest, rows, small, overwrite=overwrite, written=written)
-    if isinstance(rel, PlanQITRelease) and rel.plan.fake_values:
-        save_custodian(custodian_path(target), rel.custodian, replace=overwrite, fakes=_FakeRanges(rel))
+    if isinstance(rel, PlanQITRelease) and rel.layout.plan.fake_values:
+        save_custodian(custodian_path(target), rel.custodian, replace=overwrite, fakes=_FakeRanges(rel.layout))
     elif rel.custodian:
         save_custodian(custodian_path(target), rel.custodian, replace=overwrite)
     return m
@@ -563,8 +568,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
                      overwrite: bool = False, mechanism=None, allow_full_disclosure: bool = False,
                      direct: bool | None = None) -> dict:
     """Apply a :class:`BucketizationPlan` on Spark: the same plan object the local engine
-    applies; QIT parts written by the executors, the ST (from the plan alone) by the driver, a
-    range of buckets at a time.
+    applies; QIT and ST parts written by the executors (the ST from the plan alone, a range of
+    buckets at a time).
     The data's SA counts must be the plan's."""
     _require_spark()
     if not isinstance(plan, BucketizationPlan):
@@ -592,7 +597,9 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     (the blocks are a uniformly random split) — and the rank maps to a bucket through the
     typed plan; every row then goes to a uniformly random output part (spill files again).
     (C) one task per part: its rows ordered by bucket id (random order inside a bucket),
-    written as ``qit/part-NNNNN.parquet``."""
+    written as ``qit/part-NNNNN.parquet``. (D) one task per group of ranges of buckets: the ST
+    (:func:`_write_st`). The driver then states the disclosure and writes the manifest and the
+    custodian file, a range of buckets at a time (:class:`TypedLayout`)."""
     from pyspark.sql import types as T
 
     sa = schema.sensitive[0]
@@ -608,6 +615,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     qit_dir.mkdir(parents=True)
     spark = sdf.sparkSession
     clock = _Clock()
+    fake_dir: Path | None = None
     try:
         scan = _file_scan(sdf, direct)
         frame = scan if scan is not None else sdf.select(*cols)
@@ -628,7 +636,6 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         types = np.asarray(plan.types, dtype=np.int64)
         mult = np.asarray(plan.multiplicity, dtype=np.int64)
         K, m = types.shape
-        n_buckets = int(mult.sum())
         first_bucket = np.cumsum(mult) - mult
         seg_len = (types * mult[:, None]).T.ravel()          # value-major
         seg_start = np.cumsum(seg_len) - seg_len
@@ -640,13 +647,10 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         if not np.array_equal(counts_b.sum(axis=0), value_count):
             raise PpdpError("the data's SA counts differ from the records the plan places (plan and data disagree)")
         block_start = value_start[None, :] + np.cumsum(counts_b, axis=0) - counts_b   # (B × m) first position
-        cert = plan.certificate()  # the bucket statistics, before the arrays of one entry per bucket
-        # published bucket ids at random (int32 below 2^31 buckets: the same permutation, half the bytes)
-        perm = rng.permutation(np.arange(n_buckets, dtype=np.int32 if n_buckets < 1 << 31 else np.int64))
-        type_of = np.empty(n_buckets, dtype=np.int32 if K < 1 << 31 else np.int64)
-        type_of[perm] = np.repeat(np.arange(K, dtype=type_of.dtype), mult)
-        perm_b = spark.sparkContext.broadcast(perm)          # O(n_buckets): shipped once per executor
-        del perm  # (pickled to a file by the broadcast) the driver keeps each bucket's type
+        cert = _typed_certificate(plan)  # the bucket statistics from the types and their multiplicities
+        # published bucket id = a keyed pseudorandom permutation of the planner's bucket index, which
+        # every task evaluates from the key (no array of one entry per bucket anywhere)
+        layout = TypedLayout(plan, streams)
         n_out = B
         for j in range(n_out):
             (spill2 / f"{j:05d}").mkdir(parents=True, exist_ok=True)
@@ -665,7 +669,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                     xs = x[idx]
                     pos = block_start[blk, xs] + np.arange(k) - np.searchsorted(xs, xs, side="left")
                     seg = np.searchsorted(s_start, pos, side="right") - 1
-                    bid = perm_b.value[s_first[seg] + (pos - s_start[seg]) // s_per[seg]]
+                    bid = layout.relabel.forward(s_first[seg] + (pos - s_start[seg]) // s_per[seg])
                     dest = prng.integers(0, n_out, size=k)
                     order = np.argsort(dest, kind="stable")
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
@@ -700,130 +704,317 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         clock.lap("rank and bucket")
         written = _per_block(spark, n_out).mapInArrow(write_part, sfields).collect()
         shutil.rmtree(spill2, ignore_errors=True)
-        perm_b.unpersist()
         if sum(int(r[1]) for r in written) != plan.n_records:
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
         clock.lap("write")
-        n_st, fake_codes = _write_st(plan, type_of, streams, tmp / "st.parquet")
+        if plan.fake_values:  # beside the release (not in it): removed once the custodian file is written
+            fake_dir = temp_path(target, "fakes")
+            fake_dir.mkdir()
+        n_st = _write_st(spark, layout, tmp / "st", fake_dir)
         clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-        rel = _plan_release(plan, cert, type_of, fake_codes, quasi, doms, numeric, disclose=mechanism is None)
+        rel = _plan_release(layout, cert, quasi, doms, numeric, disclose=mechanism is None)
+        rows = {"qit": plan.n_records, "st": n_st}
         if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
-            return finish_partitioned(tmp, target, rel.manifest, {"qit": plan.n_records}, written={"st": n_st},
-                                      overwrite=overwrite)
-        m = _finish(rel, mechanism, seed, tmp, target, {"qit": plan.n_records}, None, overwrite,
-                    allow_full_disclosure=allow_full_disclosure, written={"st": n_st})
+            return finish_partitioned(tmp, target, rel.manifest, rows, overwrite=overwrite)
+        m = _finish(rel, mechanism, seed, tmp, target, rows, None, overwrite, allow_full_disclosure=allow_full_disclosure)
         clock.lap("disclosure, manifest and custodian file")
         return m
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if fake_dir is not None:
+            shutil.rmtree(fake_dir, ignore_errors=True)
 
 
 #: ST cells (buckets × SA values) per range of buckets written, and streamed for the disclosure, at a time
 ST_RANGE_CELLS = 1 << 20
+#: ST cells written by one executor task (consecutive ranges, one part file, one row group per range)
+ST_TASK_CELLS = 1 << 23
+#: at most this many ST parts (five-digit part names sort in range order)
+MAX_ST_PARTS = 99_999
 #: the stage of the ST ranges' generators (:class:`PartitionStreams`)
 ST_STAGE = 11
+#: the stage of the bucket relabelling's key (:class:`~ppdp.kernels.permutation.KeyedPermutation`)
+PERM_STAGE = 12
+#: up to this many buckets the relabelling is drawn exactly (a Feistel network above)
+RELABEL_EXPLICIT_MAX = EXPLICIT_MAX
 
 
-def _st_ranges(n_buckets: int, m: int) -> list[tuple[int, int]]:
-    step = max(1, ST_RANGE_CELLS // max(m, 1))
-    return [(lo, min(n_buckets, lo + step)) for lo in range(0, n_buckets, step)]
+class _RevealedTotals:
+    """What the fakes' draw reads of a plan's claim (the SA totals its thresholds reveal, −1 where
+    they do not: :func:`~ppdp.releases.bucketized.revealed_absent`), computed on the driver."""
+
+    def __init__(self, totals: np.ndarray):
+        self.totals = totals
+
+    def revealed_totals(self, labels: Sequence[str], n: int) -> np.ndarray:
+        return self.totals
 
 
-def _write_st(plan: BucketizationPlan, type_of: np.ndarray, streams: PartitionStreams,
-              path: Path) -> tuple[int, np.ndarray | None]:
-    """Write ``st.parquet`` a range of buckets at a time (one row group each, :func:`st_range_typed`
-    with the range's own generator): the driver never holds the ST whole. Returns its rows and
-    the fakes' SA codes (buckets × σ, ascending in a bucket; None when σ = 0)."""
-    import pyarrow.parquet as pq
+class TypedLayout:
+    """The published buckets of a typed plan, a range at a time, from O(types) state.
 
-    sigma, m = int(plan.fake_values), len(plan.labels)
-    codes = np.empty((len(type_of), sigma), dtype=np.int16 if m <= 1 << 15 else np.int32) if sigma else None
-    rows = 0
-    writer = None
-    try:
-        for r, (lo, hi) in enumerate(_st_ranges(len(type_of), m)):
-            st, fake = st_range_typed(plan, type_of[lo:hi], lo, streams.get(ST_STAGE, r))
-            if codes is not None and fake is not None:
-                codes[lo:hi] = np.nonzero(fake)[1].reshape(hi - lo, sigma)
-            if writer is None:
-                writer = pq.ParquetWriter(str(path), st.schema, compression="zstd")
-            writer.write_table(st)
-            rows += st.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
-    if writer is None:  # no bucket
+    The planner's buckets are the types' buckets in type order (``multiplicity[k]`` of type k);
+    published bucket g is planner bucket ``relabel.inverse(g)``, a keyed pseudorandom
+    permutation (:class:`~ppdp.kernels.permutation.KeyedPermutation`, its key from the
+    publication's streams), so g's type is a binary search over the cumulative multiplicities.
+    The ST rows and the fakes of range r come from that range's own generator
+    (``streams.get(ST_STAGE, r)``): any process can draw them again (the driver reads the fakes
+    back from the file the ST's writers left, ``fake_dir``, rather than drawing them once per
+    disclosure pass), and no array of one entry per bucket is held anywhere. Pickled to the
+    executors without the relabelling's tables (rebuilt from the key on first use)."""
+
+    def __init__(self, plan: BucketizationPlan, streams: PartitionStreams):
+        self.plan, self.streams = plan, streams
+        self.types = np.asarray(plan.types, dtype=np.int64)
+        self.mult = np.asarray(plan.multiplicity, dtype=np.int64)
+        self.ends = np.cumsum(self.mult)
+        self.n_buckets = int(self.mult.sum())
+        self.m = len(plan.labels)
+        self.step = max(1, ST_RANGE_CELLS // max(self.m, 1))   # buckets per range
+        self.per = max(1, ST_TASK_CELLS // (self.step * max(self.m, 1)), -(-self.n_ranges // MAX_ST_PARTS))  # per part
+        self.fake_dir: Path | None = None  # the fakes' codes as the ST's writer drew them (:func:`_write_st`)
+        self.explicit_max = RELABEL_EXPLICIT_MAX
+        self._relabel: KeyedPermutation | None = None
+
+    def __getstate__(self) -> dict:
+        # the plan's claim and details hold frozen mappings, which do not pickle: the executors'
+        # copy of the plan carries, instead of the claim, the one thing the fakes' draw reads of it
+        p = self.plan
+        totals = getattr(p.claim, "revealed_totals", None)
+        fields = {"sa": p.sa, "labels": p.labels, "sa_counts": p.sa_counts, "thresholds": p.thresholds, "types": p.types,
+                  "fake_values": p.fake_values, "negative_associations": p.negative_associations,
+                  "multiplicity": p.multiplicity,
+                  "claim": _RevealedTotals(np.full(len(p.labels), -1, np.int64) if totals is None else
+                                           np.asarray(totals(list(p.labels), p.n_records), dtype=np.int64))}
+        return {**self.__dict__, "_relabel": None, "plan": None, "_plan_fields": fields}
+
+    def __setstate__(self, state: dict) -> None:
+        fields = state.pop("_plan_fields")
+        self.__dict__.update(state)
+        self.plan = BucketizationPlan(**fields)
+
+    @property
+    def relabel(self) -> KeyedPermutation:
+        """Planner bucket index → published bucket id (``forward``), and back (``inverse``)."""
+        if self._relabel is None:
+            self._relabel = KeyedPermutation(self.n_buckets, self.streams.get(PERM_STAGE, 0),
+                                             explicit_max=self.explicit_max)
+        return self._relabel
+
+    @property
+    def n_ranges(self) -> int:
+        return -(-self.n_buckets // self.step)
+
+    def bounds(self, r: int) -> tuple[int, int]:
+        lo = r * self.step
+        return lo, min(self.n_buckets, lo + self.step)
+
+    def type_of(self, lo: int, hi: int) -> np.ndarray:
+        """The types of the published buckets lo … hi − 1."""
+        return np.searchsorted(self.ends, self.relabel.inverse(np.arange(lo, hi, dtype=np.int64)), side="right")
+
+    def st_range(self, r: int) -> tuple[pa.Table, np.ndarray | None]:
+        """Range r's ST rows and fakes (:func:`st_range_typed` with the range's generator)."""
+        lo, hi = self.bounds(r)
+        return st_range_typed(self.plan, self.type_of(lo, hi), lo, self.streams.get(ST_STAGE, r))
+
+    def fake_codes(self, r: int, type_of: np.ndarray | None = None) -> np.ndarray | None:
+        """Range r's fakes as SA codes, σ per bucket, bucket by bucket (ascending within a
+        bucket); None when σ = 0. Read from the file the ST's writer left (:func:`_write_st`),
+        else drawn again: the draws :func:`st_range_typed` makes first from the range's
+        generator (:func:`draw_plan_fakes`)."""
+        if not self.plan.fake_values or self.n_buckets == 0:
+            return None
+        if self.fake_dir is not None:
+            import pyarrow.ipc as ipc
+
+            with pa.memory_map(str(self.fake_dir / f"{r // self.per:05d}.arrow")) as src:
+                return ipc.open_file(src).get_batch(r % self.per).column(0).to_numpy().copy()
+        t = self.type_of(*self.bounds(r)) if type_of is None else type_of
+        return np.nonzero(draw_plan_fakes(self.plan, self.types[t], self.streams.get(ST_STAGE, r)))[1]
+
+    def fakes(self, r: int, type_of: np.ndarray | None = None) -> np.ndarray | None:
+        """Range r's fakes as a boolean (buckets × m) matrix (None when σ = 0)."""
+        codes = self.fake_codes(r, type_of)
+        if codes is None:
+            return None
+        lo, hi = self.bounds(r)
+        fake = np.zeros((hi - lo, self.m), dtype=bool)
+        fake[np.repeat(np.arange(hi - lo), self.plan.fake_values), codes] = True
+        return fake
+
+    def chunks(self):
+        """``(observed ST counts, bucket sizes)`` of every range in order (for
+        :func:`~ppdp.releases.bucketized.streamed_disclosure`)."""
+        sizes = self.types.sum(axis=1)
+        for r in range(self.n_ranges):
+            t = self.type_of(*self.bounds(r))
+            fake = self.fakes(r, t)
+            yield (self.types[t] if fake is None else self.types[t] + fake), sizes[t]
+
+    def first_of(self, kinds: np.ndarray) -> int:
+        """The type, among ``kinds``, of the first published bucket having one of them (ranges
+        scanned from bucket 0 until one appears)."""
+        for r in range(self.n_ranges):
+            t = self.type_of(*self.bounds(r))
+            hit = np.flatnonzero(np.isin(t, kinds))
+            if hit.size:
+                return int(t[hit[0]])
+        raise PpdpError("no published bucket has one of these types")
+
+
+def _typed_certificate(plan: BucketizationPlan) -> dict[str, Any]:
+    """``plan.certificate()`` with the bucket statistics (loss, MSE, n_buckets, the size
+    histogram — :func:`~ppdp.releases.bucketized.bucket_statistics`) from the types' sizes and
+    multiplicities, O(types), instead of one size per bucket."""
+    sizes = np.asarray(plan.types, dtype=np.int64).sum(axis=1)
+    mult = np.asarray(plan.multiplicity, dtype=np.int64)
+    n = plan.n_records
+    cert = plan.certificate(np.zeros(0, dtype=np.int64))
+    loss = int((mult * (sizes - 1) ** 2).sum())
+    live = mult > 0
+    uniq, at = np.unique(sizes[live], return_inverse=True)
+    cnt = np.bincount(at.ravel(), weights=mult[live], minlength=len(uniq)).astype(np.int64)
+    cert.update({"loss": loss, "mse": loss / (n - 1) if n > 1 else 0.0, "n_buckets": int(mult.sum()),
+                 "bucket_sizes": {str(int(s)): int(c) for s, c in zip(uniq, cnt)}})
+    return cert
+
+
+def _typed_disclosure(layout: TypedLayout, labels) -> dict[str, Any]:
+    """:func:`~ppdp.releases.bucketized.typed_disclosure` of the published buckets (no fakes)
+    from the types and their multiplicities, O(types · m): each bucket's type is needed only
+    to name the value at the largest posterior when types tied there name different values —
+    the first published bucket of a tied type is then found by :meth:`TypedLayout.first_of`."""
+    types, mult = layout.types, layout.mult
+    labels = list(labels)
+    K, m = types.shape
+    size_k = types.sum(axis=1)
+    n = int((size_k * mult).sum())
+    if layout.n_buckets * m == 0:
+        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
+                "max_posterior_value": None, "buckets_certain": 0}
+    post = types / np.maximum(size_k, 1)[:, None]
+    best = post.argmax(axis=1)                         # the first value at the maximum
+    top = post[np.arange(K), best]
+    live = mult > 0
+    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & live
+    per = np.bincount(best[certain], weights=(size_k * mult)[certain], minlength=m).astype(np.int64)
+    total = int(per.sum())
+    mx = float(top[live].max())
+    tied = np.flatnonzero(live & (top == mx))
+    first_value = (post[tied] == mx).argmax(axis=1)    # each tied type's first value at the maximum
+    x = int(first_value[0]) if (first_value == first_value[0]).all() else int(
+        first_value[np.flatnonzero(tied == layout.first_of(tied))[0]])
+    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
+            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
+            "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[x],
+            "buckets_certain": int(mult[certain].sum())}
+
+
+def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None = None) -> int:
+    """Write the ST from the executors as ``directory/part-GGGGG.parquet``: one task per group
+    of consecutive ranges of buckets writes them with pyarrow, one row group per range
+    (:meth:`TypedLayout.st_range`: the range's own generator), so neither the driver nor a task
+    holds more than a range of the ST. With ``fake_dir`` (σ > 0), each task also writes the
+    fakes it drew as narrow SA codes (``fake_dir/GGGGG.arrow``, one record batch per range),
+    which the layout then reads for the disclosure and the custodian file instead of drawing
+    them again. Returns the ST's rows."""
+    from pyspark.sql import types as T
+
+    directory.mkdir()
+    n_ranges = layout.n_ranges
+    if n_ranges == 0:  # no bucket: one empty part with the ST's columns
+        plan = layout.plan
         st, _ = st_table_typed(plan.types, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
                                np.random.default_rng(0), plan.sa, plan.labels)
-        pq.write_table(st, str(path), compression="zstd")
-    return rows, codes
+        _write_part(directory, 0, st)
+        return 0
+    per = layout.per
+    fschema = pa.schema([pa.field("code", pa.int16() if layout.m <= 1 << 15 else pa.int32())])
+
+    def write(batches):
+        import pyarrow.ipc as ipc
+        import pyarrow.parquet as pq
+
+        for b in batches:
+            for g in b.column("id").to_numpy().tolist():
+                partial = directory / f".part-{g:05d}-{os.getpid()}.tmp"
+                fpartial = None if fake_dir is None else fake_dir / f".{g:05d}-{os.getpid()}.tmp"
+                rows, writer, fwriter = 0, None, None
+                try:
+                    if fpartial is not None:
+                        fwriter = ipc.new_file(str(fpartial), fschema)
+                    for r in range(g * per, min(n_ranges, (g + 1) * per)):
+                        st, fake = layout.st_range(r)
+                        if writer is None:
+                            writer = pq.ParquetWriter(str(partial), st.schema, compression="zstd")
+                        writer.write_table(st)
+                        rows += st.num_rows
+                        if fwriter is not None and fake is not None:  # σ per bucket, bucket by bucket
+                            fwriter.write_batch(pa.record_batch([pa.array(np.nonzero(fake)[1].astype(
+                                fschema.field("code").type.to_pandas_dtype()))], schema=fschema))
+                finally:
+                    if writer is not None:
+                        writer.close()
+                    if fwriter is not None:
+                        fwriter.close()
+                os.replace(partial, directory / f"part-{g:05d}.parquet")
+                if fpartial is not None and fake_dir is not None:
+                    os.replace(fpartial, fake_dir / f"{g:05d}.arrow")
+                yield pa.RecordBatch.from_arrays([pa.array([g], pa.int64()), pa.array([rows], pa.int64())], ["p", "n"])
+
+    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
+    n_st = sum(int(r[1]) for r in _per_block(spark, -(-n_ranges // per)).mapInArrow(write, fields).collect())
+    layout.fake_dir = fake_dir
+    return n_st
 
 
 class PlanQITRelease(BucketizedRelease):
-    """A bucketized release whose files are on disk — QIT parts written by the executors, the ST
-    by :func:`_write_st` — described by the plan: bucket g (dense order = published id) holds the
-    real counts ``types[type_of[g]]`` and the fakes ``fake_codes[g]``. The manifest's
-    certificate and disclosure are computed from that, never from the files held whole: σ = 0
-    from the bucket types (:func:`~ppdp.releases.bucketized.typed_disclosure`, O(types +
-    buckets)), σ > 0 over ranges of buckets
-    (:func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
+    """A bucketized release whose files are on disk — QIT and ST parts written by the
+    executors — described by the plan through its :class:`TypedLayout`: published bucket g
+    holds the real counts of its type and the fakes of its range's generator. The manifest's
+    certificate and disclosure are computed from that, never from the release's tables nor from
+    an array of one entry per bucket: σ = 0 from the types and multiplicities (:func:`_typed_disclosure`),
+    σ > 0 over the ranges one at a time (:meth:`TypedLayout.chunks`,
+    :func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
     ``disclosure_of`` derives from the files."""
 
-    plan: BucketizationPlan
-    type_of: np.ndarray
-    fake_codes: np.ndarray | None = None
-
-    def fakes(self):
-        """``(first bucket, fake matrix)`` of every range of buckets, in order (σ > 0)."""
-        m = len(self.plan.labels)
-        codes = self.fake_codes
-        assert codes is not None
-        for lo, hi in _st_ranges(len(self.type_of), m):
-            fake = np.zeros((hi - lo, m), dtype=bool)
-            fake[np.repeat(np.arange(hi - lo), codes.shape[1]), codes[lo:hi].ravel()] = True
-            yield lo, fake
+    layout: TypedLayout
 
     def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
         labels = self.domains[self.sa]
         if self.fake_values == 0:
-            return typed_disclosure(self.plan.types, self.type_of, labels)
-        types = np.asarray(self.plan.types, dtype=np.int64)
-        type_sizes = types.sum(axis=1)
-
-        def chunks():
-            for lo, fake in self.fakes():
-                t = self.type_of[lo:lo + len(fake)]
-                yield types[t] + fake, type_sizes[t]
-
-        return streamed_disclosure(chunks, self.fake_values, self.thresholds(), labels, known_totals)
+            return _typed_disclosure(self.layout, labels)
+        return streamed_disclosure(self.layout.chunks, self.fake_values, self.thresholds(), labels, known_totals)
 
 
 class _FakeRanges:
-    """The fakes of a release written by the driver (``rel.fake_codes``: buckets × σ SA codes),
-    a range of buckets at a time, for the custodian file's Parquet sidecar
-    (:func:`~ppdp.releases.custodian.save_custodian`): the driver holds one range's bucket ids,
+    """The fakes of a release (σ per bucket), a range of buckets at a time
+    (:meth:`TypedLayout.fake_codes`), for the custodian file's Parquet sidecar
+    (:func:`~ppdp.releases.custodian.save_custodian`): the driver holds one range's fakes,
     never a list of every fake."""
 
-    def __init__(self, rel: PlanQITRelease):
-        assert rel.fake_codes is not None
-        self.codes = rel.fake_codes
-        self.labels = [str(x) for x in rel.plan.labels]
+    def __init__(self, layout: TypedLayout):
+        self.layout = layout
+        self.labels = [str(x) for x in layout.plan.labels]
 
     def bid_bound(self) -> int:
-        return len(self.codes)
+        return self.layout.n_buckets
 
     def blocks(self):
-        sigma = self.codes.shape[1]
-        for lo, hi in _st_ranges(len(self.codes), len(self.labels)):
-            if hi > lo:
-                yield np.repeat(np.arange(lo, hi, dtype=np.int64), sigma), self.codes[lo:hi].ravel()
+        sigma = self.layout.plan.fake_values
+        for r in range(self.layout.n_ranges):
+            code = self.layout.fake_codes(r)
+            if code is not None:
+                yield np.repeat(np.arange(*self.layout.bounds(r), dtype=np.int64), sigma), code
 
 
-def _plan_release(plan: BucketizationPlan, certificate: dict, type_of: np.ndarray, fake_codes: np.ndarray | None,
-                  quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
+def _plan_release(layout: TypedLayout, certificate: dict, quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
+    plan = layout.plan
     sa = plan.sa
     published = (*quasi, sa)
     schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(doms[c]) for c in published}}
@@ -832,7 +1023,7 @@ def _plan_release(plan: BucketizationPlan, certificate: dict, type_of: np.ndarra
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 "engine": "spark", "certificate": certificate}
     rel = PlanQITRelease(manifest, {}, {})
-    rel.plan, rel.type_of, rel.fake_codes = plan, type_of, fake_codes
+    rel.layout = layout
     if disclose:
         rel.manifest["disclosure"] = disclosure_of(rel)
     return rel
