@@ -225,3 +225,28 @@ def test_evaluate_checks_every_model_before_work(tmp_path):
                                  "--model", "dpcube:epsilon=-1,dims=age", "-o", str(out)])
     assert r.exit_code == 2 and "epsilon" in r.stderr
     assert not out.exists()
+
+
+def _required(cls) -> list[str]:
+    import inspect
+
+    return [n for n, p in inspect.signature(cls.__init__).parameters.items()
+            if n != "self" and p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in ppdp.registry.mechanisms().items() if _required(c)))
+def test_cli_missing_required_parameter_is_one_clear_error(work, name):
+    """``ppdp publish <mechanism>`` without a parameter the mechanism requires: one line naming
+    its flag(s), exit 2, nothing written (the histograms given their dimensions)."""
+    from ppdp.cli.publish import flag_of
+
+    cls = ppdp.registry.mechanisms()[name]
+    args = ["publish", name, "--dataset", "adult", "-o", str(work / f"missing-{name}")]
+    if "dims" in _required(cls):
+        args += ["--dims", "age"]
+    before = _snapshot(work)
+    r = CliRunner().invoke(cli, args)
+    line = _one_clear_error(r, before, _snapshot(work))
+    for p in _required(cls):
+        if p != "dims":
+            assert flag_of(cls, p) in line, line

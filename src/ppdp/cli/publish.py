@@ -183,6 +183,13 @@ def build_mechanism(cls, values: dict[str, Any], extra: Mapping[str, Any] | None
             raise ParameterError(f"{flag_of(cls, name)} {e}", param=name) from None
         if v is not None:
             kwargs[name] = v
+    missing = [n for n, prm in inspect.signature(cls.__init__).parameters.items()
+               if n != "self" and prm.default is inspect.Parameter.empty
+               and prm.kind in (prm.POSITIONAL_OR_KEYWORD, prm.KEYWORD_ONLY) and n not in kwargs]
+    if missing:
+        flags = ", ".join(flag_of(cls, n) for n in missing)
+        raise ParameterError(f"{flags} {'is' if len(missing) == 1 else 'are'} required for "
+                             f"'ppdp publish {cls.name}'", param=missing[0])
     try:
         return cls(**kwargs)
     except ParameterError as e:
