@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,4 +87,6 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
             rep.check(False, "the custodian file loads", f"the custodian file cannot be used: {e}")
             rep.facts["custodian"] = "not loaded (nothing was verified)"
             return rep
+    if table is not None and isinstance(release.schema.get("domains"), Mapping):
+        table = table.over_domains(release.schema["domains"])  # the same rows, coded in the release's label order
     return release.verify(table)

@@ -256,6 +256,30 @@ class Table:
             numeric={c: self._numeric[c] for c in cols},
         )
 
+    def over_domains(self, domains: Mapping[str, Sequence[str]]) -> "Table":
+        """This table with each column named in ``domains`` coded over that domain (the same
+        rows and labels, other codes) where the domain holds the same labels in another order —
+        e.g. a source table read with its labels sorted (a CSV read) or in a file's dictionary
+        order against a release's schema. Other columns, and columns whose labels differ as a
+        set, are kept as they are (a comparison then sees the difference)."""
+        codes, doms, numeric = dict(self._codes), dict(self._domains), dict(self._numeric)
+        for c, dom in domains.items():
+            if c not in self._codes or not isinstance(dom, (list, tuple)):
+                continue
+            new = tuple(str(x) for x in dom)
+            if new == self._domains[c] or len(set(new)) != len(new) or set(new) != set(self._domains[c]):
+                continue
+            pos = {lab: i for i, lab in enumerate(new)}
+            lut = np.array([pos[lab] for lab in self._domains[c]], dtype=np.int64)
+            codes[c], doms[c] = lut[self._codes[c]], new
+            old = self._numeric[c]
+            numeric[c] = None if old is None else old[np.argsort(lut)]  # each label keeps its number
+        if codes.keys() == self._codes.keys() and all(codes[c] is self._codes[c] for c in codes):
+            return self
+        out = Table(codes, doms, self.quasi, self.sensitive, numeric=numeric)
+        out.drawn_with_replacement = self.drawn_with_replacement
+        return out
+
     #: True for a table drawn with replacement (:meth:`sample` past N): people repeat, so a
     #: release of it publishes some people several times with independent randomness and is
     #: never fit for publication (``ppdp.publish`` marks it so)
