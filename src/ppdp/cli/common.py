@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 
 import click
 
@@ -156,6 +157,24 @@ def check_new_out(out, flag: str = "--out") -> None:
     check_out_dir(out, flag)
 
 
+def check_custodian_out(custodian, out) -> None:
+    """``--custodian FILE``, when given: a new file, not inside ``--out`` (one clear error)."""
+    if custodian is None:
+        return
+    c = Path(custodian)
+    try:
+        exists = c.exists() or c.is_symlink()
+        inside = c.resolve() == Path(out).resolve() or Path(out).resolve() in c.resolve().parents
+    except OSError as e:
+        raise PpdpError(f"--custodian {str(custodian)!r}: unusable path ({e.strerror or e})") from None
+    if exists:
+        raise PpdpError(f"--custodian {str(custodian)!r} exists; choose a new file")
+    if inside:
+        raise PpdpError(f"--custodian {str(custodian)!r} lies inside --out {str(out)!r}, which is handed out; "
+                        "keep it elsewhere")
+    check_out_dir(c.parent, "--custodian")
+
+
 def check_out_dir(out, flag: str = "--out") -> None:
     """An output directory (may exist) whose path is usable: not a file, no file among its parents."""
     from pathlib import Path
@@ -234,17 +253,20 @@ def out_option(f):
                         help="Release directory to write (must not exist).")(f)
 
 
-def finish_publish(release, out):
-    """Save atomically, verify, and print a one-screen summary; returns the verify report."""
+def finish_publish(release, out, custodian=None):
+    """Save atomically (``custodian``: where the custodian-side file goes, else beside the
+    release), verify, and print a one-screen summary; returns the verify report."""
     from ..api import verify
     from ..releases.base import custodian_path
 
     try:
-        path = release.save(out)
+        path = release.save(out, custodian_file=custodian)
     except OSError as e:
         raise PpdpError(f"--out {str(out)!r}: cannot write the release ({e.strerror or e})") from None
     except PpdpError as e:  # the storage layer's own clear errors: name the flag
-        raise type(e)(str(e) if "--out" in str(e) else f"--out: {e}") from None
+        flag = "--custodian" if custodian is not None and "custodian file" in str(e) else "--out"
+        raise type(e)(str(e) if flag in str(e) else f"{flag}: {e}") from None
+    cpath = custodian_path(path) if custodian is None else Path(custodian)
     rep = verify(release)
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
@@ -252,7 +274,9 @@ def finish_publish(release, out):
     if m.get("fit_for_publication"):
         click.echo("  randomness: cryptographically secure (fit for publication)")
     else:
-        click.echo(f"  seeded test run: NOT fit for publication (the seed is kept in {custodian_path(path)}, not in the release)")
+        click.echo(f"  seeded test run: NOT fit for publication (the seed is kept in {cpath}, not in the release)")
+    if release.custodian:
+        click.echo(f"  custodian file: {cpath} (keep it; never hand it out)")
     if "disclosure" in m:
         from ..claims import disclosure_statement
 

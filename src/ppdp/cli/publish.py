@@ -25,8 +25,8 @@ from .. import registry
 from ..errors import ParameterError, PpdpError
 from ..validation import Labels, Optional, to_json
 from . import cli
-from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_new_out, file_option_params, input_schema,
-                     load_table)
+from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_custodian_out, check_new_out,
+                     file_option_params, input_schema, load_table)
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -108,6 +108,9 @@ def _input_params() -> list[click.Parameter]:
                      help="Make the run reproducible (the release is then marked not fit for publication)."),
         click.Option(["--out", "-o", "out"], required=True, type=click.Path(file_okay=False),
                      help="Release directory to write (must not exist)."),
+        click.Option(["--custodian", "custodian"], type=click.Path(dir_okay=False), default=None,
+                     help="Where to write the custodian-side file (the seed, which values are fake …; never "
+                          "handed out) instead of beside the release (<out>.custodian.json); not inside --out."),
         click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
                      help="Publish even if the release discloses the sensitive value of every record "
                           "(recorded in the manifest)."),
@@ -325,12 +328,13 @@ def _make_command(cls) -> click.Command:
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
     def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
-                 allow_no_quasi=False, **values):
+                 allow_no_quasi=False, custodian=None, **values):
         from ..api import publish as do_publish
         from .common import finish_publish
 
         spec = {k: values.pop(k) for k in FILE_OPTION_KEYS if k in values}
         check_new_out(out)
+        check_custodian_out(custodian, out)
         if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
             values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
         quasi, sensitive = _split(quasi), _split(sensitive)
@@ -366,7 +370,7 @@ def _make_command(cls) -> click.Command:
                        else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
-        rep = finish_publish(release, out)
+        rep = finish_publish(release, out, custodian)
         for line in summary_lines(release, set(getattr(rep, "facts", {}) or {})):
             click.echo(line)
 

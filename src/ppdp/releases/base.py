@@ -263,7 +263,8 @@ class Release:
             rep.checks.append(f"{README_NAME} is the one the manifest gives")
 
     # ------------------------------------------------------------ save/load
-    def save(self, directory: str | os.PathLike, overwrite: bool = False) -> Path:
+    def save(self, directory: str | os.PathLike, overwrite: bool = False,
+             custodian_file: str | os.PathLike | None = None) -> Path:
         """Write the release to ``directory`` atomically and without replacing anything.
 
         The files are written into a fresh hidden sibling ``.NAME.tmp-<pid>-<token>-<host>``,
@@ -280,7 +281,9 @@ class Release:
         The custodian-side file (``Release.custodian``, e.g. the seed) goes to
         :func:`custodian_path`, beside the release and never inside it, after the release is in
         place (created exclusively; replaced only with ``overwrite``); the fakes, if any, go to
-        its Parquet sidecar (:mod:`ppdp.releases.custodian`).
+        its Parquet sidecar (:mod:`ppdp.releases.custodian`). ``custodian_file``: write it there
+        instead (e.g. a directory only the custodian reads); it must not lie inside the release
+        directory, and its directory must be writable — both checked before anything is written.
         """
         target = Path(directory)
         if target.name in ("", ".", ".."):
@@ -291,7 +294,7 @@ class Release:
         except OSError as e:
             raise ReleaseError(f"cannot create the parent directory of {str(target)!r}: {os_reason(e)}") from None
         remove_stale_temps(target)
-        cpath = custodian_path(target)
+        cpath = custodian_path(target) if custodian_file is None else self._custodian_target(target, custodian_file)
         if os.path.lexists(target):
             if not overwrite:
                 raise ReleaseError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
@@ -332,6 +335,26 @@ class Release:
         if self.custodian:
             save_custodian(cpath, self.custodian, replace=overwrite)
         return target
+
+    def _custodian_target(self, target: Path, path: str | os.PathLike) -> Path:
+        """A custodian file path the caller chose: not inside the release, in a writable directory."""
+        cpath = Path(path)
+        if cpath.name in ("", ".", "..") or cpath.name.endswith(("/", os.sep)):
+            raise ReleaseError(f"the custodian file {str(path)!r} is not a usable file name")
+        t, c = target.resolve(), cpath.resolve()
+        if c == t or t in c.parents:
+            raise ReleaseError(f"the custodian file {str(path)!r} lies inside the release directory {str(target)!r}, "
+                               "which is handed out; keep it elsewhere")
+        if self.custodian:
+            try:
+                cpath.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ReleaseError(f"cannot create the directory of the custodian file {str(path)!r}: {os_reason(e)}") from None
+            if not os.access(cpath.parent, os.W_OK | os.X_OK):
+                raise ReleaseError(f"cannot write the custodian file {str(path)!r}: its directory is not writable")
+            if os.path.isdir(cpath):
+                raise ReleaseError(f"the custodian file {str(path)!r} is a directory")
+        return cpath
 
     def export_csv(self, directory: str | os.PathLike) -> list[Path]:
         """CSV copies of the release's tables (on request; Parquet stays the format). Text cells
