@@ -108,7 +108,14 @@ def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle
             .config("spark.sql.files.maxPartitionBytes", "16m")
             .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
+            .config("spark.python.daemon.module", DAEMON_MODULE)
             .getOrCreate())
+
+
+#: the executors' PySpark daemon: this module run as ``python -m ppdp.engines.spark`` imports
+#: ppdp (with NumPy, PyArrow) once, then forks the Python workers, which would otherwise each
+#: import it when they unpickle their first task (about 1 CPU-s per worker)
+DAEMON_MODULE = "ppdp.engines.spark"
 
 
 # ------------------------------------------------------------------------------ schema
@@ -1087,6 +1094,11 @@ def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None
     return t
 
 
+#: a read unit counts the label combinations in a dense array up to this many cells (``np.bincount``), else
+#: by sorting its keys (``np.unique``)
+DENSE_COUNT_CELLS = 1 << 22
+
+
 def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
     """Counts of the label combinations, one task per read unit: codes over the schema's
     domains, then the distinct flat cell keys and their counts (``np.unique``)."""
@@ -1095,15 +1107,26 @@ def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: Dat
     doms = {d: list(schema.domains[d]) for d in dims}
     shape = tuple(max(1, len(doms[d])) for d in dims)
 
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    dense = n_cells <= DENSE_COUNT_CELLS
+
     def count(u, _batches):
         keys, cnts = [], []
+        acc = np.zeros(n_cells if dense else 0, dtype=np.int64)
         for b in scan.batches(u, dims):
             if b.num_rows:
                 k = np.ravel_multi_index([_codes(b.column(d), doms[d], d) for d in dims], shape)
+                if dense:  # one O(rows) pass; no sort
+                    acc += np.bincount(k, minlength=n_cells)
+                    continue
                 uk, c = np.unique(k, return_counts=True)
                 keys.append(uk)
                 cnts.append(c)
-        if keys:
+        if dense:
+            nz = np.flatnonzero(acc)
+            if nz.size:
+                yield pa.RecordBatch.from_arrays([pa.array(nz.astype(np.int64)), pa.array(acc[nz])], ["key", "n"])
+        elif keys:
             uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
             c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
             yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
@@ -1192,3 +1215,18 @@ def _histogram_schema(sdf, mechanism) -> DatasetSchema:
 
 __all__ = ["FileScan", "PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
            "publish_bucketized", "publish_histogram", "publish_randomized", "read_dataset", "sa_counts"]
+
+
+def _daemon() -> None:
+    """PySpark's daemon (``spark.python.daemon.module``) with this engine imported before the
+    workers are forked from it."""
+    import importlib
+
+    importlib.import_module(DAEMON_MODULE)  # the module the tasks' closures refer to
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    _daemon()
