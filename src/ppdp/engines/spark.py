@@ -430,7 +430,7 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
                 for i, c in enumerate(count_cols):
                     m_c = len(doms[c])
                     acc[i] += np.bincount(dest * m_c + codes[c], minlength=B * m_c).reshape(B, m_c)
-                order = np.argsort(dest, kind="stable")
+                order = _stable_order(dest, B)
                 bounds = np.searchsorted(dest[order], np.arange(B + 1))
                 whole = pa.RecordBatch.from_arrays([pa.array(codes[c][order]) for c in cols], schema=schema)
                 for blk in range(B):
@@ -452,6 +452,21 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
     for i, blk, v, k in _run_units(frame, scatter, fields, spark):
         out[i][blk, v] += k
     return out
+
+
+def _stable_order(key: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` for integer keys in [0, bound), as least-significant-first
+    radix passes over 16-bit digits (NumPy's stable sort of 16-bit integers is a radix sort; of
+    wider ones a merge sort): the same order, O(rows) per digit."""
+    key = np.asarray(key)
+    if bound <= 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    order = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while bound > 1 << shift:
+        order = order[np.argsort(((key[order] >> shift) & 0xFFFF).astype(np.uint16), kind="stable")]
+        shift += 16
+    return order
 
 
 def _codes(arr: pa.Array, domain: Sequence[str], column: str) -> np.ndarray:
@@ -670,15 +685,16 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                 for blk in b.column("id").to_numpy().tolist():
                     codes, k = _read_block(spill, blk, cols)
                     prng = streams.get(9, blk)
-                    x = codes[sa].astype(np.int64)
+                    x = codes[sa]
                     idx = prng.permutation(k)
-                    idx = idx[np.argsort(x[idx], kind="stable")]      # by value, random order within
-                    xs = x[idx]
-                    pos = block_start[blk, xs] + np.arange(k) - np.searchsorted(xs, xs, side="left")
+                    idx = idx[_stable_order(x[idx], m)]               # by value, random order within
+                    xs = x[idx].astype(np.int64)
+                    n_v = np.bincount(xs, minlength=m)
+                    pos = block_start[blk, xs] + np.arange(k) - (np.cumsum(n_v) - n_v)[xs]  # rank within the value
                     seg = np.searchsorted(s_start, pos, side="right") - 1
                     bid = layout.relabel.forward(s_first[seg] + (pos - s_start[seg]) // s_per[seg])
                     dest = prng.integers(0, n_out, size=k)
-                    order = np.argsort(dest, kind="stable")
+                    order = _stable_order(dest, n_out)
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
                     rows = idx[order]
                     whole = pa.RecordBatch.from_arrays([*(pa.array(codes[c][rows]) for c in quasi),
@@ -698,7 +714,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                     if k:
                         prng = streams.get(10, j)
                         order = prng.permutation(k)
-                        order = order[np.argsort(got["bid"][order], kind="stable")]
+                        order = order[_stable_order(got["bid"][order], layout.n_buckets)]
                         arrays = [pa.DictionaryArray.from_arrays(pa.array(got[c][order].astype(np.int32)),
                                                                  pa.array(doms[c], pa.string())) for c in quasi]
                         arrays.append(pa.array(got["bid"][order], pa.int64()))
@@ -737,9 +753,9 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
 
 
 #: ST cells (buckets × SA values) per range of buckets written, and streamed for the disclosure, at a time
-ST_RANGE_CELLS = 1 << 20
+ST_RANGE_CELLS = 1 << 22
 #: ST cells written by one executor task (consecutive ranges, one part file, one row group per range)
-ST_TASK_CELLS = 1 << 23
+ST_TASK_CELLS = 1 << 24
 #: at most this many ST parts (five-digit part names sort in range order)
 MAX_ST_PARTS = 99_999
 #: the stage of the ST ranges' generators (:class:`PartitionStreams`)
@@ -1101,7 +1117,8 @@ DENSE_COUNT_CELLS = 1 << 22
 
 def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
     """Counts of the label combinations, one task per read unit: codes over the schema's
-    domains, then the distinct flat cell keys and their counts (``np.unique``)."""
+    domains, then the distinct flat cell keys and their counts (``np.bincount`` over the dense cube up to
+    :data:`DENSE_COUNT_CELLS` cells, else ``np.unique``)."""
     from pyspark.sql import types as T
 
     doms = {d: list(schema.domains[d]) for d in dims}
