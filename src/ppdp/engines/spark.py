@@ -89,18 +89,21 @@ def _require_spark():
         raise PpdpError("the Spark engine needs PySpark: pip install 'ppdp[spark]'") from None
 
 
-#: the local session's JVM options: the JVM only moves small Arrow batches and task results
-#: between the Python tasks (the direct read), so its just-in-time compiler stops at the quick
-#: tier and its collector is the serial one — about half of its CPU at 10^7 rows, mostly the
-#: optimising compiler's at start-up (docs/spark.md)
-LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: driver JVM options for a local session whose publications read their input directly
+#: (:func:`read_dataset` frames): the JVM then only moves small Arrow batches and task results
+#: between the Python tasks, so its just-in-time compiler stops at the quick tier and its
+#: collector is the serial one — about half of its CPU at 10^7 rows, mostly the optimising
+#: compiler's at start-up. Not for frames read through Spark SQL, whose rows the JVM decodes,
+#: groups and converts: there the quick tier's code costs more (docs/spark.md)
+DIRECT_READ_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None,
-                  jvm_options: str | None = LOCAL_JVM_OPTIONS):
+                  jvm_options: str | None = None):
     """A local-mode SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM
-    (in local mode the executors run inside it); ``jvm_options`` are the driver JVM's extra
-    options (:data:`LOCAL_JVM_OPTIONS`; None: the JVM's defaults)."""
+    (in local mode the executors run inside it); ``jvm_options``: the driver JVM's extra
+    options (None: the JVM's defaults; :data:`DIRECT_READ_JVM_OPTIONS` when the publications
+    read files directly)."""
     _require_spark()
     import sys
 
