@@ -18,6 +18,9 @@ on the Table), ``local_save_cpu_s`` (``Release.save``); ``spark_over_local_cpu``
 Spark run (file → release directory) with the publish step alone, and
 ``spark_over_local_file_to_release_cpu`` with the local engine's read + publish + save.
 
+A direct read runs with ``spark.DIRECT_READ_JVM_OPTIONS`` (the driver JVM's quick JIT tier and
+serial collector) unless ``--jvm-defaults``; ``--sql-read`` keeps the JVM's defaults.
+
 ``--no-local`` skips the local engine and the in-memory verify; the randomized release is then
 checked with the streamed verify (``ppdp.engines.stream.verify_stream``) against the source
 file (``--stream-verify`` adds it to the in-memory verify). ``--data`` names the input file
@@ -160,6 +163,8 @@ def main() -> None:
                     "not by the executors' direct read")
     ap.add_argument("--warmup", action="store_true", help="start the executors' Python workers before the first "
                     "measured publication (one tiny mapInArrow job)")
+    ap.add_argument("--jvm-defaults", action="store_true", help="the driver JVM's default options (else, for a direct "
+                    "read, spark.DIRECT_READ_JVM_OPTIONS)")
     ap.add_argument("--merge", action="store_true", help="keep the rows of other mechanisms already in the result file")
     ap.add_argument("--stream-verify", action="store_true",
                     help="also verify randomized releases with the streamed verify against the source file")
@@ -172,7 +177,8 @@ def main() -> None:
     src = Path(args.data) if args.data else ensure_data(args.n)
     out_dir = Path(args.out_dir) if args.out_dir else src.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    spark = S.local_session(args.cores, "ppdp-bench", memory=args.driver_memory)
+    jvm = None if args.jvm_defaults or args.sql_read else S.DIRECT_READ_JVM_OPTIONS
+    spark = S.local_session(args.cores, "ppdp-bench", memory=args.driver_memory, jvm_options=jvm)
     spark.sparkContext.setLogLevel("ERROR")
     sdf, schema = S.read_dataset(spark, src)
     if args.warmup:  # start the Python workers (imports) and the JVM's reader: per-application costs

@@ -89,16 +89,31 @@ def _require_spark():
         raise PpdpError("the Spark engine needs PySpark: pip install 'ppdp[spark]'") from None
 
 
-def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None):
+#: driver JVM options for a local session whose publications read their input directly
+#: (:func:`read_dataset` frames): the JVM then only moves small Arrow batches and task results
+#: between the Python tasks, so its just-in-time compiler stops at the quick tier and its
+#: collector is the serial one — about half of its CPU at 10^7 rows, mostly the optimising
+#: compiler's at start-up. Not for frames read through Spark SQL, whose rows the JVM decodes,
+#: groups and converts: there the quick tier's code costs more (docs/spark.md)
+DIRECT_READ_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None,
+                  jvm_options: str | None = None):
     """A local-mode SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM
-    (in local mode the executors run inside it)."""
+    (in local mode the executors run inside it); ``jvm_options``: the driver JVM's extra
+    options (None: the JVM's defaults; :data:`DIRECT_READ_JVM_OPTIONS` when the publications
+    read files directly)."""
     _require_spark()
     import sys
 
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors use this interpreter (with NumPy, ppdp)
-    return (SparkSession.builder.master(f"local[{cores}]").appName(app)
+    builder = SparkSession.builder
+    if jvm_options:
+        builder = builder.config("spark.driver.extraJavaOptions", jvm_options)
+    return (builder.master(f"local[{cores}]").appName(app)
             .config("spark.pyspark.python", sys.executable)
             .config("spark.driver.memory", memory)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -108,7 +123,14 @@ def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle
             .config("spark.sql.files.maxPartitionBytes", "16m")
             .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
+            .config("spark.python.daemon.module", DAEMON_MODULE)
             .getOrCreate())
+
+
+#: the executors' PySpark daemon: this module run as ``python -m ppdp.engines.spark`` imports
+#: ppdp (with NumPy, PyArrow) once, then forks the Python workers, which would otherwise each
+#: import it when they unpickle their first task (about 1 CPU-s per worker)
+DAEMON_MODULE = "ppdp.engines.spark"
 
 
 # ------------------------------------------------------------------------------ schema
@@ -423,7 +445,7 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
                 for i, c in enumerate(count_cols):
                     m_c = len(doms[c])
                     acc[i] += np.bincount(dest * m_c + codes[c], minlength=B * m_c).reshape(B, m_c)
-                order = np.argsort(dest, kind="stable")
+                order = _stable_order(dest, B)
                 bounds = np.searchsorted(dest[order], np.arange(B + 1))
                 whole = pa.RecordBatch.from_arrays([pa.array(codes[c][order]) for c in cols], schema=schema)
                 for blk in range(B):
@@ -445,6 +467,21 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
     for i, blk, v, k in _run_units(frame, scatter, fields, spark):
         out[i][blk, v] += k
     return out
+
+
+def _stable_order(key: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` for integer keys in [0, bound), as least-significant-first
+    radix passes over 16-bit digits (NumPy's stable sort of 16-bit integers is a radix sort; of
+    wider ones a merge sort): the same order, O(rows) per digit."""
+    key = np.asarray(key)
+    if bound <= 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    order = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    shift = 16
+    while bound > 1 << shift:
+        order = order[np.argsort(((key[order] >> shift) & 0xFFFF).astype(np.uint16), kind="stable")]
+        shift += 16
+    return order
 
 
 def _codes(arr: pa.Array, domain: Sequence[str], column: str) -> np.ndarray:
@@ -504,6 +541,16 @@ def _dropped_counts(spark, spill: Path, sens: Sequence[str], doms, drops: np.nda
     return out
 
 
+def _parquet_options(schema: pa.Schema) -> dict[str, Any]:
+    """Parquet encodings of a part: dictionary pages for the label columns and ``count`` (few
+    distinct values), none for ``bid`` (about one distinct value in three rows: the dictionary
+    would fill and fall back to plain pages after the work of building it), whose values,
+    sorted, are delta-encoded."""
+    names = schema.names
+    return {"compression": "zstd", "use_dictionary": [c for c in names if c != "bid"],
+            **({"column_encoding": {"bid": "DELTA_BINARY_PACKED"}} if "bid" in names else {})}
+
+
 def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
     """Write one part file from an executor: a temporary name, then an atomic rename (a
     retried task replaces its part; a failed attempt leaves no ``part-*`` file)."""
@@ -511,7 +558,7 @@ def _write_part(directory: Path, pid: int, table: pa.Table) -> None:
 
     part = directory / f"part-{pid:05d}.parquet"
     partial = directory / f".part-{pid:05d}-{os.getpid()}.tmp"
-    pq.write_table(table, partial, compression="zstd")
+    pq.write_table(table, partial, **_parquet_options(table.schema))
     os.replace(partial, part)
 
 
@@ -663,15 +710,16 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                 for blk in b.column("id").to_numpy().tolist():
                     codes, k = _read_block(spill, blk, cols)
                     prng = streams.get(9, blk)
-                    x = codes[sa].astype(np.int64)
+                    x = codes[sa]
                     idx = prng.permutation(k)
-                    idx = idx[np.argsort(x[idx], kind="stable")]      # by value, random order within
-                    xs = x[idx]
-                    pos = block_start[blk, xs] + np.arange(k) - np.searchsorted(xs, xs, side="left")
+                    idx = idx[_stable_order(x[idx], m)]               # by value, random order within
+                    xs = x[idx].astype(np.int64)
+                    n_v = np.bincount(xs, minlength=m)
+                    pos = block_start[blk, xs] + np.arange(k) - (np.cumsum(n_v) - n_v)[xs]  # rank within the value
                     seg = np.searchsorted(s_start, pos, side="right") - 1
                     bid = layout.relabel.forward(s_first[seg] + (pos - s_start[seg]) // s_per[seg])
                     dest = prng.integers(0, n_out, size=k)
-                    order = np.argsort(dest, kind="stable")
+                    order = _stable_order(dest, n_out)
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
                     rows = idx[order]
                     whole = pa.RecordBatch.from_arrays([*(pa.array(codes[c][rows]) for c in quasi),
@@ -691,7 +739,7 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                     if k:
                         prng = streams.get(10, j)
                         order = prng.permutation(k)
-                        order = order[np.argsort(got["bid"][order], kind="stable")]
+                        order = order[_stable_order(got["bid"][order], layout.n_buckets)]
                         arrays = [pa.DictionaryArray.from_arrays(pa.array(got[c][order].astype(np.int32)),
                                                                  pa.array(doms[c], pa.string())) for c in quasi]
                         arrays.append(pa.array(got["bid"][order], pa.int64()))
@@ -730,9 +778,9 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
 
 
 #: ST cells (buckets × SA values) per range of buckets written, and streamed for the disclosure, at a time
-ST_RANGE_CELLS = 1 << 20
+ST_RANGE_CELLS = 1 << 22
 #: ST cells written by one executor task (consecutive ranges, one part file, one row group per range)
-ST_TASK_CELLS = 1 << 23
+ST_TASK_CELLS = 1 << 24
 #: at most this many ST parts (five-digit part names sort in range order)
 MAX_ST_PARTS = 99_999
 #: the stage of the ST ranges' generators (:class:`PartitionStreams`)
@@ -951,7 +999,7 @@ def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None
                     for r in range(g * per, min(n_ranges, (g + 1) * per)):
                         st, fake = layout.st_range(r)
                         if writer is None:
-                            writer = pq.ParquetWriter(str(partial), st.schema, compression="zstd")
+                            writer = pq.ParquetWriter(str(partial), st.schema, **_parquet_options(st.schema))
                         writer.write_table(st)
                         rows += st.num_rows
                         if fwriter is not None and fake is not None:  # σ per bucket, bucket by bucket
@@ -1087,23 +1135,40 @@ def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None
     return t
 
 
+#: a read unit counts the label combinations in a dense array up to this many cells (``np.bincount``), else
+#: by sorting its keys (``np.unique``)
+DENSE_COUNT_CELLS = 1 << 22
+
+
 def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
     """Counts of the label combinations, one task per read unit: codes over the schema's
-    domains, then the distinct flat cell keys and their counts (``np.unique``)."""
+    domains, then the distinct flat cell keys and their counts (``np.bincount`` over the dense cube up to
+    :data:`DENSE_COUNT_CELLS` cells, else ``np.unique``)."""
     from pyspark.sql import types as T
 
     doms = {d: list(schema.domains[d]) for d in dims}
     shape = tuple(max(1, len(doms[d])) for d in dims)
 
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    dense = n_cells <= DENSE_COUNT_CELLS
+
     def count(u, _batches):
         keys, cnts = [], []
+        acc = np.zeros(n_cells if dense else 0, dtype=np.int64)
         for b in scan.batches(u, dims):
             if b.num_rows:
                 k = np.ravel_multi_index([_codes(b.column(d), doms[d], d) for d in dims], shape)
+                if dense:  # one O(rows) pass; no sort
+                    acc += np.bincount(k, minlength=n_cells)
+                    continue
                 uk, c = np.unique(k, return_counts=True)
                 keys.append(uk)
                 cnts.append(c)
-        if keys:
+        if dense:
+            nz = np.flatnonzero(acc)
+            if nz.size:
+                yield pa.RecordBatch.from_arrays([pa.array(nz.astype(np.int64)), pa.array(acc[nz])], ["key", "n"])
+        elif keys:
             uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
             c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
             yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
@@ -1192,3 +1257,18 @@ def _histogram_schema(sdf, mechanism) -> DatasetSchema:
 
 __all__ = ["FileScan", "PartitionStreams", "apply_bucketized", "cube_counts", "frame_schema", "local_session", "publish",
            "publish_bucketized", "publish_histogram", "publish_randomized", "read_dataset", "sa_counts"]
+
+
+def _daemon() -> None:
+    """PySpark's daemon (``spark.python.daemon.module``) with this engine imported before the
+    workers are forked from it."""
+    import importlib
+
+    importlib.import_module(DAEMON_MODULE)  # the module the tasks' closures refer to
+    from pyspark import daemon
+
+    daemon.manager()
+
+
+if __name__ == "__main__":
+    _daemon()
