@@ -33,7 +33,7 @@ SQL_WORDS = ["SELECT", "COUNT(*)", "FROM", "t", "WHERE", "AND", "OR", "NOT", "IN
 sql_soup = st.lists(st.sampled_from(SQL_WORDS), max_size=14).map(" ".join)
 any_text = st.text(max_size=80)
 
-names = st.one_of(st.sampled_from(["age", "sex", "select", "my col", "a\"b", "x1", "_y"]),
+names = st.one_of(st.sampled_from(["age", "sex", "select", "IF", "if", "date", "left", "my col", "a\"b", "x1", "_y"]),
                   st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=8))
 values = st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=0, max_size=8)
 

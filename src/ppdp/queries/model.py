@@ -7,6 +7,7 @@ attribute's domain codes, which is what every estimator consumes.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -182,12 +183,26 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def sql_identifier(name: str) -> str:
-    """A column name as SQL: bare when it is a plain, non-reserved word, else double-quoted."""
+    """A column name as SQL: bare when it is a plain word that the SQL parser reads back as that
+    column (not a keyword, nor a word it takes for a function such as ``IF``), else
+    double-quoted."""
+    return name if _bare_ok(name) else '"' + name.replace('"', '""') + '"'
+
+
+@functools.lru_cache(maxsize=4096)
+def _bare_ok(name: str) -> bool:
+    import sqlglot
+    from sqlglot import exp
     from sqlglot.tokens import Tokenizer
 
-    if _PLAIN_NAME.fullmatch(name) and name.upper() not in Tokenizer.KEYWORDS:
-        return name
-    return '"' + name.replace('"', '""') + '"'
+    if not _PLAIN_NAME.fullmatch(name) or name.upper() in Tokenizer.KEYWORDS:
+        return False
+    try:
+        cond = sqlglot.parse_one(f"SELECT 1 WHERE {name} = ''").args.get("where")
+    except sqlglot.errors.SqlglotError:
+        return False
+    col = cond.this.this if cond is not None and isinstance(cond.this, exp.EQ) else None
+    return isinstance(col, exp.Column) and col.name == name and not col.table
 
 
 def sql_value(v) -> str:
