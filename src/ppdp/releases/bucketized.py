@@ -31,6 +31,7 @@ of ``verify``. The claim re-checks itself (``Claim.check``); the estimators live
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -680,11 +681,17 @@ def _weighted_total(v: np.ndarray, w: np.ndarray | None) -> int:
     return int(v.sum()) if w is None else int(w @ v.astype(np.int64))
 
 
+@functools.lru_cache(maxsize=64)
+def _row_hash_multipliers(width: int) -> np.ndarray:
+    """Odd 64-bit multipliers of a row hash of ``width`` columns (fixed: the hash is checked)."""
+    return np.asarray(np.random.default_rng(0x5EED).integers(1, 1 << 62, size=width), dtype=np.uint64) * 2 + 1
+
+
 def _unique_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(first, inverse)`` of the distinct rows of the int64 matrix ``x``: a row hash
     (wrapping arithmetic), checked exactly, with the sorting ``np.unique`` by rows on a
     collision."""
-    mult = np.asarray(np.random.default_rng(0x5EED).integers(1, 1 << 62, size=x.shape[1]), dtype=np.uint64) * 2 + 1
+    mult = _row_hash_multipliers(x.shape[1])
     h = (x.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     if not np.array_equal(x[first][inv.ravel()], x):
