@@ -12,7 +12,7 @@ import ppdp
 from ppdp.kernels.rng import publication_rng
 from ppdp.mechanisms.bucketization.apply import st_range_typed
 from ppdp.mechanisms.bucketization.plan import SACounts
-from ppdp.releases.bucketized import bucket_disclosure, receiver_posterior, typed_disclosure
+from ppdp.releases.bucketized import bucket_disclosure, receiver_posterior, typed_disclosure, types_disclosure
 
 pytest.importorskip("pyspark")
 
@@ -54,7 +54,7 @@ def test_the_layout_matches_the_arrays_of_one_entry_per_bucket(mech, n, seed, se
     assert S._typed_certificate(plan) == plan.certificate()
     labels = list(plan.labels)
     if plan.fake_values == 0:  # the disclosure from the types and multiplicities, as from each bucket's type
-        assert S._typed_disclosure(layout, labels) == typed_disclosure(plan.types, type_of, labels)
+        assert types_disclosure(layout.types, layout.mult, labels, layout.first_of) == typed_disclosure(plan.types, type_of, labels)
     else:  # the ranges' fakes are the ST's: the streamed disclosure as from the whole matrices
         obs = np.concatenate([o for o, _ in layout.chunks()])
         sizes = plan.types.sum(axis=1)[type_of]
@@ -88,5 +88,5 @@ def test_a_tie_at_the_largest_posterior_names_the_first_published_buckets_value(
     for seed in range(5):
         layout = S.TypedLayout(plan, S.PartitionStreams(seed, publication_rng(seed)))
         first = int(layout.type_of(0, 1)[0])
-        d = S._typed_disclosure(layout, plan.labels)
+        d = types_disclosure(layout.types, layout.mult, plan.labels, layout.first_of)
         assert d["max_posterior_value"] == plan.labels[int(np.flatnonzero(post[first] == post[first].max())[0])]

@@ -159,12 +159,14 @@ def check_new_out(out, flag: str = "--out") -> None:
 
 def check_custodian_out(custodian, out) -> None:
     """``--custodian FILE``, when given: a new file, not inside ``--out`` (one clear error)."""
+    from ..releases.storage import lies_within
+
     if custodian is None:
         return
     c = Path(custodian)
     try:
         exists = c.exists() or c.is_symlink()
-        inside = c.resolve() == Path(out).resolve() or Path(out).resolve() in c.resolve().parents
+        inside = lies_within(c, out)
     except OSError as e:
         raise PpdpError(f"--custodian {str(custodian)!r}: unusable path ({e.strerror or e})") from None
     if exists:

@@ -73,7 +73,7 @@ from ..mechanisms.bucketization.plan import BucketizationPlan, SACounts
 from ..mechanisms.randomization.diverted import Diverted
 from ..provenance import VERSION
 from ..releases.base import recorded_bins, stamp_manifest
-from ..releases.bucketized import CERTAIN_TOL, BucketizedRelease
+from ..releases.bucketized import BucketizedRelease, bucket_statistics, types_disclosure
 from ..releases.partitioned import finish_partitioned
 from ..releases.custodian import save_custodian
 from ..releases.storage import custodian_path, temp_path
@@ -916,51 +916,13 @@ class TypedLayout:
 
 
 def _typed_certificate(plan: BucketizationPlan) -> dict[str, Any]:
-    """``plan.certificate()`` with the bucket statistics (loss, MSE, n_buckets, the size
-    histogram — :func:`~ppdp.releases.bucketized.bucket_statistics`) from the types' sizes and
-    multiplicities, O(types), instead of one size per bucket."""
-    sizes = np.asarray(plan.types, dtype=np.int64).sum(axis=1)
-    mult = np.asarray(plan.multiplicity, dtype=np.int64)
-    n = plan.n_records
+    """``plan.certificate()`` with the bucket statistics from the types' sizes and
+    multiplicities (:func:`~ppdp.releases.bucketized.bucket_statistics`), O(types), instead of
+    one size per bucket."""
     cert = plan.certificate(np.zeros(0, dtype=np.int64))
-    loss = int((mult * (sizes - 1) ** 2).sum())
-    live = mult > 0
-    uniq, at = np.unique(sizes[live], return_inverse=True)
-    cnt = np.bincount(at.ravel(), weights=mult[live], minlength=len(uniq)).astype(np.int64)
-    cert.update({"loss": loss, "mse": loss / (n - 1) if n > 1 else 0.0, "n_buckets": int(mult.sum()),
-                 "bucket_sizes": {str(int(s)): int(c) for s, c in zip(uniq, cnt)}})
+    cert.update(bucket_statistics(np.asarray(plan.types, dtype=np.int64).sum(axis=1), plan.n_records,
+                                  multiplicity=plan.multiplicity))
     return cert
-
-
-def _typed_disclosure(layout: TypedLayout, labels) -> dict[str, Any]:
-    """:func:`~ppdp.releases.bucketized.typed_disclosure` of the published buckets (no fakes)
-    from the types and their multiplicities, O(types · m): each bucket's type is needed only
-    to name the value at the largest posterior when types tied there name different values —
-    the first published bucket of a tied type is then found by :meth:`TypedLayout.first_of`."""
-    types, mult = layout.types, layout.mult
-    labels = list(labels)
-    K, m = types.shape
-    size_k = types.sum(axis=1)
-    n = int((size_k * mult).sum())
-    if layout.n_buckets * m == 0:
-        return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
-                "max_posterior_value": None, "buckets_certain": 0}
-    post = types / np.maximum(size_k, 1)[:, None]
-    best = post.argmax(axis=1)                         # the first value at the maximum
-    top = post[np.arange(K), best]
-    live = mult > 0
-    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & live
-    per = np.bincount(best[certain], weights=(size_k * mult)[certain], minlength=m).astype(np.int64)
-    total = int(per.sum())
-    mx = float(top[live].max())
-    tied = np.flatnonzero(live & (top == mx))
-    first_value = (post[tied] == mx).argmax(axis=1)    # each tied type's first value at the maximum
-    x = int(first_value[0]) if (first_value == first_value[0]).all() else int(
-        first_value[np.flatnonzero(tied == layout.first_of(tied))[0]])
-    return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
-            "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
-            "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[x],
-            "buckets_certain": int(mult[certain].sum())}
 
 
 def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None = None) -> int:
@@ -1026,7 +988,7 @@ class PlanQITRelease(BucketizedRelease):
     executors — described by the plan through its :class:`TypedLayout`: published bucket g
     holds the real counts of its type and the fakes of its range's generator. The manifest's
     certificate and disclosure are computed from that, never from the release's tables nor from
-    an array of one entry per bucket: σ = 0 from the types and multiplicities (:func:`_typed_disclosure`),
+    an array of one entry per bucket: σ = 0 from the types and multiplicities (:func:`~ppdp.releases.bucketized.types_disclosure`),
     σ > 0 over the ranges one at a time (:meth:`TypedLayout.chunks`,
     :func:`~ppdp.releases.bucketized.streamed_disclosure`) — both equal to what
     ``disclosure_of`` derives from the files."""
@@ -1036,7 +998,7 @@ class PlanQITRelease(BucketizedRelease):
     def disclosure(self, known_totals: np.ndarray | None = None) -> dict[str, Any]:
         labels = self.domains[self.sa]
         if self.fake_values == 0:
-            return _typed_disclosure(self.layout, labels)
+            return types_disclosure(self.layout.types, self.layout.mult, labels, self.layout.first_of)
         return streamed_disclosure(self.layout.chunks, self.fake_values, self.thresholds(), labels, known_totals)
 
 

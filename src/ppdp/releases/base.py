@@ -24,7 +24,7 @@ from ..kernels.rng import CSPRNG_NAME
 from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
 from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
-from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, json_default, open_parquet, open_regular, os_reason, publish_directory,
+from .storage import (csv_safe_array, custodian_path, fsync_path, is_release_dir, lies_within, json_default, open_parquet, open_regular, os_reason, publish_directory,
                       read_bounded, read_json, remove_stale_temps, temp_path)
 
 FORMAT = "ppdp-release/1"
@@ -341,8 +341,7 @@ class Release:
         cpath = Path(path)
         if cpath.name in ("", ".", "..") or cpath.name.endswith(("/", os.sep)):
             raise ReleaseError(f"the custodian file {str(path)!r} is not a usable file name")
-        t, c = target.resolve(), cpath.resolve()
-        if c == t or t in c.parents:
+        if lies_within(cpath, target):
             raise ReleaseError(f"the custodian file {str(path)!r} lies inside the release directory {str(target)!r}, "
                                "which is handed out; keep it elsewhere")
         if self.custodian:

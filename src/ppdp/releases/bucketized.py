@@ -72,20 +72,25 @@ def _custodian_stamp(custodian: Mapping[str, Any] | None) -> str | None:
         return repr(spec)
 
 
-def bucket_statistics(sizes: np.ndarray, n_rows: int) -> dict[str, Any]:
-    """Loss, MSE, n_buckets and the size histogram of a list of bucket sizes (Def. 3)."""
+def bucket_statistics(sizes: np.ndarray, n_rows: int, multiplicity: np.ndarray | None = None) -> dict[str, Any]:
+    """Loss, MSE, n_buckets and the size histogram of a list of bucket sizes (Def. 3);
+    ``multiplicity``: how many buckets have each size of the list (one each when None — e.g.
+    the sizes of a typed plan's bucket types and their multiplicities)."""
     sizes = np.asarray(sizes, dtype=np.int64)
-    loss = int(((sizes - 1) ** 2).sum())
+    w = np.ones(len(sizes), dtype=np.int64) if multiplicity is None else np.asarray(multiplicity, dtype=np.int64)
+    sizes, w = sizes[w > 0], w[w > 0]
+    loss = int((w * (sizes - 1) ** 2).sum())
     if len(sizes) and 0 <= int(sizes.min()) and int(sizes.max()) <= 1 << 20:  # sizes are small: count them
-        hist = np.bincount(sizes)
+        hist = np.bincount(sizes, weights=w if multiplicity is not None else None).astype(np.int64)
         uniq = np.flatnonzero(hist)
         cnt = hist[uniq]
     else:
-        uniq, cnt = np.unique(sizes, return_counts=True)
+        uniq, at = np.unique(sizes, return_inverse=True)
+        cnt = np.bincount(at.ravel(), weights=w, minlength=len(uniq)).astype(np.int64)
     return {
         "loss": loss,
         "mse": loss / (n_rows - 1) if n_rows > 1 else 0.0,
-        "n_buckets": int(len(sizes)),
+        "n_buckets": int(w.sum()),
         "bucket_sizes": {str(int(s)): int(c) for s, c in zip(uniq, cnt)},
     }
 
@@ -449,27 +454,42 @@ def sparse_disclosure(sb: np.ndarray, sc: np.ndarray, real: np.ndarray, sizes: n
 def typed_disclosure(types: np.ndarray, type_of: np.ndarray, labels) -> dict[str, Any]:
     """:func:`sparse_disclosure` of a release without fakes whose bucket g holds the real counts
     ``types[type_of[g]]`` (buckets in dense order): the same result from the bucket types,
-    O(n_types·m + n_buckets)."""
+    O(n_types·m + n_buckets) (:func:`types_disclosure`)."""
     types = np.asarray(types, dtype=np.int64)
     type_of = np.asarray(type_of)
+
+    def first_of(kinds: np.ndarray) -> int:
+        return int(type_of[np.flatnonzero(np.isin(type_of, kinds))[0]])
+
+    return types_disclosure(types, np.bincount(type_of, minlength=len(types)), labels, first_of)
+
+
+def types_disclosure(types: np.ndarray, multiplicity: np.ndarray, labels, first_of) -> dict[str, Any]:
+    """:func:`typed_disclosure` from the bucket types and their multiplicities, O(n_types·m):
+    the buckets' order matters only to name the value at the largest posterior when tied types
+    name different values — ``first_of(kinds)`` gives the type of the first bucket (in dense
+    order) whose type is among ``kinds``."""
+    types = np.asarray(types, dtype=np.int64)
+    mult = np.asarray(multiplicity, dtype=np.int64)
     labels = list(labels)
     K, m = types.shape
     size_k = types.sum(axis=1)
-    mult = np.bincount(type_of, minlength=K)
     n = int((size_k * mult).sum())
-    if len(type_of) * m == 0:
+    if int(mult.sum()) * m == 0:
         return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": 0.0,
                 "max_posterior_value": None, "buckets_certain": 0}
     post = types / np.maximum(size_k, 1)[:, None]
     best = post.argmax(axis=1)                         # the first value at the maximum
     top = post[np.arange(K), best]
-    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & (mult > 0)
+    live = mult > 0
+    certain = (top >= 1.0 - CERTAIN_TOL) & (size_k > 0) & live
     per = np.bincount(best[certain], weights=(size_k * mult)[certain], minlength=m).astype(np.int64)
     total = int(per.sum())
-    live = mult > 0
     mx = float(top[live].max())
-    g = int(np.flatnonzero((top == mx)[type_of])[0])  # the first bucket reaching it, then its first value
-    x = int(np.flatnonzero(post[type_of[g]] == mx)[0])
+    tied = np.flatnonzero(live & (top == mx))
+    first_value = (post[tied] == mx).argmax(axis=1)    # each tied type's first value at the maximum
+    x = int(first_value[0]) if (first_value == first_value[0]).all() else int(
+        first_value[np.flatnonzero(tied == first_of(tied))[0]])
     return {"records_certain": total, "n_records": n, "share_certain": (total / n) if n else 0.0,
             "per_value": {labels[i]: int(per[i]) for i in np.flatnonzero(per)},
             "max_posterior": float(min(1.0, mx)), "max_posterior_value": labels[x],
@@ -1445,5 +1465,5 @@ class BucketizedRelease(Release):
                       "the ST's SA counts do not cover the source table's plus σ fakes per bucket")
 
 
-__all__ = ["BucketizedRelease", "streamed_disclosure", "streamed_inference", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
+__all__ = ["BucketizedRelease", "streamed_disclosure", "streamed_inference", "bucket_statistics", "cell_runs", "dense_ids", "st_values_distinct", "typed_disclosure", "types_disclosure", "same_rows", "sparse_disclosure", "bucket_blocks", "negative_association_mask", "fake_candidates", "receiver_posterior",
            "bucket_disclosure", "revealed_absent", "fake_inference"]

@@ -239,6 +239,12 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
+def lies_within(path: str | os.PathLike, directory: str | os.PathLike) -> bool:
+    """Is ``path`` the directory itself or inside it (symbolic links resolved)?"""
+    p, d = Path(path).resolve(), Path(directory).resolve()
+    return p == d or d in p.parents
+
+
 def custodian_path(directory: str | os.PathLike) -> Path:
     """Where ``Release.save(directory)`` keeps the custodian-side file: ``<directory>.custodian.json``,
     a sibling of the release directory, never inside it (it is not handed out)."""
