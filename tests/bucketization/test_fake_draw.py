@@ -69,3 +69,41 @@ def test_typed_draw_equals_the_bucket_by_bucket_draw(sigma):
     b, c = np.nonzero(dense)
     assert np.array_equal(fb, b) and np.array_equal(fc, c)
     assert (np.bincount(fb, minlength=len(type_of)) == sigma).all() and not (types[type_of[fb], fc] > 0).any()
+
+
+def test_published_fakes_are_uniform_over_each_bucket_kinds_eligible_values():
+    """Through ``ppdp.publish``: in an OCC release (θ = 8, σ = 1), buckets with the same real
+    counts (hence the same eligible values, read with the publication rule from the files) get
+    their fake uniformly among those values — a χ² over every such kind with ≥ 100 buckets — and
+    the same statistic rejects a draw that puts every tenth fake on the kind's first eligible
+    value (the control)."""
+    from scipy import stats
+
+    t = ppdp.datasets.load("occ", n=20000, seed=0)
+    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8, fake_values=1), seed=5)
+    fake = rel.custodian_fake_matrix()
+    real = np.where(fake, 0, rel.observed_counts())
+    eligible = (real == 0) & ~rel.fake_excluded()
+    assert not (fake & ~eligible).any()
+    kind = np.unique(np.concatenate([real, eligible], axis=1), axis=0, return_inverse=True)[1].ravel()
+
+    def pvalue(fk):
+        chi, dof = 0.0, 0
+        for k in np.unique(kind):
+            g = np.flatnonzero(kind == k)
+            if len(g) < 100:
+                continue
+            el = eligible[g[0]]
+            cnt = fk[g][:, el].sum(axis=0)
+            exp = cnt.sum() / el.sum()
+            chi += float(((cnt - exp) ** 2 / exp).sum())
+            dof += int(el.sum()) - 1
+        assert dof >= 10  # enough kinds to test
+        return stats.chi2.sf(chi, dof)
+
+    assert pvalue(fake) > 1e-3
+    biased = fake.copy()
+    for r in np.flatnonzero(biased.any(axis=1))[::10]:
+        biased[r] = False
+        biased[r, np.flatnonzero(eligible[r])[0]] = True
+    assert pvalue(biased) < 1e-3

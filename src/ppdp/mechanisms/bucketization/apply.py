@@ -432,8 +432,9 @@ def draw_plan_fakes_typed(plan: BucketizationPlan, type_of: np.ndarray, rng: np.
         types = np.asarray(plan.types, dtype=np.int64)
         eligible = eligible_fakes(types, _plan_forbidden(plan, types.shape, None), plan.thresholds)
         n_el = eligible.sum(axis=1)
-        used = np.bincount(type_of, minlength=len(types)) > 0
-        check_room(types.sum(axis=1)[used], n_el[used], sigma)
+        per_type = np.bincount(type_of, minlength=len(types))
+        used = per_type > 0
+        check_room(types.sum(axis=1)[used], n_el[used], sigma, per_type[used])
         value_at = np.argsort(~eligible, axis=1, kind="stable")  # each type's eligible values first, ascending
         for lo in range(0, len(type_of), block):
             t = np.asarray(type_of[lo:lo + block], dtype=np.int64)

@@ -89,13 +89,15 @@ def eligible_fakes(counts: np.ndarray, forbidden: np.ndarray | None = None,
     return eligible
 
 
-def check_room(sizes: np.ndarray, n_eligible: np.ndarray, sigma: int) -> None:
+def check_room(sizes: np.ndarray, n_eligible: np.ndarray, sigma: int, multiplicity: np.ndarray | None = None) -> None:
     """Raise :class:`InfeasibleError` when a bucket (of real size ``sizes``) has fewer than σ
-    eligible values for its fakes."""
+    eligible values for its fakes; ``multiplicity``: how many buckets each entry stands for (a
+    bucket type's)."""
     short = np.flatnonzero(np.asarray(n_eligible) < sigma)
     if len(short):
+        n_short = len(short) if multiplicity is None else int(np.asarray(multiplicity)[short].sum())
         raise InfeasibleError(
-            f"{len(short)} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
+            f"{n_short} bucket(s) cannot receive {sigma} distinct fake values (e.g. a bucket of size "
             f"{int(sizes[short[0]])} has only {int(n_eligible[short[0]])} absent SA values that a real record could "
             f"hold there under the thresholds and the negative associations); lower fake_values")
 
