@@ -15,6 +15,11 @@ run), so that each stage's peak memory (``VmHWM``) is its own, under an address-
     python benchmarks/bench_custodian.py --data-file ... --label before --src /tmp/before/src
     python benchmarks/bench_custodian.py --data-file benchmarks/data/occ_100000000.parquet \
         --stages publish,verify_custodian --label after
+    python benchmarks/bench_custodian.py --data-file ... --associations sex:0:0,sex:1:1 --label assoc
+
+``--associations COLUMN:I:J,...``: given negative associations (the I-th label of COLUMN, the
+J-th SA label), so that the fakes' draw, verify and the disclosure read the forbidden values
+per bucket.
 """
 
 from __future__ import annotations
@@ -59,6 +64,13 @@ def child(args) -> dict:
     if args.stage == "publish":
         table = step("read", lambda: read_table(Path(args.path)))
         mech = eval(EXPR, {"ppdp": ppdp})  # noqa: S307 - the fixed expression above
+        if args.associations:
+            assoc = []
+            for spec in args.associations.split(","):
+                col, i, j = spec.split(":")
+                assoc.append([col, table.domain(col)[int(i)], table.domain(table.sensitive[0])[int(j)]])
+            mech = ppdp.FPrivacy(theta=8.0, fake_values=1, negative_associations=assoc)
+            res["negative_associations"] = assoc
         rel = step("publish", lambda: ppdp.publish(table, mech, seed=args.seed))
         del table
         res["peak_before_save_gib"] = round(peak_rss_gib(), 3)
@@ -86,6 +98,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--tmp", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated: " + ",".join(STAGES))
+    ap.add_argument("--associations", default="", help="given negative associations COLUMN:I:J,... (module doc)")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--stage", choices=STAGES)
     ap.add_argument("--path")
@@ -105,13 +118,14 @@ def main(argv=None) -> dict:
     n = pq.ParquetFile(path).metadata.num_rows
     limit = int(args.limit_gib * 2**30)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.src, os.environ.get("PYTHONPATH", "")])}
-    out: dict = {"n": n, "expr": EXPR, "label": args.label, "src": args.src, "limit_gib": args.limit_gib,
+    out: dict = {"n": n, "expr": EXPR, "associations": args.associations, "label": args.label, "src": args.src, "limit_gib": args.limit_gib,
                  "load_average_before": load_average(), "stages": {}}
     work = Path(tempfile.mkdtemp(prefix="ppdp-cust-", dir=args.tmp))
     try:
         for stage in [s for s in STAGES if s in args.stages.split(",")]:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--stage", stage, "--data-file", str(path),
-                   "--path", str(path), "--release", str(work / "release"), "--seed", str(args.seed)]
+                   "--path", str(path), "--release", str(work / "release"), "--seed", str(args.seed),
+                   "--associations", args.associations]
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]

@@ -184,9 +184,8 @@ def _fake_rows(release, sbid, x, dom) -> np.ndarray | None:
 
 def _plausible_fakes(release, sbid, x, cnt, sigma, seed) -> np.ndarray:
     b = release.buckets()
-    excluded = release.fake_excluded()
     dense = np.searchsorted(b["ids"], sbid)
-    cand = (cnt == 1) & ~excluded[dense, x]
+    cand = (cnt == 1) & ~release.cell_excluded(dense, x)
     key = np.where(cand, np.random.default_rng(seed).random(len(x)), np.inf)
     order = np.lexsort((key, dense))
     rank = np.empty(len(x), np.int64)

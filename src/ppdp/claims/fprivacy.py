@@ -224,9 +224,11 @@ def count_bounds(release) -> tuple[np.ndarray, np.ndarray]:
         m = release.buckets()["m"]
         hi = np.zeros(m, dtype=np.int64)
         may = np.zeros(m, dtype=np.int64)
+        lo = 0
         for obs, size in release.bucket_ranges()():
             hi += obs.sum(axis=0)
-            may += ((obs == 1) & ~release.range_excluded(size)).sum(axis=0)
+            may += ((obs == 1) & ~release.range_excluded(size, lo)).sum(axis=0)
+            lo += len(size)
         return hi - may, hi
     obs = release.observed_counts()
     may_be_fake = (obs == 1) & ~release.fake_excluded()

@@ -278,8 +278,8 @@ def _same_ids(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 
 
 def excluded_fakes(release, sizes: np.ndarray) -> np.ndarray:
-    """``release.fake_excluded()`` for buckets of the given sizes when the release has no
-    negative associations (the publication rule then depends on |g| alone): values no real
+    """``release.fake_excluded()`` for buckets of the given sizes, but for the negative
+    associations (the rest of the publication rule depends on |g| alone): values no real
     record of a bucket of that size could hold, and values the claim reveals absent."""
     excluded = ~fake_candidates(sizes, release.thresholds(), None)
     absent = revealed_absent(claim_of(release.manifest), release.domains[release.sa],
@@ -325,9 +325,11 @@ def _bucket_types(release) -> dict | None:
     h_val = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64) | np.uint64(1)
     h_size = np.uint64(rng.integers(1, 2 ** 63) | 1)
     h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
-    excluded = None
+    pattern_of = None
     if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
-        excluded = release.fake_excluded()
+        forbidden = release.forbidden_patterns()
+        pattern_of = forbidden.of
+        h_pattern = forbidden.rows.astype(np.uint64) @ h_exc
     # one pass over the ST, a block of buckets at a time:
     # - one ST row per (bucket, value) — else the exactness check below does not hold: each
     #   bucket's values as a bit set (m ≤ 64), else a sort;
@@ -363,8 +365,8 @@ def _bucket_types(release) -> dict | None:
             del key
         sig = np.add.reduceat(h_val[sc] * cnt.astype(np.uint64), local)
         sig += sizes[g0:g1].astype(np.uint64) * h_size
-        if excluded is not None:
-            sig += excluded[g0:g1].astype(np.uint8) @ h_exc
+        if pattern_of is not None:
+            sig += h_pattern[pattern_of[g0:g1]]
         codes, uniq = pd.factorize(sig)
         ids = known.get_indexer(uniq)
         new = np.flatnonzero(ids < 0)
@@ -395,12 +397,13 @@ def _bucket_types(release) -> dict | None:
     n_types = len(known)
     rep = np.asarray(rep_list, dtype=np.int64)  # one bucket per type: its first
     rep_obs = rep_obs[:n_types]
-    if excluded is not None:
-        if not np.array_equal(excluded, excluded[rep[type_of]]):
-            return None
-        excluded = excluded[rep]
-    elif sigma:  # without negative associations the rule reads the bucket's size only (in its type)
+    excluded = None
+    if sigma:  # the rule reads the bucket's size (in its type) and its forbidden pattern
         excluded = excluded_fakes(release, sizes[rep])
+        if pattern_of is not None:
+            if not np.array_equal(pattern_of, pattern_of[rep[type_of]]):
+                return None
+            excluded |= forbidden.rows[pattern_of[rep]]
     p, u, c = bucket_profiles(rep_obs, sizes[rep], sigma, excluded)
     if isinstance(b, _Rows):  # the writer's layout: QIT rows grouped by bucket in dense order
         row_type = np.repeat(type_of, sizes)

@@ -27,12 +27,13 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ...claims import disclosure_of
 from ...errors import PpdpError, SchemaError
 from ...releases.base import codes_to_labels
-from ...releases.bucketized import (BucketizedRelease, negative_association_mask, revealed_absent,
+from ...releases.bucketized import (BucketizedRelease, ForbiddenFakes, association_patterns, revealed_absent,
                                    streamed_disclosure)
 from ...releases.custodian import FakeList
 from .associations import with_learned_associations
@@ -418,37 +419,38 @@ def draw_plan_fakes(plan: BucketizationPlan, relabelled: np.ndarray, rng: np.ran
 
 
 def draw_plan_fakes_typed(plan: BucketizationPlan, type_of: np.ndarray, rng: np.random.Generator,
-                          forbidden: np.ndarray | None = None, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+                          forbidden: ForbiddenFakes | None = None, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
     """:func:`draw_plan_fakes` for a typed setting, a block of buckets at a time (the same
-    random draws): the fakes as (bucket ids, value codes), ascending. Without negative
-    associations every bucket of a type has its type's eligible values, so each fake is its
-    type's eligible value at a rank drawn by :func:`~ppdp.mechanisms.bucketization.fakes.fake_ranks`
-    (O(buckets · σ), no buckets × m matrix); with them, bucket by bucket."""
+    random draws as bucket by bucket): the fakes as (bucket ids, value codes), ascending. The
+    eligible values of a bucket depend on its type and, with negative associations, on its
+    pattern of forbidden values (:class:`~ppdp.releases.bucketized.ForbiddenFakes`), so each
+    fake is its (type, pattern)'s eligible value at a rank drawn by
+    :func:`~ppdp.mechanisms.bucketization.fakes.fake_ranks` (O(buckets · σ), no buckets × m
+    matrix)."""
     sigma = plan.fake_values
     if sigma == 0 or len(type_of) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    bids, codes = [], []
+    types = np.asarray(plan.types, dtype=np.int64)
     if forbidden is None:
-        types = np.asarray(plan.types, dtype=np.int64)
-        eligible = eligible_fakes(types, _plan_forbidden(plan, types.shape, None), plan.thresholds)
-        n_el = eligible.sum(axis=1)
-        per_type = np.bincount(type_of, minlength=len(types))
-        used = per_type > 0
-        check_room(types.sum(axis=1)[used], n_el[used], sigma, per_type[used])
-        value_at = np.argsort(~eligible, axis=1, kind="stable")  # each type's eligible values first, ascending
-        for lo in range(0, len(type_of), block):
-            t = np.asarray(type_of[lo:lo + block], dtype=np.int64)
-            c = np.sort(value_at[t[:, None], fake_ranks(n_el[t], sigma, rng)], axis=1)
-            bids.append(np.repeat(np.arange(lo, lo + len(t), dtype=np.int64), sigma))
-            codes.append(c.ravel().astype(np.int64))
-        return np.concatenate(bids), np.concatenate(codes)
-    for lo in range(0, len(type_of), block):
-        hi = min(len(type_of), lo + block)
-        dense = plan.types[type_of[lo:hi]]
-        f = draw_plan_fakes(plan, dense, rng, forbidden[lo:hi])
-        b, c = np.nonzero(f)
-        bids.append(b.astype(np.int64) + lo)
-        codes.append(c.astype(np.int64))
+        kind, pattern = np.asarray(type_of, dtype=np.int64), None
+        kinds = np.arange(len(types))
+    else:  # a kind per (type, forbidden pattern) that occurs
+        key = np.asarray(type_of, dtype=np.int64) * len(forbidden.rows) + forbidden.of
+        kind, uniq = pd.factorize(key, sort=True)
+        kinds, pattern = uniq // len(forbidden.rows), forbidden.rows[uniq % len(forbidden.rows)]
+    kt = types[kinds]
+    eligible = eligible_fakes(kt, _plan_forbidden(plan, kt.shape, pattern), plan.thresholds)
+    n_el = eligible.sum(axis=1)
+    per_kind = np.bincount(kind, minlength=len(kt))
+    used = per_kind > 0
+    check_room(kt.sum(axis=1)[used], n_el[used], sigma, per_kind[used])
+    value_at = np.argsort(~eligible, axis=1, kind="stable")  # each kind's eligible values first, ascending
+    bids, codes = [], []
+    for lo in range(0, len(kind), block):
+        t = np.asarray(kind[lo:lo + block], dtype=np.int64)
+        c = np.sort(value_at[t[:, None], fake_ranks(n_el[t], sigma, rng)], axis=1)
+        bids.append(np.repeat(np.arange(lo, lo + len(t), dtype=np.int64), sigma))
+        codes.append(c.ravel().astype(np.int64))
     return np.concatenate(bids), np.concatenate(codes)
 
 
@@ -570,10 +572,9 @@ def apply_plan(plan: BucketizationPlan, table, rng: np.random.Generator) -> Buck
     forbidden = None
     # given + learned (associations.py, §6) negative associations; the learned ones go into the certificate
     # (the per-bucket counts are expanded from the types only when learning is on)
-    plan, associations, learned = with_learned_associations(plan, bid, lambda: types[type_of], qi_codes,
-                                                            table.domains)
+    plan, associations, learned = with_learned_associations(plan, bid, types, qi_codes, table.domains, type_of)
     if associations:  # validated even when σ = 0
-        forbidden = negative_association_mask(bid, n_buckets, qi_codes, table.domains, sa, associations)
+        forbidden = association_patterns(bid, n_buckets, qi_codes, table.domains, sa, associations)
     fake_bid, fake_code = draw_plan_fakes_typed(plan, type_of, rng, forbidden)
     del forbidden
     qit = {c: dictionary_column(qi_codes.pop(c), table.domain(c)) for c in table.quasi}

@@ -54,31 +54,51 @@ def learning_settings(enabled: bool, support: int, confidence: float, expected: 
             "expected": float(expected)}
 
 
+#: largest (QI value × bucket or type) table :func:`learn_negative_associations` counts densely
+#: (beyond, it sorts the pairs)
+DENSE_PAIRS = 1 << 24
+
+
 def learn_negative_associations(bid: np.ndarray, counts: np.ndarray, qi_codes: Mapping[str, np.ndarray],
                                 domains: Mapping[str, Sequence[str]], sa_labels: Sequence[str], support: int,
-                                confidence: float, expected: float) -> list[dict[str, Any]]:
+                                confidence: float, expected: float,
+                                bucket_type: np.ndarray | None = None) -> list[dict[str, Any]]:
     """The negative associations an adversary learns from the bucketized table (module doc).
 
     ``bid``: each record's bucket; ``counts[g, x]``: real records of SA value x in bucket g (no
-    fakes); ``qi_codes``: column → each record's code; ``domains``: column → labels. Returns one
-    dict per association: column, value, sa_value, support, confidence, expected (sorted by
-    column, value, SA value)."""
+    fakes) — or, with ``bucket_type``, ``counts[t, x]`` per bucket type t and
+    ``bucket_type[g]`` the type of bucket g (a bucket's shares are its type's, so ê(z, x) sums
+    over (z, type) pairs: no per-bucket matrix); ``qi_codes``: column → each record's code;
+    ``domains``: column → labels. Returns one dict per association: column, value, sa_value,
+    support, confidence, expected (sorted by column, value, SA value)."""
     counts = np.asarray(counts, dtype=np.float64)
-    bid = np.asarray(bid, dtype=np.int64)
-    n_buckets, m = counts.shape
+    bid = np.asarray(bid)
+    n_types, m = counts.shape
     sizes = counts.sum(axis=1)
     share = np.divide(counts, sizes[:, None], out=np.zeros_like(counts), where=sizes[:, None] > 0)
-    n = float(sizes.sum())
-    freq = counts.sum(axis=0) / n if n else np.zeros(m)
+    if bucket_type is None:
+        mult = np.ones(n_types)
+        row_type = bid.astype(np.int64)
+    else:
+        bucket_type = np.asarray(bucket_type, dtype=np.int64)
+        mult = np.bincount(bucket_type, minlength=n_types).astype(np.float64)
+        row_type = bucket_type[bid]
+    n = float(sizes @ mult)
+    freq = (mult @ counts) / n if n else np.zeros(m)
     out: list[dict[str, Any]] = []
     for col, codes in qi_codes.items():
         codes = np.asarray(codes, dtype=np.int64)
         k = len(domains[col])
         n_z = np.bincount(codes, minlength=k).astype(np.float64)
-        # ê(z, x) = Σ over (z, bucket) pairs of (records with z in the bucket) · share(bucket, x)
-        pair, cnt = np.unique(codes * n_buckets + bid, return_counts=True)
-        est = np.zeros((k, m))
-        np.add.at(est, pair // n_buckets, cnt[:, None] * share[pair % n_buckets])
+        # ê(z, x) = Σ over (z, bucket or type) pairs of (records with z there) · share(bucket or type, x)
+        key = codes * n_types + row_type
+        if k * n_types <= DENSE_PAIRS:
+            est = np.bincount(key, minlength=k * n_types).reshape(k, n_types).astype(np.float64) @ share
+        else:
+            pair, cnt = np.unique(key, return_counts=True)
+            est = np.zeros((k, m))
+            np.add.at(est, pair // n_types, cnt[:, None] * share[pair % n_types])
+        del key
         conf = np.divide(est, n_z[:, None], out=np.ones_like(est), where=n_z[:, None] > 0)
         exp_ = n_z[:, None] * freq[None, :]
         hit = (n_z[:, None] >= support) & (conf <= confidence + 1e-12) & (exp_ >= expected)
@@ -89,21 +109,19 @@ def learn_negative_associations(bid: np.ndarray, counts: np.ndarray, qi_codes: M
 
 
 def with_learned_associations(plan, bid: np.ndarray, counts, qi_codes: Mapping[str, np.ndarray],
-                              domains: Mapping[str, Sequence[str]]):
+                              domains: Mapping[str, Sequence[str]], bucket_type: np.ndarray | None = None):
     """The writer's hook (``apply.apply_plan``), between assigning records to buckets and
     drawing fakes: when the plan's ``negative_association_learning`` is enabled, learn the
     associations from the buckets and return ``(plan with the learned triples in its
     certificate details, all triples the fakes must respect, custodian-file entry)``; else
-    ``(plan, given triples, {})``. ``counts``: the per-bucket SA counts (n_buckets × m), or a
-    callable returning them (called only when learning is on)."""
+    ``(plan, given triples, {})``. ``counts``: the per-bucket SA counts (n_buckets × m) — or
+    per bucket type, with ``bucket_type`` (:func:`learn_negative_associations`)."""
     settings = (plan.details or {}).get(LEARNING_KEY) or {}
     given = tuple(plan.negative_associations)
     if not settings.get("enabled"):
         return plan, given, {}
-    if callable(counts):
-        counts = counts()
     learned = learn_negative_associations(bid, counts, qi_codes, domains, plan.labels, settings["support"],
-                                          settings["confidence"], settings["expected"])
+                                          settings["confidence"], settings["expected"], bucket_type)
     triples = [[a["column"], a["value"], a["sa_value"]] for a in learned]
     details = {**dict(plan.details), LEARNED_KEY: triples}
     plan = dataclasses.replace(plan, details=details)
