@@ -51,6 +51,11 @@ HERE = Path(__file__).resolve().parent
 #: mechanism key → (constructor expression over ppdp, data sets it runs on, kind)
 MECHANISMS: dict[str, tuple[str, str]] = {
     "fprivacy": ("ppdp.FPrivacy(theta=8.0)", "row"),
+    # σ = 1 fakes kept clear of a given negative association (sex = first label ⇒ not the first SA
+    # label), and of the ones learned from the buckets
+    "fprivacy_assoc": ("ppdp.FPrivacy(theta=8.0, fake_values=1, negative_associations=[['sex', table.domain('sex')[0], "
+                       "table.domain(table.sensitive[0])[0]]])", "row"),
+    "fprivacy_learn": ("ppdp.FPrivacy(theta=8.0, fake_values=1, learn_associations=True)", "row"),
     "anatomy": ("ppdp.Anatomy(4)", "row"),
     "uniform": ("ppdp.UniformPerturbation(0.1, 0.3)", "row"),
     "sdr": ("ppdp.SDR(0.1, 0.3)", "row"),
@@ -160,7 +165,7 @@ def child(args) -> dict:
         table = step("read_floor", read)
         res["table_gib"] = sum(table.codes(c).nbytes for c in table.column_names) / 2**30
         res["peak_after_read_gib"] = _peak_gib()
-        mech = eval(MECHANISMS[args.mechanism][0], {"ppdp": ppdp})  # noqa: S307 - fixed expressions above
+        mech = eval(MECHANISMS[args.mechanism][0], {"ppdp": ppdp, "table": table})  # noqa: S307 - fixed expressions above
         rel = step("publish", lambda: ppdp.publish(table, mech, seed=args.seed))
         res["peak_after_publish_gib"] = _peak_gib()
         step("save", lambda: rel.save(out_dir))

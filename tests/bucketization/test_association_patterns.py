@@ -275,3 +275,69 @@ def test_learning_per_bucket_type_equals_learning_per_bucket(seed, dense):
     for a, b in zip(typed, per_bucket):
         assert a["confidence"] == pytest.approx(b["confidence"], abs=1e-12)
         assert a["expected"] == pytest.approx(b["expected"], rel=1e-12)
+
+
+@pytest.fixture(scope="module")
+def learned_releases(tmp_path_factory):
+    """Anatomy with learning on an Adult sample (σ = 1 and σ = 0), saved."""
+    t = ppdp.datasets.load("adult", n=20000, seed=0)
+    out = {}
+    for sigma in (1, 0):
+        mech = ppdp.Anatomy(l=4, fake_values=sigma, learn_associations=True, association_confidence=0.02,
+                            association_expected=10.0)
+        rel = ppdp.publish(t, mech, seed=2)
+        out[sigma] = rel.save(tmp_path_factory.mktemp(f"learn{sigma}") / "rel")
+    return out
+
+
+def _edit_learned(src, dst, edit):
+    shutil.copytree(src, dst)
+    kept = load_custodian(src.with_name(src.name + ".custodian.json"))
+    if kept.get("fake") is not None:
+        kept["fake"] = kept["fake"].to_json()      # the inline form (no sidecar to carry along)
+    dst.with_name(dst.name + ".custodian.json").write_text(json.dumps(kept))
+    m = json.loads((dst / "manifest.json").read_text())
+    edit(m["certificate"]["negative_associations_learned"])
+    (dst / "manifest.json").write_text(json.dumps(m))
+    return dst, dst.with_name(dst.name + ".custodian.json")
+
+
+@pytest.mark.parametrize("sigma", [1, 0])
+def test_learned_list_is_re_derived(learned_releases, tmp_path, monkeypatch, sigma):
+    """The learned associations are learned again from the QIT and the buckets' real counts
+    (the custodian file's fakes for σ > 0; the files alone for σ = 0) — by matrices and by
+    ranges of buckets alike — and a list with one dropped or one added fails; without the
+    custodian file a σ > 0 list is stated as not re-derived."""
+    src = learned_releases[sigma]
+    cust = src.with_name(src.name + ".custodian.json") if sigma else None
+    honest = _both(src, monkeypatch, custodian=cust)
+    learned = json.loads((src / "manifest.json").read_text())["certificate"]["negative_associations_learned"]
+    assert len(learned) >= 10
+    checked = honest[2] if sigma else honest[0]
+    assert checked[0] is True and checked[2]["negative_associations_learned"] == f"{len(learned)} listed, re-derived"
+    if sigma:
+        assert honest[0][0] is True and "not re-derived" in honest[0][2]["negative_associations_learned"]
+    t = ppdp.datasets.load("adult", n=20000, seed=0)
+    extra = ["sex", t.domain("sex")[0], t.domain(t.sensitive[0])[0]]
+    assert extra not in learned
+    for k, edit in enumerate([lambda a: a.pop(0), lambda a: a.append(list(extra))]):
+        d, c = _edit_learned(src, tmp_path / f"e{k}", edit)
+        rep = _both(d, monkeypatch, custodian=c if sigma else None)
+        bad = rep[2] if sigma else rep[0]
+        assert bad[0] is not True
+        assert any("learned negative associations differ" in p for p in bad[3]), bad[3]
+
+
+def test_real_bucket_types_equal_the_real_counts(learned_releases, monkeypatch):
+    from ppdp.releases.custodian import load_custodian as load
+
+    d = learned_releases[1]
+    rel = ppdp.load_release(d)
+    rel.custodian = load(d.with_name(d.name + ".custodian.json"))
+    real = rel.real_counts_from_files()
+    types, type_of = rel.real_bucket_types()
+    assert np.array_equal(types[type_of], real) and len(np.unique(types, axis=0)) == len(types)
+    # a forced hash collision (every row hashed alike) falls back to the sorting unique
+    monkeypatch.setattr(B, "_row_hash_multipliers", lambda width: np.zeros(width, dtype=np.uint64))
+    types, type_of = rel.real_bucket_types()
+    assert np.array_equal(types[type_of], real)

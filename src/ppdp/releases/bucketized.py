@@ -1245,6 +1245,60 @@ class BucketizedRelease(Release):
             return obs
         return obs if self.fake_values == 0 else None
 
+    def real_bucket_types(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The buckets' real SA counts as ``(types, type_of)``: the distinct count rows (T × m)
+        and each bucket's row (``real[g] = types[type_of[g]]``), when the real counts are known
+        (σ = 0, or the fakes from the custodian file or a published flag), else None. Over
+        ranges of buckets, no n_buckets × m matrix, when the ST rows are in bucket order: a
+        row hash per bucket, factorized, then every bucket compared with its type's row (a
+        hash collision falls back to the sorting ``np.unique``)."""
+        b = self.buckets()
+        fr = None
+        if self.fake_values:
+            fr = self.custodian_fake_rows()
+            if fr is None:
+                fr = b["fake_rows"]
+            if fr is None:
+                return None
+        if not self.rows_in_bucket_order():
+            real = self.real_counts_from_files()
+            if real is None:
+                return None
+            first, inv = _unique_rows(real.astype(np.int64))
+            return real[first].astype(np.int64), inv
+        sb, sc, cnt, m, nb = b["sb"], b["sc"], b["count"], b["m"], b["n_buckets"]
+        step = max(1, RANGE_CELLS // max(m, 1))
+        bounds = np.searchsorted(sb, np.append(np.arange(0, nb, step), nb))
+        mult = _row_hash_multipliers(m)
+
+        def ranges():
+            for i, lo in enumerate(range(0, nb, step)):
+                hi = min(nb, lo + step)
+                a, z = int(bounds[i]), int(bounds[i + 1])
+                w = cnt[a:z] if fr is None else np.where(fr[a:z], 0, cnt[a:z])
+                key = (sb[a:z].astype(np.int64) - lo) * m + sc[a:z]
+                yield lo, np.bincount(key, weights=w, minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
+
+        h = np.empty(nb, dtype=np.uint64)
+        for lo, real in ranges():
+            h[lo:lo + len(real)] = (real.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
+        type_of, uniq = pd.factorize(h)
+        del h
+        first = np.full(len(uniq), nb, dtype=np.int64)
+        np.minimum.at(first, type_of, np.arange(nb, dtype=np.int64))
+        types = np.zeros((len(uniq), m), dtype=np.int64)
+        at = np.argsort(first)
+        for lo, real in ranges():
+            k = at[(first[at] >= lo) & (first[at] < lo + len(real))]
+            types[k] = real[first[k] - lo]
+        for lo, real in ranges():
+            if not np.array_equal(types[type_of[lo:lo + len(real)]], real):  # a hash collision
+                real = self.real_counts_from_files()
+                assert real is not None
+                first, inv = np.unique(real, axis=0, return_index=True, return_inverse=True)[1:]
+                return real[first].astype(np.int64), inv.ravel()
+        return types, type_of.astype(np.int64)
+
     def real_counts(self) -> tuple[np.ndarray, int]:
         """``(counts, unknown)``: the exact real counts and 0 when known; otherwise the observed
         counts and σ, the number of each bucket's count-1 values that are fake but unidentified."""
@@ -1433,11 +1487,39 @@ class BucketizedRelease(Release):
                   "certificate bucket_sizes recomputed", f"certificate bucket_sizes {cert['bucket_sizes']} ≠ recomputed {stats['bucket_sizes']}")
         rep.facts.update(n_buckets=stats["n_buckets"], loss=stats["loss"], mse=round(stats["mse"], 6),
                          bucket_sizes=stats["bucket_sizes"])
+        if isinstance(learning, dict) and learning.get("enabled"):
+            self._verify_learned(rep, learning, cert.get("negative_associations_learned") or [])
         if table is not None:
             self._verify_source(rep, table)
         # the model part: the typed claim re-derives itself from params, the files and the source
         # (to move into Release.verify once every family writes a typed claim)
         claim_of(self.manifest).check(self, rep, table)
+
+    def _verify_learned(self, rep: VerifyReport, learning: Mapping[str, Any], learned: Sequence[Sequence[str]]) -> None:
+        """The learned negative associations re-derived: learned again, as the writer did, from
+        the QIT and the buckets' real counts (:meth:`real_bucket_types`) with the certificate's
+        thresholds, they must be the certificate's list. Without the real counts (σ > 0 and no
+        custodian file) the list is stated as not re-derived."""
+        from ..mechanisms.bucketization.associations import learn_negative_associations
+
+        rt = self.real_bucket_types()
+        if rt is None:
+            rep.facts["negative_associations_learned"] = (
+                f"{len(learned)} listed, not re-derived (the fakes are not identified: give the custodian file)")
+            return
+        types, type_of = rt
+        qi_codes = {c: self.narrow_codes("qit", c) for c in self.quasi}
+        again = learn_negative_associations(self.buckets()["qb"], types, qi_codes, self.domains, self.domains[self.sa],
+                                            int(learning["support"]), float(learning["confidence"]),
+                                            float(learning["expected"]), bucket_type=type_of)
+        want = [[a["column"], a["value"], a["sa_value"]] for a in again]
+        have = [[str(x) for x in a] for a in learned]
+        missing = [a for a in want if a not in have]
+        extra = [a for a in have if a not in want]
+        rep.check(not missing and not extra, "learned negative associations re-derived from the buckets' real counts",
+                  f"the certificate's learned negative associations differ from those learned again from the buckets' "
+                  f"real counts: {len(missing)} missing (e.g. {missing[:1]}), {len(extra)} not learned (e.g. {extra[:1]})")
+        rep.facts["negative_associations_learned"] = f"{len(learned)} listed, re-derived"
 
     def _verify_fakes_rowwise(self, rep: VerifyReport, sigma: int) -> None:
         """The fake-value checks of :meth:`_verify` (room for σ fakes per bucket, over ranges of
