@@ -327,7 +327,7 @@ def _bucket_types(release) -> dict | None:
     h_exc = rng.integers(1, 2 ** 63, size=m, dtype=np.uint64)
     pattern_of = None
     if sigma and release.negative_associations:  # the excluded values depend on each bucket's records
-        forbidden = release.forbidden_patterns()
+        forbidden = release.forbidden_patterns(b["qb"], nb)  # (the writer's layout: qb without decoding the ST)
         pattern_of = forbidden.of
         h_pattern = forbidden.rows.astype(np.uint64) @ h_exc
     # one pass over the ST, a block of buckets at a time:

@@ -1379,18 +1379,23 @@ class BucketizedRelease(Release):
         """(n_buckets × m) True where a published negative association forbids a fake value."""
         return self.forbidden_patterns().dense()
 
-    def forbidden_patterns(self) -> ForbiddenFakes:
+    def forbidden_patterns(self, qb: np.ndarray | None = None, n_buckets: int = 0) -> ForbiddenFakes:
         """The values the published negative associations forbid as fakes, per bucket, as
         :class:`ForbiddenFakes` (:func:`association_patterns`: one pass over the QIT columns
-        they name)."""
-        b = self.buckets()
+        they name); ``qb``, ``n_buckets``: the dense bucket of each QIT row and their number
+        when the caller has them (else from :meth:`buckets`, which decodes the ST too)."""
         assoc = self.negative_associations
-        cached = b.get("forbidden")
-        if cached is None or cached[0] != assoc:
+        stamp = (id(self.tables.get("qit")), id(self.tables.get("st")), repr(assoc))
+        cached = self.__dict__.get("_forbidden")
+        if cached is None or cached[0] != stamp:
+            nb = n_buckets
+            if qb is None:
+                b = self.buckets()
+                qb, nb = b["qb"], b["n_buckets"]
             cols = {str(a[0]) for a in assoc}
             qi_codes = {c: (self.narrow_codes("qit", c) if c in cols else np.zeros(0, np.int8)) for c in self.quasi}
-            cached = b["forbidden"] = (assoc, association_patterns(b["qb"], b["n_buckets"], qi_codes, self.domains,
-                                                                   self.sa, assoc))
+            cached = (stamp, association_patterns(qb, nb, qi_codes, self.domains, self.sa, assoc))
+            self.__dict__["_forbidden"] = cached
         return cached[1]
 
     # ---------------------------------------------------------------- verify
