@@ -19,7 +19,8 @@ run), so that each stage's peak memory (``VmHWM``) is its own, under an address-
 
 ``--associations COLUMN:I:J,...``: given negative associations (the I-th label of COLUMN, the
 J-th SA label), so that the fakes' draw, verify and the disclosure read the forbidden values
-per bucket.
+per bucket; ``--learn``: also learn them from the buckets (verify with the custodian file
+learns them again from the real counts).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ def child(args) -> dict:
                 assoc.append([col, table.domain(col)[int(i)], table.domain(table.sensitive[0])[int(j)]])
             mech = ppdp.FPrivacy(theta=8.0, fake_values=1, negative_associations=assoc)
             res["negative_associations"] = assoc
+        if args.learn:  # learned from the buckets (re-derived by verify with the custodian file)
+            mech = ppdp.FPrivacy(**{**mech.get_params(), "learn_associations": True})
         rel = step("publish", lambda: ppdp.publish(table, mech, seed=args.seed))
         del table
         res["peak_before_save_gib"] = round(peak_rss_gib(), 3)
@@ -79,12 +82,14 @@ def child(args) -> dict:
                                   if p.name.startswith(cust.name.rsplit(".json", 1)[0])}
         res["fakes"] = len(rel.custodian.get("fake") or ())
         res["n_buckets"] = int(rel.manifest["certificate"]["n_buckets"])
+        res["learned"] = len(rel.manifest["certificate"].get("negative_associations_learned") or [])
     else:
         loaded = step("load", lambda: ppdp.load_release(out_dir))
         kw = {"custodian": cust} if args.stage == "verify_custodian" else {}
         rep = step(args.stage, lambda: ppdp.verify(loaded, **kw))
         res["ok"], res["problems"] = bool(rep.ok), list(rep.problems)[:3]
         res["fake_values_fact"] = rep.facts.get("fake_values")
+        res["learned_fact"] = rep.facts.get("negative_associations_learned")
     res["peak_gib"] = round(peak_rss_gib(), 3)
     return res
 
@@ -99,6 +104,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--stages", default=",".join(STAGES), help="comma-separated: " + ",".join(STAGES))
     ap.add_argument("--associations", default="", help="given negative associations COLUMN:I:J,... (module doc)")
+    ap.add_argument("--learn", action="store_true", help="also learn negative associations from the buckets")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--stage", choices=STAGES)
     ap.add_argument("--path")
@@ -118,14 +124,14 @@ def main(argv=None) -> dict:
     n = pq.ParquetFile(path).metadata.num_rows
     limit = int(args.limit_gib * 2**30)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.src, os.environ.get("PYTHONPATH", "")])}
-    out: dict = {"n": n, "expr": EXPR, "associations": args.associations, "label": args.label, "src": args.src, "limit_gib": args.limit_gib,
+    out: dict = {"n": n, "expr": EXPR, "associations": args.associations, "learn": args.learn, "label": args.label, "src": args.src, "limit_gib": args.limit_gib,
                  "load_average_before": load_average(), "stages": {}}
     work = Path(tempfile.mkdtemp(prefix="ppdp-cust-", dir=args.tmp))
     try:
         for stage in [s for s in STAGES if s in args.stages.split(",")]:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--stage", stage, "--data-file", str(path),
                    "--path", str(path), "--release", str(work / "release"), "--seed", str(args.seed),
-                   "--associations", args.associations]
+                   "--associations", args.associations] + (["--learn"] if args.learn else [])
             p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]

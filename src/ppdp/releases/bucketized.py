@@ -1192,10 +1192,11 @@ class BucketizedRelease(Release):
             excluded |= self.forbidden_patterns().dense(lo, lo + len(sizes))
         return excluded
 
-    def bucket_ranges(self, cells: int = RANGE_CELLS):
+    def bucket_ranges(self, cells: int = RANGE_CELLS, drop: np.ndarray | None = None):
         """``chunks()`` for :func:`streamed_disclosure`: the
         observed counts (buckets × m, int64) and sizes of consecutive dense bucket ranges, from
-        the ST rows (which must be in bucket order: :meth:`rows_in_bucket_order`)."""
+        the ST rows (which must be in bucket order: :meth:`rows_in_bucket_order`); ``drop``:
+        ST rows not counted (one bool per row: the custodian's fakes give the real counts)."""
         b = self.buckets()
         sb, sc, cnt, m, nb = b["sb"], b["sc"], b["count"], b["m"], b["n_buckets"]
         step = max(1, cells // max(m, 1))
@@ -1207,7 +1208,8 @@ class BucketizedRelease(Release):
                 hi = min(nb, lo + step)
                 a, z = int(bounds[i]), int(bounds[i + 1])
                 key = (sb[a:z].astype(np.int64) - lo) * m + sc[a:z]
-                obs = np.bincount(key, weights=cnt[a:z], minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
+                w = cnt[a:z] if drop is None else np.where(drop[a:z], 0, cnt[a:z])
+                obs = np.bincount(key, weights=w, minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
                 yield obs, b["sizes"][lo:hi]
 
         return chunks
@@ -1266,18 +1268,15 @@ class BucketizedRelease(Release):
                 return None
             first, inv = _unique_rows(real.astype(np.int64))
             return real[first].astype(np.int64), inv
-        sb, sc, cnt, m, nb = b["sb"], b["sc"], b["count"], b["m"], b["n_buckets"]
-        step = max(1, RANGE_CELLS // max(m, 1))
-        bounds = np.searchsorted(sb, np.append(np.arange(0, nb, step), nb))
+        m, nb = b["m"], b["n_buckets"]
         mult = _row_hash_multipliers(m)
+        chunks = self.bucket_ranges(drop=fr)
 
         def ranges():
-            for i, lo in enumerate(range(0, nb, step)):
-                hi = min(nb, lo + step)
-                a, z = int(bounds[i]), int(bounds[i + 1])
-                w = cnt[a:z] if fr is None else np.where(fr[a:z], 0, cnt[a:z])
-                key = (sb[a:z].astype(np.int64) - lo) * m + sc[a:z]
-                yield lo, np.bincount(key, weights=w, minlength=(hi - lo) * m).astype(np.int64).reshape(hi - lo, m)
+            lo = 0
+            for real, _ in chunks():
+                yield lo, real
+                lo += len(real)
 
         h = np.empty(nb, dtype=np.uint64)
         for lo, real in ranges():
