@@ -31,6 +31,7 @@ of ``verify``. The claim re-checks itself (``Claim.check``); the estimators live
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 from typing import Any, Mapping, Sequence
 
@@ -904,6 +905,25 @@ class _DisclosureSum:
 
 
 
+class _LazyCodes(collections.abc.Mapping):
+    """Column → its codes in a release's table, each decoded when asked for (and not kept), so a
+    pass over ``items()`` holds one column at a time."""
+
+    def __init__(self, release, table: str, columns: Sequence[str]):
+        self.release, self.table, self.columns = release, table, list(columns)
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        if column not in self.columns:
+            raise KeyError(column)
+        return self.release.narrow_codes(self.table, column)
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+
 @register_family("bucketized")
 class BucketizedRelease(Release):
     FILES = {"qit": ("{quasi}", "bid"), "st": ("bid", "{sensitive}", "count", "fake?")}
@@ -1270,33 +1290,32 @@ class BucketizedRelease(Release):
             return real[first].astype(np.int64), inv
         m, nb = b["m"], b["n_buckets"]
         mult = _row_hash_multipliers(m)
-        chunks = self.bucket_ranges(drop=fr)
-
-        def ranges():
-            lo = 0
-            for real, _ in chunks():
-                yield lo, real
-                lo += len(real)
-
-        h = np.empty(nb, dtype=np.uint64)
-        for lo, real in ranges():
-            h[lo:lo + len(real)] = (real.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
-        type_of, uniq = pd.factorize(h)
-        del h
-        first = np.full(len(uniq), nb, dtype=np.int64)
-        np.minimum.at(first, type_of, np.arange(nb, dtype=np.int64))
-        types = np.zeros((len(uniq), m), dtype=np.int64)
-        at = np.argsort(first)
-        for lo, real in ranges():
-            k = at[(first[at] >= lo) & (first[at] < lo + len(real))]
-            types[k] = real[first[k] - lo]
-        for lo, real in ranges():
-            if not np.array_equal(types[type_of[lo:lo + len(real)]], real):  # a hash collision
-                real = self.real_counts_from_files()
-                assert real is not None
-                first, inv = np.unique(real, axis=0, return_index=True, return_inverse=True)[1:]
-                return real[first].astype(np.int64), inv.ravel()
-        return types, type_of.astype(np.int64)
+        type_of = np.empty(nb, dtype=np.int64)
+        known = pd.Index(np.zeros(0, dtype=np.uint64))
+        types = np.zeros((16, m), dtype=np.int64)   # the rows of the types met so far (grown by doubling)
+        lo = 0
+        for real, _ in self.bucket_ranges(drop=fr)():  # one pass: each range's new rows become types
+            h = (real.astype(np.uint64) * mult[None, :]).sum(axis=1, dtype=np.uint64)
+            codes, uniq = pd.factorize(h)
+            ids = known.get_indexer(uniq)
+            new = np.flatnonzero(ids < 0)
+            if len(new):
+                ids[new] = len(known) + np.arange(len(new))
+                known = known.append(pd.Index(uniq[new]))
+                while len(types) < len(known):
+                    types = np.concatenate([types, np.zeros_like(types)])
+                first = np.full(len(uniq), len(codes), dtype=np.int64)
+                np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+                types[ids[new]] = real[first[new]]
+            t = ids[codes]
+            if not np.array_equal(types[t], real):  # a hash collision
+                dense = self.real_counts_from_files()
+                assert dense is not None
+                first, inv = np.unique(dense, axis=0, return_index=True, return_inverse=True)[1:]
+                return dense[first].astype(np.int64), inv.ravel()
+            type_of[lo:lo + len(real)] = t
+            lo += len(real)
+        return types[:len(known)], type_of
 
     def real_counts(self) -> tuple[np.ndarray, int]:
         """``(counts, unknown)``: the exact real counts and 0 when known; otherwise the observed
@@ -1512,7 +1531,7 @@ class BucketizedRelease(Release):
                 f"{len(learned)} listed, not re-derived (the fakes are not identified: give the custodian file)")
             return
         types, type_of = rt
-        qi_codes = {c: self.narrow_codes("qit", c) for c in self.quasi}
+        qi_codes = _LazyCodes(self, "qit", self.quasi)  # a column decoded when the learning reaches it
         again = learn_negative_associations(self.buckets()["qb"], types, qi_codes, self.domains, self.domains[self.sa],
                                             int(learning["support"]), float(learning["confidence"]),
                                             float(learning["expected"]), bucket_type=type_of)

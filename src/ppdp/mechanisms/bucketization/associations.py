@@ -87,15 +87,17 @@ def learn_negative_associations(bid: np.ndarray, counts: np.ndarray, qi_codes: M
     freq = (mult @ counts) / n if n else np.zeros(m)
     out: list[dict[str, Any]] = []
     for col, codes in qi_codes.items():
-        codes = np.asarray(codes, dtype=np.int64)
         k = len(domains[col])
-        n_z = np.bincount(codes, minlength=k).astype(np.float64)
         # ê(z, x) = Σ over (z, bucket or type) pairs of (records with z there) · share(bucket or type, x)
-        key = codes * n_types + row_type
+        key = np.asarray(codes, dtype=np.int64) * n_types
+        key += row_type
         if k * n_types <= DENSE_PAIRS:
-            est = np.bincount(key, minlength=k * n_types).reshape(k, n_types).astype(np.float64) @ share
+            pairs = np.bincount(key, minlength=k * n_types).reshape(k, n_types).astype(np.float64)
+            n_z = pairs.sum(axis=1)
+            est = pairs @ share
         else:
             pair, cnt = np.unique(key, return_counts=True)
+            n_z = np.bincount(pair // n_types, weights=cnt, minlength=k).astype(np.float64)
             est = np.zeros((k, m))
             np.add.at(est, pair // n_types, cnt[:, None] * share[pair % n_types])
         del key
