@@ -249,7 +249,7 @@ def test_learning_per_bucket_type_equals_learning_per_bucket(seed, dense):
     """The associations learned from the bucket types (ê summed over (z, type) pairs) are those
     learned from the per-bucket counts, with the same support, confidence and expected count
     (the (z, type) pairs counted in a dense table, or sorted)."""
-    from ppdp.mechanisms.bucketization import associations as A
+    from ppdp.kernels import associations as A
 
     rng = np.random.default_rng(seed)
     T, m = int(rng.integers(1, 6)), int(rng.integers(2, 6))

@@ -42,6 +42,7 @@ import pyarrow as pa
 from ..claims import claim_of
 from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
+from ..kernels.associations import learn_negative_associations
 from ..kernels.transition import sorted_runs
 from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
 from .custodian import fake_list
@@ -1523,8 +1524,6 @@ class BucketizedRelease(Release):
         the QIT and the buckets' real counts (:meth:`real_bucket_types`) with the certificate's
         thresholds, they must be the certificate's list. Without the real counts (σ > 0 and no
         custodian file) the list is stated as not re-derived."""
-        from ..mechanisms.bucketization.associations import learn_negative_associations
-
         rt = self.real_bucket_types()
         if rt is None:
             rep.facts["negative_associations_learned"] = (
