@@ -1,5 +1,5 @@
 """The streaming engine beyond memory: publish, streamed verify (with the source) and streamed
-queries of a randomized-family release of a synthetic OCC Parquet file.
+queries of a randomized-family or histogram release of a synthetic OCC Parquet file.
 
     python benchmarks/bench_stream.py --n 100000000 [--mechanism uniform] [--chunk-rows 2000000]
 
@@ -23,7 +23,11 @@ from _common import child_env, provenance, write_result
 
 DATA = Path(os.environ.get("PPDP_BENCH_DATA", Path(__file__).resolve().parent / "data"))  # large generated tables (git-ignored)
 MECHS = {"uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)", "sdr": "ppdp.SDR(rho1=0.05, rho2=0.3)",
-         "diverted": "ppdp.Diverted(3)", "global": "ppdp.GlobalRandomization(4)"}
+         "diverted": "ppdp.Diverted(3)", "global": "ppdp.GlobalRandomization(4)",
+         # the histogram family: one streamed pass counts the cube, the mechanism runs on the counts
+         "cells": "ppdp.CellHistogram(1.0, ['age', 'education'], domains='occ')",
+         "dpcube": "ppdp.DPCube(1.0, ['age', 'education'], domains='occ')",
+         "kdtree": "ppdp.HierarchicalKDTree(1.0, ['age', 'education'], domains='occ')"}
 
 STAGE = r"""
 import json, resource, sys, time
@@ -51,6 +55,10 @@ elif stage == "publish":
 elif stage == "verify":
     v = stream.verify_stream(out, src, chunk_rows=chunk)
     res.update(ok=v["ok"], problems=v["problems"][:3], facts={k: str(x) for k, x in v["facts"].items()})
+elif stage == "queries" and eval(expr).family == "histogram":  # bench_scale's 5,000 range queries
+    from bench_scale import query_workload
+    est = ppdp.load_release(out).estimate(query_workload("occ", eval(expr).name))
+    res["n_queries"] = len(est.estimate)
 elif stage == "queries":
     schema = stream.dataset_schema(src)
     sa = schema.sensitive[0]

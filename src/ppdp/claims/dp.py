@@ -662,7 +662,7 @@ class DPClaim(Claim):
         if storage != "dense":
             report.checks.append("goodness of fit: not tested on a sparse (thresholded) cell histogram")
             return
-        x = dense_counts(codes, spec.shape)
+        x = dense_counts(codes, spec.shape, getattr(source, "row_weights", None))  # (a table of counted combinations)
         tests = []
         idx, cnt = release.cell_index()
         if len(cnt) and plan.cells:

@@ -78,7 +78,7 @@ from ..releases.partitioned import finish_partitioned
 from ..releases.custodian import save_custodian
 from ..releases.storage import custodian_path, temp_path
 from ..table import Table
-from .stream import (Allotment, DatasetSchema, DivertedRows, counted_release, dataset_schema, diverted_eligible,
+from .stream import (DENSE_COUNT_CELLS, Allotment, CountedTable, DatasetSchema, DivertedRows, counted_release, dataset_schema, publish_counted, diverted_eligible,
                      label_codes, row_plan, split_counts, table_order)
 
 
@@ -1054,15 +1054,6 @@ def publish_bucketized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
 
 
 # ----------------------------------------------------------------------- histogram family
-class CountedTable(Table):
-    """A Table holding one row per distinct label combination of the histogram's dimensions,
-    with ``row_weights`` the number of input rows of each: the only thing a histogram
-    mechanism reads (its dense cube, :func:`ppdp.kernels.grid.dense_counts` with weights).
-    At most one row per cube cell, whatever N."""
-
-    row_weights: np.ndarray | None = None
-
-
 def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None = None) -> CountedTable:
     """The :class:`CountedTable` of a DataFrame over the mechanism's dimensions: one
     ``groupBy(dims).count()`` on the executors (the driver receives at most one count per
@@ -1095,11 +1086,6 @@ def combination_table(sdf, mechanism, schema: DatasetSchema, direct: bool | None
     t = CountedTable(codes, doms, numeric=numeric)
     t.row_weights = np.array([r[len(dims)] for r in rows], dtype=np.int64)
     return t
-
-
-#: a read unit counts the label combinations in a dense array up to this many cells (``np.bincount``), else
-#: by sorting its keys (``np.unique``)
-DENSE_COUNT_CELLS = 1 << 22
 
 
 def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: DatasetSchema) -> CountedTable:
@@ -1172,20 +1158,9 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     clock = _Clock()
     table = combination_table(sdf, mechanism, schema, direct)
     clock.lap("statistics")
-    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
-    spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
-    if not spec.dense:
-        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the Spark engine publishes dense cubes only")
-    rel = mechanism._publish(table, publication_rng(seed))  # the mechanism's own steps, as ppdp.publish runs them
-    rel.manifest["engine"] = "spark"
-    state_disclosure(rel)
-    bins = recorded_bins(rel.domains)
-    if bins:
-        rel.manifest["schema"]["bins"] = bins
-    stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
-    rel.save(out, overwrite=overwrite)
+    manifest = publish_counted(table, mechanism, out, seed, "spark", overwrite=overwrite)
     clock.lap("plan, noise and write")
-    return rel.manifest
+    return manifest
 
 
 # ------------------------------------------------------------------------------- facade

@@ -1,5 +1,7 @@
 """The streaming engine (SPEC §6): a table larger than memory, read from a Parquet dataset in
-chunks, published to a partitioned release (:mod:`ppdp.releases.partitioned`).
+chunks, published to a partitioned release (:mod:`ppdp.releases.partitioned`) — or, for the
+histogram family, counted into the label combinations of its dimensions in one pass and
+published by the mechanism itself (:func:`publish_stream_histogram`: the release is the cube).
 
 The plan is the mechanism's public plan, made from streamed sufficient statistics (the SA
 counts: one pass over the SA column); the apply is per row and per chunk. The randomized
@@ -54,6 +56,7 @@ import pyarrow.parquet as pq
 from ..claims import state_disclosure
 from ..claims.diverted import DivertedClaim
 from ..errors import InfeasibleError, PpdpError, SchemaError
+from ..kernels.grid import cube_codes, declared_domains
 from ..kernels.rng import publication_rng
 from ..kernels.transition import perturb_local
 from ..mechanisms.randomization.diverted import Diverted, DivertedPlan
@@ -331,8 +334,8 @@ def row_plan(mechanism, counts: Sequence[np.ndarray], schema: DatasetSchema) -> 
         return SDRRows(mechanism.plan(check_randomizable(sa, counts[0]), list(schema.domains[sa]), sa), sa)
     if isinstance(mechanism, Diverted):
         return DivertedRows(mechanism.plan([np.asarray(c) for c in counts]), sens)
-    raise PpdpError(f"the streaming engine applies the randomized family (uniform, global, sdr, diverted); "
-                    f"got {getattr(mechanism, 'name', type(mechanism).__name__)!r}")
+    raise PpdpError(f"the streaming engine applies the randomized family (uniform, global, sdr, diverted) and the "
+                    f"histogram family; got {getattr(mechanism, 'name', type(mechanism).__name__)!r}")
 
 
 def diverted_eligible(mechanism: Diverted, counts: Sequence[np.ndarray], n: int, schema: DatasetSchema) -> int:
@@ -367,8 +370,12 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
                    sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
                    chunk_rows: int = 2_000_000, part_rows: int = 4_000_000, overwrite: bool = False) -> dict:
     """Publish a Parquet dataset larger than memory under a randomized-family mechanism into
-    the partitioned release directory ``out``. Returns the manifest (the seed, if any, goes to
-    the custodian file beside ``out``, as with ``Release.save``)."""
+    the partitioned release directory ``out`` — or under a histogram mechanism into a release
+    directory (:func:`publish_stream_histogram`). Returns the manifest (the seed, if any, goes
+    to the custodian file beside ``out``, as with ``Release.save``)."""
+    if getattr(mechanism, "family", None) == "histogram":
+        return publish_stream_histogram(source, mechanism, out, seed, domains=domains, chunk_rows=chunk_rows,
+                                        overwrite=overwrite)
     t0 = time.process_time()
     from ..releases.storage import custodian_path
 
@@ -571,6 +578,125 @@ def pair_counts(batches: Iterator[dict[str, np.ndarray]], qi: Sequence[str], dim
     return keys, cnt
 
 
+# ----------------------------------------------------------------------------- histogram family
+class CountedTable(Table):
+    """A Table holding one row per distinct label combination of the histogram's dimensions,
+    with ``row_weights`` the number of input rows of each: the only thing a histogram
+    mechanism reads (its dense cube, :func:`ppdp.kernels.grid.dense_counts` with weights).
+    At most one row per cube cell, whatever N."""
+
+    row_weights: np.ndarray | None = None
+
+
+#: a chunk's label combinations are counted in a dense array up to this many cells
+#: (``np.bincount``), else by sorting their keys (``np.unique``)
+DENSE_COUNT_CELLS = 1 << 22
+
+
+def counted_combinations(source, dims: Sequence[str], domains: Mapping[str, Sequence[str]] | None = None,
+                         chunk_rows: int = 2_000_000) -> CountedTable:
+    """The :class:`CountedTable` of a Parquet dataset over ``dims``, a chunk at a time: each
+    row's labels coded over the dataset's domains (:func:`dataset_schema`: the footer's, or one
+    pass over the distinct values; ``domains`` fixes a column's order), its flat cell key, the
+    keys counted (``np.bincount`` up to :data:`DENSE_COUNT_CELLS` cells, else sorted and
+    merged). Memory O(chunk + combinations)."""
+    dims = list(dims)
+    if not dims:
+        raise SchemaError("a histogram needs at least one dimension")
+    schema = dataset_schema(source, dims[:-1], dims[-1:], domains)
+    doms = {d: list(schema.domains[d]) for d in dims}
+    shape = tuple(max(1, len(doms[d])) for d in dims)
+    n_cells = int(np.prod(shape, dtype=np.int64))
+    dense = n_cells <= DENSE_COUNT_CELLS
+    acc = np.zeros(n_cells if dense else 0, dtype=np.int64)
+    keys: list[np.ndarray] = []
+    cnts: list[np.ndarray] = []
+    n = 0
+
+    def merge():
+        uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
+        c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
+        keys[:], cnts[:] = [uk], [c]
+
+    for b in _batches(source, dims, chunk_rows):
+        n += b.num_rows
+        k = np.ravel_multi_index([label_codes(b.column(d), doms[d], d) for d in dims], shape)
+        if dense:
+            acc += np.bincount(k, minlength=n_cells)
+            continue
+        uk, c = np.unique(k, return_counts=True)
+        keys.append(uk)
+        cnts.append(c.astype(np.int64))
+        if sum(len(x) for x in keys) > 4 * max(chunk_rows, 1):
+            merge()
+    if n == 0:
+        raise PpdpError("the input table is empty")
+    if dense:
+        uk = np.flatnonzero(acc)
+        weights = acc[uk]
+    else:
+        merge()
+        uk, weights = keys[0], cnts[0]
+    cell = np.unravel_index(uk, shape)
+    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
+    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
+    t = CountedTable(codes, doms, numeric=numeric)
+    t.row_weights = np.asarray(weights, dtype=np.int64)
+    return t
+
+
+def publish_counted(table: CountedTable, mechanism, out, seed: int | None, engine: str, *,
+                    overwrite: bool = False) -> dict:
+    """A histogram mechanism run on counted label combinations, as ``ppdp.publish`` runs it (its
+    ε plan, noise and inference, with the same generator: a seeded release equals the local
+    engine's), saved to ``out``; the manifest names the ``engine``. Returns the manifest."""
+    if getattr(mechanism, "family", None) != "histogram":
+        raise PpdpError(f"a counted table is published by a histogram mechanism; got {getattr(mechanism, 'name', mechanism)!r}")
+    declared, _ = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    spec, _ = cube_codes(table, list(mechanism.dims), mechanism.bins, declared)
+    if not spec.dense:
+        raise PpdpError(f"the cube has {spec.n_cells:,} cells; the {engine} engine publishes dense cubes only")
+    rel = mechanism._publish(table, publication_rng(seed))  # the mechanism's own steps
+    rel.manifest["engine"] = engine
+    state_disclosure(rel)
+    bins = recorded_bins(rel.domains)
+    if bins:
+        rel.manifest["schema"]["bins"] = bins
+    stamp_manifest(rel, mechanism.name, mechanism.get_params(), seed, VERSION)
+    rel.save(out, overwrite=overwrite)
+    return rel.manifest
+
+
+def publish_stream_histogram(source, mechanism, out, seed: int | None = None, *,
+                             domains: Mapping[str, Sequence[str]] | None = None, chunk_rows: int = 2_000_000,
+                             overwrite: bool = False) -> dict:
+    """A histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
+    dpcube-paper) on a Parquet dataset larger than memory: one streamed pass counts the label
+    combinations of its dimensions (:func:`counted_combinations`), then the mechanism runs on
+    the counts (:func:`publish_counted`). Memory O(chunk + cube). Returns the manifest."""
+    target = Path(out)
+    if os.path.lexists(target) and not overwrite:  # before any pass over the data
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
+    declared, undeclared = declared_domains(mechanism.dims, mechanism.bins, mechanism.domains)
+    if undeclared:
+        raise SchemaError(f"the domain of {undeclared} is not declared: a differentially private histogram must not "
+                          "read its cells off the rows (pass domains= or bins=)")
+    table = counted_combinations(source, mechanism.dims, domains, chunk_rows)
+    return publish_counted(table, mechanism, target, seed, "stream", overwrite=overwrite)
+
+
+def _verify_stream_histogram(release_dir: Path, manifest: dict, source, chunk_rows: int) -> dict:
+    """:func:`verify_stream` of a histogram release: its own verify, with the source's counted
+    label combinations (:func:`counted_combinations`) as the source table."""
+    from ..releases.base import load_release
+
+    table = None
+    if source is not None:
+        table = counted_combinations(source, list(manifest.get("params", {}).get("dims") or []), None, chunk_rows)
+    r = load_release(release_dir).verify(table)
+    return {"ok": bool(r.ok), "problems": list(r.problems), "checks": list(r.checks), "facts": dict(r.facts)}
+
+
 def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict:
     """Verify a streamed (partitioned) randomized release in bounded memory: the manifest and
     claim (re-derived by the claim's own check on the manifest), the files (row count, every
@@ -585,6 +711,8 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
 
     d = Path(release_dir)
     manifest = read_json(d / "manifest.json", "manifest")
+    if manifest.get("family") == "histogram":
+        return _verify_stream_histogram(d, manifest, source, chunk_rows)
     rep = VerifyReport()
     sch = manifest["schema"]
     qi, sens = list(sch["quasi"]), list(sch["sensitive"])
