@@ -56,6 +56,7 @@ MECHANISMS: dict[str, tuple[str, str]] = {
     "fprivacy_assoc": ("ppdp.FPrivacy(theta=8.0, fake_values=1, negative_associations=[['sex', table.domain('sex')[0], "
                        "table.domain(table.sensitive[0])[0]]])", "row"),
     "fprivacy_learn": ("ppdp.FPrivacy(theta=8.0, fake_values=1, learn_associations=True)", "row"),
+    "fprivacy_s2": ("ppdp.FPrivacy(theta=8.0, fake_values=2)", "row"),
     "anatomy": ("ppdp.Anatomy(4)", "row"),
     "uniform": ("ppdp.UniformPerturbation(0.1, 0.3)", "row"),
     "sdr": ("ppdp.SDR(0.1, 0.3)", "row"),

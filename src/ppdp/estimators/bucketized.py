@@ -131,7 +131,7 @@ def bucket_profiles(obs: np.ndarray, sizes: np.ndarray, sigma: int, excluded: np
 
 #: releases whose buckets fall into more SA-profile types than this are answered per row
 #: (:func:`anatomy_index`); below it, per type (:func:`bucket_types`)
-MAX_TYPES = 1 << 14
+MAX_TYPES = (1 << 15) - 1  # (type ids stay int16)
 
 
 def bucket_types(release) -> dict | None:
