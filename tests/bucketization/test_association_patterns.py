@@ -184,6 +184,12 @@ def test_release_with_associations_takes_the_range_path(published, monkeypatch):
     fake = rel.custodian_fake_matrix()
     assert fake is not None and fake.sum() == 2 * rel.buckets()["n_buckets"]
     assert not (fake & rel.forbidden_fakes()).any() and rel.forbidden_fakes().any()
+    # control: without the associations the same publication injects fakes they forbid
+    plain = ppdp.publish(t, ppdp.FPrivacy(theta=8, fake_values=2), seed=1)
+    pf = plain.custodian_fake_matrix()
+    forbid = B.negative_association_mask(plain.buckets()["qb"], plain.buckets()["n_buckets"],
+                                         {c: plain.codes("qit", c) for c in plain.quasi}, plain.domains, plain.sa, assoc)
+    assert pf is not None and (pf & forbid).sum() > 10
 
 
 def test_range_path_builds_no_bucket_by_value_matrix(published, monkeypatch):
