@@ -1,6 +1,13 @@
-"""Shared by the Spark and streaming engine tests: the field-by-field manifest comparison."""
+"""Shared by the Spark and streaming engine tests: the field-by-field manifest comparison, and
+a Parquet source of several row groups for the streaming engine."""
 
+import pyarrow.parquet as pq
 import pytest
+
+import ppdp
+
+#: rows of the streaming engine's source
+STREAM_N = 20_000
 
 #: manifest fields that depend on the published draws, not on the plan: the randomized
 #: family's largest posterior (a function of the published counts) and A''s swap advantage;
@@ -39,3 +46,13 @@ def same_manifest(engine_manifest, local_manifest, name):
 @pytest.fixture(name="same_manifest")
 def same_manifest_fixture():
     return same_manifest
+
+
+@pytest.fixture(scope="session")
+def source(tmp_path_factory):
+    """(Table, path) of a bundled OCC sample written as Parquet in row groups of 3,000 (several
+    chunks for the streaming engine)."""
+    t = ppdp.datasets.load("occ", n=STREAM_N, seed=7)
+    path = tmp_path_factory.mktemp("src") / "occ.parquet"
+    pq.write_table(t.to_arrow(), path, row_group_size=3000)
+    return ppdp.Table.from_parquet(path), path

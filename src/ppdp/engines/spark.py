@@ -78,7 +78,7 @@ from ..releases.partitioned import finish_partitioned
 from ..releases.custodian import save_custodian
 from ..releases.storage import custodian_path, temp_path
 from ..table import Table
-from .stream import (DENSE_COUNT_CELLS, Allotment, CountedTable, DatasetSchema, DivertedRows, counted_release, dataset_schema, publish_counted, diverted_eligible,
+from .stream import (DENSE_COUNT_CELLS, Allotment, CountedTable, DatasetSchema, DivertedRows, counted_release, counted_table, dataset_schema, merge_counts, publish_counted, diverted_eligible,
                      label_codes, row_plan, split_counts, table_order)
 
 
@@ -1117,8 +1117,7 @@ def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: Dat
             if nz.size:
                 yield pa.RecordBatch.from_arrays([pa.array(nz.astype(np.int64)), pa.array(acc[nz])], ["key", "n"])
         elif keys:
-            uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
-            c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
+            uk, c = merge_counts(keys, cnts)
             yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
 
     fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("key", "n")])
@@ -1127,14 +1126,7 @@ def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: Dat
         raise PpdpError("the input table is empty")
     k = np.array([r[0] for r in rows], dtype=np.int64)
     n = np.array([r[1] for r in rows], dtype=np.int64)
-    uk, inv = np.unique(k, return_inverse=True)
-    weights = np.bincount(inv.ravel(), weights=n, minlength=len(uk)).astype(np.int64)
-    cell = np.unravel_index(uk, shape)
-    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
-    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
-    t = CountedTable(codes, doms, numeric=numeric)
-    t.row_weights = weights
-    return t
+    return counted_table(*merge_counts([k], [n]), dims, doms, schema.numeric)
 
 
 def cube_counts(sdf, mechanism, schema: DatasetSchema):

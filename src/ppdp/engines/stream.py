@@ -593,6 +593,26 @@ class CountedTable(Table):
 DENSE_COUNT_CELLS = 1 << 22
 
 
+def merge_counts(keys: Sequence[np.ndarray], counts: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys of ``keys`` (arrays of flat cell keys) and each one's summed ``counts``."""
+    uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
+    return uk, np.bincount(inv.ravel(), weights=np.concatenate(counts), minlength=len(uk)).astype(np.int64)
+
+
+def counted_table(keys: np.ndarray, weights: np.ndarray, dims: Sequence[str], doms: Mapping[str, Sequence[str]],
+                  numeric: Mapping[str, list | None]) -> CountedTable:
+    """The :class:`CountedTable` of distinct flat cell ``keys`` over the domains ``doms`` of
+    ``dims`` (C order) with their row counts ``weights``; ``numeric``: each dimension's numeric
+    values (None: a text column)."""
+    shape = tuple(max(1, len(doms[d])) for d in dims)
+    cell = np.unravel_index(np.asarray(keys, dtype=np.int64), shape)
+    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
+    t = CountedTable(codes, {d: list(doms[d]) for d in dims},
+                     numeric={d: (None if numeric.get(d) is None else np.asarray(numeric[d])) for d in dims})
+    t.row_weights = np.asarray(weights, dtype=np.int64)
+    return t
+
+
 def counted_combinations(source, dims: Sequence[str], domains: Mapping[str, Sequence[str]] | None = None,
                          chunk_rows: int = 2_000_000) -> CountedTable:
     """The :class:`CountedTable` of a Parquet dataset over ``dims``, a chunk at a time: each
@@ -612,12 +632,6 @@ def counted_combinations(source, dims: Sequence[str], domains: Mapping[str, Sequ
     keys: list[np.ndarray] = []
     cnts: list[np.ndarray] = []
     n = 0
-
-    def merge():
-        uk, inv = np.unique(np.concatenate(keys), return_inverse=True)
-        c = np.bincount(inv.ravel(), weights=np.concatenate(cnts), minlength=len(uk)).astype(np.int64)
-        keys[:], cnts[:] = [uk], [c]
-
     for b in _batches(source, dims, chunk_rows):
         n += b.num_rows
         k = np.ravel_multi_index([label_codes(b.column(d), doms[d], d) for d in dims], shape)
@@ -628,21 +642,14 @@ def counted_combinations(source, dims: Sequence[str], domains: Mapping[str, Sequ
         keys.append(uk)
         cnts.append(c.astype(np.int64))
         if sum(len(x) for x in keys) > 4 * max(chunk_rows, 1):
-            merge()
+            uk, c = merge_counts(keys, cnts)
+            keys[:], cnts[:] = [uk], [c]
     if n == 0:
         raise PpdpError("the input table is empty")
     if dense:
         uk = np.flatnonzero(acc)
-        weights = acc[uk]
-    else:
-        merge()
-        uk, weights = keys[0], cnts[0]
-    cell = np.unravel_index(uk, shape)
-    codes = {d: cell[i].astype(np.int32) for i, d in enumerate(dims)}
-    numeric = {d: (None if schema.numeric.get(d) is None else np.asarray(schema.numeric[d])) for d in dims}
-    t = CountedTable(codes, doms, numeric=numeric)
-    t.row_weights = np.asarray(weights, dtype=np.int64)
-    return t
+        return counted_table(uk, acc[uk], dims, doms, schema.numeric)
+    return counted_table(*merge_counts(keys, cnts), dims, doms, schema.numeric)
 
 
 def publish_counted(table: CountedTable, mechanism, out, seed: int | None, engine: str, *,

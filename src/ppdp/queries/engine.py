@@ -120,6 +120,9 @@ class LazyColumns(Mapping):
             raise KeyError(column)
         return np.asarray(self._load(column))
 
+    def __contains__(self, column) -> bool:  # (Mapping's would load the column to answer)
+        return column in self._names
+
     def __iter__(self):
         return iter(self._names)
 

@@ -31,7 +31,6 @@ of ``verify``. The claim re-checks itself (``Claim.check``); the estimators live
 
 from __future__ import annotations
 
-import collections.abc
 import functools
 from typing import Any, Mapping, Sequence
 
@@ -44,6 +43,7 @@ from ..claims.fprivacy import privacy_cap
 from ..errors import ReleaseError, SchemaError
 from ..kernels.associations import learn_negative_associations
 from ..kernels.transition import sorted_runs
+from ..queries.engine import LazyColumns
 from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
 from .custodian import fake_list
 
@@ -906,25 +906,6 @@ class _DisclosureSum:
 
 
 
-class _LazyCodes(collections.abc.Mapping):
-    """Column → its codes in a release's table, each decoded when asked for (and not kept), so a
-    pass over ``items()`` holds one column at a time."""
-
-    def __init__(self, release, table: str, columns: Sequence[str]):
-        self.release, self.table, self.columns = release, table, list(columns)
-
-    def __getitem__(self, column: str) -> np.ndarray:
-        if column not in self.columns:
-            raise KeyError(column)
-        return self.release.narrow_codes(self.table, column)
-
-    def __iter__(self):
-        return iter(self.columns)
-
-    def __len__(self) -> int:
-        return len(self.columns)
-
-
 @register_family("bucketized")
 class BucketizedRelease(Release):
     FILES = {"qit": ("{quasi}", "bid"), "st": ("bid", "{sensitive}", "count", "fake?")}
@@ -999,6 +980,11 @@ class BucketizedRelease(Release):
         self._decoded = {"qb": qb, "sb": sb, "sc": sc, "count": cnt, "fake_rows": fake, "n_buckets": nb,
                          "sizes": blocked_bincount(qb, nb), "m": m, "ids": ids, "key": key}
         return self._decoded
+
+    def lazy_codes(self, table: str, columns: Sequence[str]) -> LazyColumns:
+        """Column → :meth:`narrow_codes`, each decoded when asked for and not kept (a pass over
+        the columns holds one at a time)."""
+        return LazyColumns(columns, lambda c: self.narrow_codes(table, c))
 
     def narrow_codes(self, table: str, column: str) -> np.ndarray:
         """:meth:`codes` of a dictionary-encoded column in the narrowest signed type of 2 bytes or
@@ -1411,9 +1397,8 @@ class BucketizedRelease(Release):
             if qb is None:
                 b = self.buckets()
                 qb, nb = b["qb"], b["n_buckets"]
-            cols = {str(a[0]) for a in assoc}
-            qi_codes = {c: (self.narrow_codes("qit", c) if c in cols else np.zeros(0, np.int8)) for c in self.quasi}
-            cached = (stamp, association_patterns(qb, nb, qi_codes, self.domains, self.sa, assoc))
+            cached = (stamp, association_patterns(qb, nb, self.lazy_codes("qit", self.quasi), self.domains, self.sa,
+                                                  assoc))
             self.__dict__["_forbidden"] = cached
         return cached[1]
 
@@ -1530,7 +1515,7 @@ class BucketizedRelease(Release):
                 f"{len(learned)} listed, not re-derived (the fakes are not identified: give the custodian file)")
             return
         types, type_of = rt
-        qi_codes = _LazyCodes(self, "qit", self.quasi)  # a column decoded when the learning reaches it
+        qi_codes = self.lazy_codes("qit", self.quasi)  # a column decoded when the learning reaches it
         again = learn_negative_associations(self.buckets()["qb"], types, qi_codes, self.domains, self.domains[self.sa],
                                             int(learning["support"]), float(learning["confidence"]),
                                             float(learning["expected"]), bucket_type=type_of)
