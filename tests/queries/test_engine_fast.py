@@ -106,24 +106,25 @@ FAMILIES = {
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_estimates_equal_row_scan(small_edu, family, monkeypatch):
     """Each family's default estimates, se and intervals: the fast index and a per-query row
-    scan give the same numbers (the scan replaces ``CountIndex.sums`` for every index the
+    scan give the same numbers, to the last digits (the scan replaces ``CountIndex.sums`` for every index the
     estimator builds)."""
     rel = ppdp.publish(small_edu, FAMILIES[family](), seed=1)
     wl = list(anatomy_workload(small_edu, 150, 0.05, seed=2)) + list(point_workload(small_edu, 60, seed=4))
     fast = rel.estimate(wl)
     calls = []
 
-    def scan(index, masks):
+    def scan(index, masks, reduce=None, width=None):
         calls.append(len(masks))
-        return naive_sums(index, masks)
+        R = naive_sums(index, masks)
+        return R if reduce is None else reduce(np.arange(len(masks)), R)
 
     with monkeypatch.context() as mp:
         mp.setattr(CountIndex, "sums", scan)
         naive = _fresh(rel).estimate(wl)
     assert calls  # the estimator went through the index
-    np.testing.assert_array_equal(fast.estimate, naive.estimate)
-    np.testing.assert_array_equal(fast.se, naive.se)
-    np.testing.assert_array_equal(fast.lower, naive.lower)
+    # equal up to the order of floating sums (the per-type terms are reduced chunk by chunk)
+    for a, b in [(fast.estimate, naive.estimate), (fast.se, naive.se), (fast.lower, naive.lower)]:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
     assert np.isfinite(fast.se).all()
 
 

@@ -43,7 +43,8 @@ def _case(seed: int, n: int = 3000):
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("mode", ["default", "always-derive", "never-derive", "bytes", "tiny-blocks", "dense", "evict"])
+@pytest.mark.parametrize("mode", ["default", "always-derive", "never-derive", "bytes", "tiny-blocks", "dense", "evict",
+                                  "scatter", "add-dense"])
 def test_paths_equal_row_scan(seed, mode, monkeypatch):
     cols, sizes, keys, K, masks = _case(seed)
     if mode != "dense":  # the case's groupings are small: the dense product would answer them all
@@ -62,6 +63,14 @@ def test_paths_equal_row_scan(seed, mode, monkeypatch):
     elif mode == "evict":  # every derived grouping dropped once no later column set needs it, and after
         monkeypatch.setattr(engine, "_KEEP_CELLS", 0)
         monkeypatch.setattr(engine, "_COST_DERIVE_BASE", -1e9)
+    elif mode in ("scatter", "add-dense"):  # sparse block products added entry by entry, or densely
+        monkeypatch.setattr(engine, "_DENSE_KEYS", 0)
+        monkeypatch.setattr(engine, "_SPARSE_MIN_CELLS", 0)  # sparse weights
+        monkeypatch.setattr(engine, "_SPARSE_DENSITY", 1.0)
+        monkeypatch.setattr(engine, "_BYTE_PATH_BITS", np.inf)
+        monkeypatch.setattr(engine, "_BLOCK_PAIRS", 50)
+        monkeypatch.setattr(engine, "_BLOCK_WORDS", 64)
+        monkeypatch.setattr(engine, "_ADD_DENSE_SHARE", np.inf if mode == "scatter" else 0.0)
     elif mode == "tiny-blocks":
         monkeypatch.setattr(engine, "_BLOCK_PAIRS", 7)
         monkeypatch.setattr(engine, "_BLOCK_WORDS", 3)
@@ -76,6 +85,32 @@ def test_paths_equal_row_scan(seed, mode, monkeypatch):
     np.testing.assert_array_equal(index.sums(masks[::-1]), got[::-1])  # cached groupings, another order
     if mode == "evict":
         assert not index._groups  # nothing derived is kept
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reduced_sums_equal_the_sums(seed, monkeypatch):
+    """``sums(reduce=...)``: each chunk of queries reduced as its sums are made (repeated
+    predicates, whole-domain predicates and queries constraining nothing included) gives the
+    reduction of the whole sums, row by row; the reducer sees every query once."""
+    cols, sizes, keys, K, masks = _case(seed)
+    masks = [*masks, {}, {"a": np.ones(11, dtype=bool)}]
+    monkeypatch.setattr(engine, "_DENSE_COMBOS", 0)
+    monkeypatch.setattr(engine, "_CHUNK_BITS", 64 * 40)  # several chunks per column set
+    rng = np.random.default_rng(seed)
+    F = rng.random((len(masks), K))  # a per-query function of the sums
+    seen = []
+
+    def reduce(queries, R):
+        seen.append(np.asarray(queries).copy())
+        return np.stack([(R * F[queries]).sum(axis=1), R.sum(axis=1)], axis=1)
+
+    index = CountIndex(cols, sizes, keys, n_keys=K)
+    got = index.sums(masks, reduce=reduce, width=2)
+    want = naive_sums(index, masks)
+    np.testing.assert_allclose(got[:, 0], (want * F).sum(axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(got[:, 1], want.sum(axis=1))
+    assert np.array_equal(np.sort(np.concatenate(seen)), np.arange(len(masks)))
+    assert len(seen) > 3
 
 
 @pytest.mark.parametrize("seed", range(4))

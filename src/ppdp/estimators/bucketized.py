@@ -683,32 +683,39 @@ class AnatomyEstimator(Estimator):
     def _type_terms(self, release, types: dict, rest, sel: np.ndarray, variance: bool = True):
         """The estimate and, with ``variance``, the variance terms of :meth:`estimate` as sums
         over bucket types: (est, lin_a, quad_a, lin_f, quad_f, Σ_rows∈P Σ_x p_g(x)), each
-        over queries (:func:`bucket_types`)."""
-        cols = tuple(sorted(set().union(*(set(mk) for mk in rest)))) if rest else ()
-        N = self._type_index(release, types, cols).sums(rest)  # queries × types
+        over queries (:func:`bucket_types`). The index hands over each chunk of queries' type
+        counts n_t(P) as it makes them, and only these terms are kept (with thousands of types
+        the (queries × types) counts would be a workload's largest array)."""
+        cols = tuple(sorted(set().union(*(set(mk) for mk in rest))))
         p, u, c, multi = types["p"], types["u"], types["c"], types["multi"]
         selp = sel.astype(np.float64)
-        sp = selp @ p.T  # p_t(S) per query and type
-        est = np.einsum("qt,qt->q", N, sp)
-        if not variance:
-            return (est,)
-        su = selp @ u.T if u is not None else None
-        nq = len(est)
-        lin_a, quad_a = np.empty(nq), np.empty(nq)
-        lin_f, quad_f = np.zeros(nq), np.zeros(nq)
-        # a block of queries at a time: the (queries × types) products stay small (reused memory)
-        for a in range(0, nq, _TERM_ROWS):
-            b = min(nq, a + _TERM_ROWS)
-            nm = N[a:b] * multi
-            spb = sp[a:b]
-            lin_a[a:b] = np.einsum("qt,qt->q", nm, spb)
-            quad_a[a:b] = np.einsum("qt,qt->q", nm, spb * spb)
-            if su is not None:
-                nc = N[a:b] * c
-                sub = su[a:b]
-                lin_f[a:b] = np.einsum("qt,qt->q", nc, sub)
-                quad_f[a:b] = np.einsum("qt,qt->q", nc, sub * sub)
-        return est, lin_a, quad_a, lin_f, quad_f, N @ p.sum(axis=1)
+        p_sum = p.sum(axis=1)
+
+        def terms(queries: np.ndarray, N: np.ndarray) -> np.ndarray:
+            out = np.zeros((len(queries), 6 if variance else 1))
+            # a block of queries at a time: the (queries × types) products stay small (reused memory)
+            for a in range(0, len(queries), _TERM_ROWS):
+                b = min(len(queries), a + _TERM_ROWS)
+                n, s = N[a:b], selp[queries[a:b]]
+                sp = s @ p.T  # p_t(S) per query and type
+                out[a:b, 0] = np.einsum("qt,qt->q", n, sp)
+                if not variance:
+                    continue
+                nm = n * multi
+                out[a:b, 1] = np.einsum("qt,qt->q", nm, sp)
+                sp *= sp
+                out[a:b, 2] = np.einsum("qt,qt->q", nm, sp)
+                if u is not None:
+                    su = s @ u.T
+                    nc = n * c
+                    out[a:b, 3] = np.einsum("qt,qt->q", nc, su)
+                    su *= su
+                    out[a:b, 4] = np.einsum("qt,qt->q", nc, su)
+                out[a:b, 5] = n @ p_sum
+            return out
+
+        got = self._type_index(release, types, cols).sums(rest, reduce=terms, width=6 if variance else 1)
+        return tuple(got[:, k] for k in range(got.shape[1]))
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
         types = bucket_types(release)

@@ -76,6 +76,9 @@ _BLOCK_PAIRS = 1 << 18
 _BYTE_PATH_BITS = 3.0
 #: a sparse grouping of at most this many keys is summed against the query bytes densely
 _DENSE_KEYS = 32
+#: a sparse block product filling at least this share of the (queries × keys) cells is added
+#: to the sums as a dense array, a sparser one entry by entry
+_ADD_DENSE_SHARE = 0.25
 #: a block of at most this many combinations (and :data:`_DENSE_CELLS` combination × query
 #: cells) is summed as one dense product of its unpacked query bits and its weights: the byte
 #: path's (byte cells × keys) table is larger than the product there (the single-attribute
@@ -381,12 +384,18 @@ class CountIndex:
             self._pack_cache[(gcols, cols)] = out
         return out
 
-    def sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
-        """R (n_queries × K): masks[q] maps each constrained column to a boolean domain mask."""
+    def sums(self, masks: Sequence[Mapping[str, np.ndarray]], reduce=None, width: int | None = None) -> np.ndarray:
+        """R (n_queries × K): masks[q] maps each constrained column to a boolean domain mask.
+
+        ``reduce(queries, R_rows)`` (with ``width``): what is wanted of R is a few numbers per
+        query (``R_rows``: R's rows of the query indices ``queries``; it returns their
+        (len(queries) × width) numbers), applied to each chunk of queries as its sums are made:
+        the (n_queries × K) sums are never held at once (with thousands of keys they are the
+        largest array of a workload). Returns (n_queries × width)."""
         # the products here are many small, memory-bound matmuls: BLAS threads only add
         # contention (measured: up to 200× slower on a loaded 2-core machine)
         with threadpool_limits(limits=1, user_api="blas"):
-            out = self._sums(masks)
+            out = self._sums(masks, reduce, width)
         self._trim()
         return out
 
@@ -421,7 +430,7 @@ class CountIndex:
             total -= sizes[cols]
             self._forget(cols)
 
-    def _sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
+    def _sums(self, masks: Sequence[Mapping[str, np.ndarray]], reduce=None, width: int | None = None) -> np.ndarray:
         # a predicate selecting its whole domain constrains nothing: the query is answered on
         # the grouping of the other columns (fewer combinations, the same sums); queries with
         # the same predicates (e.g. differing only in a column split off, like the SA) once
@@ -439,12 +448,39 @@ class CountIndex:
             if j == len(first):
                 first.append(kept)
             inv[qi] = j
-        out = self._distinct_sums(first)
-        return out if len(first) == len(masks) else out[inv]
+        if reduce is None:
+            out = self._distinct_sums(first)
+            assert out is not None
+            return out if len(first) == len(masks) else out[inv]
+        # each distinct query's rows of the original ones, to reduce a chunk of distinct sums
+        order = np.argsort(inv, kind="stable")
+        starts = np.searchsorted(inv[order], np.arange(len(first) + 1))
+        res = np.zeros((len(masks), int(width if width is not None else 1)), dtype=np.float64)
 
-    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]]) -> np.ndarray:
-        """:meth:`sums` of distinct queries, each over the columns it constrains."""
-        out = np.zeros((len(masks), self.K), dtype=np.float64)
+        def emit(distinct: np.ndarray, R: np.ndarray) -> None:
+            counts = starts[distinct + 1] - starts[distinct]
+            if len(first) == len(masks):  # no repeats: the chunk's rows are the queries'
+                res[distinct] = reduce(distinct, R)
+                return
+            at = np.repeat(starts[distinct] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            queries = order[at]
+            rows = np.repeat(np.arange(len(distinct)), counts)
+            res[queries] = reduce(queries, R if np.array_equal(rows, np.arange(len(R))) else R[rows])
+
+        self._distinct_sums(first, emit)
+        return res
+
+    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]], emit=None) -> np.ndarray | None:
+        """:meth:`sums` of distinct queries, each over the columns it constrains; ``emit(queries,
+        R_rows)``: each chunk's sums handed over as they are made (none kept)."""
+        out = np.zeros((len(masks), self.K), dtype=np.float64) if emit is None else None
+
+        def put(q: np.ndarray, R) -> None:
+            if out is None:
+                assert emit is not None
+                emit(q, np.asarray(R))
+            else:
+                out[q] = R
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
             by_cols[tuple(sorted(m))].append(qi)
@@ -456,7 +492,8 @@ class CountIndex:
             qarr = np.asarray(qidx)
             if not cols:
                 W = self.group(cols)[1]
-                out[qarr] = np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel()
+                put(qarr, np.broadcast_to(np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel(),
+                                          (len(qarr), self.K)))
                 continue
             gcols, combo, W = self._target(cols, masks, qidx)
             n_c = W.shape[0]
@@ -465,7 +502,7 @@ class CountIndex:
             step = 64 << max(0, int(np.log2(max(1, _CHUNK_BITS // max(n_c, 1) // 64))))
             for s in range(0, len(qidx), step):
                 chunk = qidx[s : s + step]
-                out[qarr[s : s + step]] = self._chunk_sums(chunk, masks, packs, W, gcols)
+                put(qarr[s : s + step], self._chunk_sums(chunk, masks, packs, W, gcols))
         return out
 
     def _chunk_sums(self, chunk: list[int], masks, packs, W, cols) -> np.ndarray:
@@ -494,7 +531,7 @@ class CountIndex:
         out = np.zeros((nq, self.K), dtype=np.float64)
         for a in range(0, n_c, rows):
             b = min(n_c, a + rows)
-            out += self._reduce(self._bits(luts, a, b, n_words), W[a:b], nq, None)
+            self._reduce(self._bits(luts, a, b, n_words), W[a:b], nq, None, out=out)
         return out
 
     @staticmethod
@@ -508,21 +545,28 @@ class CountIndex:
                 np.bitwise_and(bits, np.take(lut, code[a:b], axis=0), out=bits)
         return bits
 
-    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] | None = ()) -> np.ndarray:
-        """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64.
+    def _reduce(self, bits: np.ndarray, W, nq: int, cols: tuple[str, ...] | None = (),
+                out: np.ndarray | None = None) -> np.ndarray:
+        """Σ_c bit(c, q)·W[c] for every query q of the chunk: (nq × K) float64, added into
+        ``out`` when given (the sums of several blocks of combinations).
 
         The set bits — the (combination, query) pairs that match — become a sparse 0/1
         (combinations × queries) matrix P, and R = Pᵀ·W: the cost is the matching pairs' times
         W's entries per combination, not the queries × combinations'. Combinations are taken in
         blocks of at most :data:`_BLOCK_PAIRS` pairs. A block whose non-zero bytes hold many
-        bits each (broad queries) is summed a byte at a time instead (:meth:`_reduce_bytes`)."""
+        bits each (broad queries) is summed a byte at a time instead (:meth:`_reduce_bytes`).
+        A sparse block product is added entry by entry (:func:`_add_entries`), not as a dense
+        (queries × keys) array: with many keys, selective queries match few of them."""
         n_c, n_words = bits.shape
         if n_c and n_c <= _DENSE_COMBOS and n_c * nq <= _DENSE_CELLS:  # a small grouping: one dense product
             M = np.unpackbits(bits.view(np.uint8), axis=1, count=nq, bitorder="little").astype(np.float64)
-            if sparse.issparse(W):
-                return np.ascontiguousarray((W.T @ M).T)
-            return M.T @ np.asarray(W, dtype=np.float64)
-        out = np.zeros((nq, self.K), dtype=np.float64)
+            R = np.ascontiguousarray((W.T @ M).T) if sparse.issparse(W) else M.T @ np.asarray(W, dtype=np.float64)
+            if out is None:
+                return R
+            out += R
+            return out
+        if out is None:
+            out = np.zeros((nq, self.K), dtype=np.float64)
         if n_c == 0:
             return out
         per_row = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
@@ -552,10 +596,10 @@ class CountIndex:
                 Wb = Wb.toarray()
             if sparse.issparse(Wb):  # one operand is transposed to CSR (Wᵀ, or Pᵀ): the smaller
                 cells = P.shape[1] * self.K  # a bound on the product's entries
-                if Wb.nnz < len(q):
-                    out += _product(Wb.T.tocsr(), P, cells).toarray()[:, :nq].T
+                if Wb.nnz < len(q):  # (keys × queries)
+                    _add_entries(out, _product(Wb.T.tocsr(), P, cells), nq, transposed=True)
                 else:
-                    out += _product(P.T.tocsr(), Wb.tocsr(), cells).toarray()[:nq]
+                    _add_entries(out, _product(P.T.tocsr(), Wb.tocsr(), cells), nq)
             else:
                 out += (P.T @ np.asarray(Wb, dtype=np.float64))[:nq]
             del P, q
@@ -615,6 +659,28 @@ class CountIndex:
                 (sparse.issparse(out) or (out is not W and out.size <= _MAX_DENSE_KEPT)):
             self._wt[cols] = (W, out)
         return out
+
+
+def _add_entries(out: np.ndarray, R: sparse.csr_matrix, nq: int, transposed: bool = False) -> None:
+    """out (nq × K, C order) += R, R a CSR product (queries × keys, or keys × queries when
+    ``transposed``; query rows or columns from ``nq`` on are padding). A product holding a
+    large share of the cells is added densely; otherwise its entries are scattered into
+    ``out`` (each (row, column) once in a product: no duplicates to sum)."""
+    if R.nnz == 0:
+        return
+    if R.nnz >= _ADD_DENSE_SHARE * out.size:
+        D = R.toarray()
+        out += D[:, :nq].T if transposed else D[:nq]
+        return
+    row = np.repeat(np.arange(R.shape[0], dtype=np.int64), np.diff(R.indptr))
+    col = R.indices.astype(np.int64)
+    q, k = (col, row) if transposed else (row, col)
+    keep = q < nq
+    flat = out.reshape(-1)
+    if keep.all():
+        flat[q * out.shape[1] + k] += R.data
+    else:
+        flat[q[keep] * out.shape[1] + k[keep]] += R.data[keep]
 
 
 def _stored(W) -> int:
