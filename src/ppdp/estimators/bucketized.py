@@ -698,19 +698,19 @@ class AnatomyEstimator(Estimator):
                 b = min(len(queries), a + _TERM_ROWS)
                 n, s = N[a:b], selp[queries[a:b]]
                 sp = s @ p.T  # p_t(S) per query and type
-                out[a:b, 0] = np.einsum("qt,qt->q", n, sp)
+                t = n * sp
+                out[a:b, 0] = t.sum(axis=1)
                 if not variance:
                     continue
-                nm = n * multi
-                out[a:b, 1] = np.einsum("qt,qt->q", nm, sp)
-                sp *= sp
-                out[a:b, 2] = np.einsum("qt,qt->q", nm, sp)
+                out[a:b, 1] = t @ multi
+                t *= sp
+                out[a:b, 2] = t @ multi
                 if u is not None:
                     su = s @ u.T
-                    nc = n * c
-                    out[a:b, 3] = np.einsum("qt,qt->q", nc, su)
-                    su *= su
-                    out[a:b, 4] = np.einsum("qt,qt->q", nc, su)
+                    t = n * su
+                    out[a:b, 3] = t @ c
+                    t *= su
+                    out[a:b, 4] = t @ c
                 out[a:b, 5] = n @ p_sum
             return out
 
