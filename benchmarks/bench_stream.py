@@ -1,5 +1,7 @@
 """The streaming engine beyond memory: publish, streamed verify (with the source) and streamed
-queries of a randomized-family or histogram release of a synthetic OCC Parquet file.
+queries of a randomized-family, bucketization or histogram release of a synthetic OCC
+Parquet file (bucketization: verify reads the source as an in-memory Table of narrow codes,
+and the queries are bench_scale's 5,000 with intervals on the partitioned release).
 
     python benchmarks/bench_stream.py --n 100000000 [--mechanism uniform] [--chunk-rows 2000000]
 
@@ -27,7 +29,9 @@ MECHS = {"uniform": "ppdp.UniformPerturbation(rho1=0.05, rho2=0.3)", "sdr": "ppd
          # the histogram family: one streamed pass counts the cube, the mechanism runs on the counts
          "cells": "ppdp.CellHistogram(1.0, ['age', 'education'], domains='occ')",
          "dpcube": "ppdp.DPCube(1.0, ['age', 'education'], domains='occ')",
-         "kdtree": "ppdp.HierarchicalKDTree(1.0, ['age', 'education'], domains='occ')"}
+         "kdtree": "ppdp.HierarchicalKDTree(1.0, ['age', 'education'], domains='occ')",
+         # bucketization: the Spark engine's stages run in this process (spill files beside the release)
+         "fprivacy": "ppdp.FPrivacy(theta=8.0, fake_values=1)", "anatomy": "ppdp.Anatomy(4)"}
 
 STAGE = r"""
 import json, resource, sys, time
@@ -55,7 +59,7 @@ elif stage == "publish":
 elif stage == "verify":
     v = stream.verify_stream(out, src, chunk_rows=chunk)
     res.update(ok=v["ok"], problems=v["problems"][:3], facts={k: str(x) for k, x in v["facts"].items()})
-elif stage == "queries" and eval(expr).family == "histogram":  # bench_scale's 5,000 range queries
+elif stage == "queries" and eval(expr).family in ("histogram", "bucketized"):  # bench_scale's 5,000 queries
     from bench_scale import query_workload
     est = ppdp.load_release(out).estimate(query_workload("occ", eval(expr).name))
     res["n_queries"] = len(est.estimate)

@@ -92,10 +92,15 @@ def test_allotment_deals_exact_slot_counts_uniformly():
         Allotment(slots).take(np.zeros(7, dtype=np.int64), rng)
 
 
-def test_streaming_refuses_a_non_row_mechanism(source, tmp_path):
+def test_streaming_refuses_what_is_not_a_mechanism_of_its_families(source, tmp_path):
     _, path = source
-    with pytest.raises(ppdp.PpdpError, match="randomized family"):
-        publish_stream(path, ppdp.Anatomy(3), tmp_path / "x")
+
+    class Other:
+        name, family = "other", "other"
+
+    with pytest.raises(ppdp.PpdpError, match="randomized family .* bucketization .* histogram family"):
+        publish_stream(path, Other(), tmp_path / "x")
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("mech", [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3),

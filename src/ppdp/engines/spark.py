@@ -239,10 +239,32 @@ def _file_scan(sdf, direct: bool | None) -> "FileScan | None":
     return getattr(sdf, "_ppdp_scan", None) if "_ppdp_scan" in getattr(sdf, "__dict__", {}) else None
 
 
-def _run_units(frame_or_scan, fn, fields, spark=None):
+def _long_fields(names: Sequence[str]):
+    """The Spark schema of a task's output: int64 columns ``names``."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(x, T.LongType(), False) for x in names])
+
+
+def _tasks(spark, n: int, fn, names: Sequence[str]) -> list:
+    """``fn`` — a generator from record batches of task ids (column ``id``) to record batches
+    of int64 columns ``names`` — on the ids 0 … n − 1: on Spark's executors, one task per id;
+    or, with ``spark`` None (the streaming engine), in this process, one id after the other.
+    Returns the rows it yields (indexable)."""
+    if spark is None:
+        ids = pa.record_batch([pa.array(np.arange(n, dtype=np.int64))], names=["id"])
+        rows: list = []
+        for b in fn(iter([ids])):
+            rows.extend(zip(*(b.column(i).to_pylist() for i in range(b.num_columns))))
+        return rows
+    return _per_block(spark, n).mapInArrow(fn, _long_fields(names)).collect()
+
+
+def _run_units(frame_or_scan, fn, names: Sequence[str], spark=None):
     """``fn(unit_id, batches)`` (a generator of record batches) on every input partition of a
-    frame (``mapInArrow``) or every read unit of a :class:`FileScan` (one task per unit);
-    returns the collected rows."""
+    frame (``mapInArrow``) or every read unit of a :class:`FileScan` (one task per unit, on
+    Spark's executors or, ``spark`` None, in this process: :func:`_tasks`); returns the
+    collected rows."""
     if isinstance(frame_or_scan, FileScan):
         scan = frame_or_scan
 
@@ -251,8 +273,8 @@ def _run_units(frame_or_scan, fn, fields, spark=None):
                 for u in b.column("id").to_numpy().tolist():
                     yield from fn(u, None)
 
-        return _per_block(spark, len(scan.units)).mapInArrow(per_unit, fields).collect()
-    return frame_or_scan.mapInArrow(lambda batches: fn(_partition_id(), batches), fields).collect()
+        return _tasks(spark, len(scan.units), per_unit, names)
+    return frame_or_scan.mapInArrow(lambda batches: fn(_partition_id(), batches), _long_fields(names)).collect()
 
 
 # -------------------------------------------------------------------------- randomness
@@ -299,8 +321,6 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
     mode: any directory). ``persist`` is accepted for compatibility and ignored: the input is
     read once."""
     _require_spark()
-    from pyspark.sql import types as T
-
     sens = list(schema.sensitive)
     cols = [*schema.quasi, *sens]
     rng = publication_rng(seed)
@@ -372,8 +392,7 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
                     arr = np.concatenate(stats).astype(np.int64) if stats else np.zeros((0, 4), dtype=np.int64)
                     yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["sa", "g", "v", "n"])
 
-        sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("sa", "g", "v", "n")])
-        stats = _per_block(sdf.sparkSession, B).mapInArrow(apply_block, sfields).collect()
+        stats = _tasks(sdf.sparkSession, B, apply_block, ("sa", "g", "v", "n"))
         shutil.rmtree(spill, ignore_errors=True)
         clock.lap("apply, permute and write")
         # what the release discloses is a function of the published counts (per SDR sub-table)
@@ -415,9 +434,8 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
     of the row), as narrow integer codes in ``spill/BBBBB/PPPPP.arrow`` (one Arrow IPC file per
     block and input partition, written under a temporary name and renamed: a retried task
     rewrites all of its files). Returns, per column of ``count_cols``, the (B × |domain|) rows
-    of each value in each block — the only thing the driver receives."""
-    from pyspark.sql import types as T
-
+    of each value in each block — the only thing the driver receives. ``spark`` None: the
+    tasks run in this process (:func:`_tasks`; the streaming engine)."""
     schema = _spill_schema(cols, doms)
     widths = {c: schema.field(c).type.to_pandas_dtype() for c in cols}
     for blk in range(B):
@@ -462,9 +480,8 @@ def _scatter(frame, cols: Sequence[str], doms: Mapping[str, Sequence[str]], coun
         arr = arr[arr[:, 3] > 0]
         yield pa.RecordBatch.from_arrays([pa.array(arr[:, j]) for j in range(4)], ["c", "b", "v", "n"])
 
-    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("c", "b", "v", "n")])
     out = [np.zeros((B, len(doms[c])), dtype=np.int64) for c in count_cols]
-    for i, blk, v, k in _run_units(frame, scatter, fields, spark):
+    for i, blk, v, k in _run_units(frame, scatter, ("c", "b", "v", "n"), spark):
         out[i][blk, v] += k
     return out
 
@@ -516,8 +533,6 @@ def _dropped_counts(spark, spill: Path, sens: Sequence[str], doms, drops: np.nda
                     streams: PartitionStreams) -> list[np.ndarray]:
     """A': the values of the rows dropped from each block (the positions are drawn from the
     block's own stream, as the apply task draws them again)."""
-    from pyspark.sql import types as T
-
     B = len(drops)
 
     def count(batches):
@@ -534,9 +549,8 @@ def _dropped_counts(spark, spill: Path, sens: Sequence[str], doms, drops: np.nda
                                                       pa.array(nz.astype(np.int64)), pa.array(c[nz].astype(np.int64))],
                                                      ["c", "b", "v", "n"])
 
-    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("c", "b", "v", "n")])
     out = [np.zeros((B, len(doms[s])), dtype=np.int64) for s in sens]
-    for i, blk, v, k in _per_block(spark, B).mapInArrow(count, fields).collect():
+    for i, blk, v, k in _tasks(spark, B, count, ("c", "b", "v", "n")):
         out[i][blk, v] += k
     return out
 
@@ -635,7 +649,8 @@ def apply_bucketized(plan: BucketizationPlan, sdf, schema: DatasetSchema, out, s
 
 def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.Generator, plan_for, *,
                out_partitions: int | None = None, overwrite: bool = False, mechanism=None,
-               allow_full_disclosure: bool = False, part_rows: int = 4_000_000, direct: bool | None = None) -> dict:
+               allow_full_disclosure: bool = False, part_rows: int = 4_000_000, direct: bool | None = None,
+               scan: "FileScan | None" = None) -> dict:
     """Bucketization in three executor stages and no JVM shuffle. (A) :func:`_scatter`: one
     read of the input, every row to a uniformly random block, the SA counts per block back to
     the driver, which makes (or checks) the plan. (B) one task per block: the block's rows of
@@ -646,9 +661,10 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     (C) one task per part: its rows ordered by bucket id (random order inside a bucket),
     written as ``qit/part-NNNNN.parquet``. (D) one task per group of ranges of buckets: the ST
     (:func:`_write_st`). The driver then states the disclosure and writes the manifest and the
-    custodian file, a range of buckets at a time (:class:`TypedLayout`)."""
-    from pyspark.sql import types as T
+    custodian file, a range of buckets at a time (:class:`TypedLayout`).
 
+    ``sdf`` None and a :class:`FileScan` ``scan``: the streaming engine — the same stages, each
+    task run in this process one after the other (:func:`_tasks`), no Spark."""
     sa = schema.sensitive[0]
     quasi = list(schema.quasi)
     cols = [*quasi, sa]
@@ -660,11 +676,12 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
     tmp = temp_path(target)
     qit_dir, spill, spill2 = tmp / "qit", tmp / "_spill", tmp / "_spill2"
     qit_dir.mkdir(parents=True)
-    spark = sdf.sparkSession
+    spark = sdf.sparkSession if sdf is not None else None
     clock = _Clock()
     fake_dir: Path | None = None
     try:
-        scan = _file_scan(sdf, direct)
+        if scan is None:
+            scan = _file_scan(sdf, direct)
         frame = scan if scan is not None else sdf.select(*cols)
         B = out_partitions or max(2, -(-_rows(frame) // part_rows))
         counts_b = _scatter(frame, cols, doms, [sa], B, spill, streams, stage=8, spark=spark)[0]
@@ -746,11 +763,10 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
                         _write_part(qit_dir, j, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
                     yield pa.RecordBatch.from_arrays([pa.array([j], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
 
-        sfields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
-        _per_block(spark, B).mapInArrow(to_buckets, sfields).collect()
+        _tasks(spark, B, to_buckets, ("p", "n"))
         shutil.rmtree(spill, ignore_errors=True)
         clock.lap("rank and bucket")
-        written = _per_block(spark, n_out).mapInArrow(write_part, sfields).collect()
+        written = _tasks(spark, n_out, write_part, ("p", "n"))
         shutil.rmtree(spill2, ignore_errors=True)
         if sum(int(r[1]) for r in written) != plan.n_records:
             raise PpdpError(f"the executors wrote {sum(int(r[1]) for r in written):,} QIT rows, the plan places {plan.n_records:,}")
@@ -762,7 +778,8 @@ def _bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random
         clock.lap("ST")
         numeric = {c: (None if schema.numeric.get(c) is None else np.asarray(schema.numeric[c], float)) for c in cols}
         # the disclosure is computed once: here for a plan applied alone, else by _finish (state_disclosure)
-        rel = _plan_release(layout, cert, quasi, doms, numeric, disclose=mechanism is None)
+        rel = _plan_release(layout, cert, quasi, doms, numeric, disclose=mechanism is None,
+                            engine="spark" if sdf is not None else "stream")
         rows = {"qit": plan.n_records, "st": n_st}
         if mechanism is None:  # the plan applied alone: the caller stamps mechanism and seed
             return finish_partitioned(tmp, target, rel.manifest, rows, overwrite=overwrite)
@@ -932,9 +949,7 @@ def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None
     holds more than a range of the ST. With ``fake_dir`` (σ > 0), each task also writes the
     fakes it drew as narrow SA codes (``fake_dir/GGGGG.arrow``, one record batch per range),
     which the layout then reads for the disclosure and the custodian file instead of drawing
-    them again. Returns the ST's rows."""
-    from pyspark.sql import types as T
-
+    them again. Returns the ST's rows. ``spark`` None: the tasks run in this process."""
     directory.mkdir()
     n_ranges = layout.n_ranges
     if n_ranges == 0:  # no bucket: one empty part with the ST's columns
@@ -977,8 +992,7 @@ def _write_st(spark, layout: TypedLayout, directory: Path, fake_dir: Path | None
                     os.replace(fpartial, fake_dir / f"{g:05d}.arrow")
                 yield pa.RecordBatch.from_arrays([pa.array([g], pa.int64()), pa.array([rows], pa.int64())], ["p", "n"])
 
-    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("p", "n")])
-    n_st = sum(int(r[1]) for r in _per_block(spark, -(-n_ranges // per)).mapInArrow(write, fields).collect())
+    n_st = sum(int(r[1]) for r in _tasks(spark, -(-n_ranges // per), write, ("p", "n")))
     layout.fake_dir = fake_dir
     return n_st
 
@@ -1023,7 +1037,8 @@ class _FakeRanges:
                 yield np.repeat(np.arange(*self.layout.bounds(r), dtype=np.int64), sigma), code
 
 
-def _plan_release(layout: TypedLayout, certificate: dict, quasi, doms, numeric, disclose: bool = True) -> PlanQITRelease:
+def _plan_release(layout: TypedLayout, certificate: dict, quasi, doms, numeric, disclose: bool = True,
+                  engine: str = "spark") -> PlanQITRelease:
     plan = layout.plan
     sa = plan.sa
     published = (*quasi, sa)
@@ -1031,7 +1046,7 @@ def _plan_release(layout: TypedLayout, certificate: dict, quasi, doms, numeric, 
     if any(numeric.get(c) is not None for c in published):
         schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
-                "engine": "spark", "certificate": certificate}
+                "engine": engine, "certificate": certificate}
     rel = PlanQITRelease(manifest, {}, {})
     rel.layout = layout
     if disclose:
@@ -1092,8 +1107,6 @@ def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: Dat
     """Counts of the label combinations, one task per read unit: codes over the schema's
     domains, then the distinct flat cell keys and their counts (``np.bincount`` over the dense cube up to
     :data:`DENSE_COUNT_CELLS` cells, else ``np.unique``)."""
-    from pyspark.sql import types as T
-
     doms = {d: list(schema.domains[d]) for d in dims}
     shape = tuple(max(1, len(doms[d])) for d in dims)
 
@@ -1120,8 +1133,7 @@ def _direct_combinations(spark, scan: FileScan, dims: Sequence[str], schema: Dat
             uk, c = merge_counts(keys, cnts)
             yield pa.RecordBatch.from_arrays([pa.array(uk.astype(np.int64)), pa.array(c)], ["key", "n"])
 
-    fields = T.StructType([T.StructField(x, T.LongType(), False) for x in ("key", "n")])
-    rows = _run_units(scan, count, fields, spark)
+    rows = _run_units(scan, count, ("key", "n"), spark)
     if not rows:
         raise PpdpError("the input table is empty")
     k = np.array([r[0] for r in rows], dtype=np.int64)

@@ -334,8 +334,9 @@ def row_plan(mechanism, counts: Sequence[np.ndarray], schema: DatasetSchema) -> 
         return SDRRows(mechanism.plan(check_randomizable(sa, counts[0]), list(schema.domains[sa]), sa), sa)
     if isinstance(mechanism, Diverted):
         return DivertedRows(mechanism.plan([np.asarray(c) for c in counts]), sens)
-    raise PpdpError(f"the streaming engine applies the randomized family (uniform, global, sdr, diverted) and the "
-                    f"histogram family; got {getattr(mechanism, 'name', type(mechanism).__name__)!r}")
+    raise PpdpError(f"the streaming engine applies the randomized family (uniform, global, sdr, diverted), "
+                    f"bucketization (fprivacy, anatomy) and the histogram family; got "
+                    f"{getattr(mechanism, 'name', type(mechanism).__name__)!r}")
 
 
 def diverted_eligible(mechanism: Diverted, counts: Sequence[np.ndarray], n: int, schema: DatasetSchema) -> int:
@@ -370,12 +371,17 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
                    sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
                    chunk_rows: int = 2_000_000, part_rows: int = 4_000_000, overwrite: bool = False) -> dict:
     """Publish a Parquet dataset larger than memory under a randomized-family mechanism into
-    the partitioned release directory ``out`` — or under a histogram mechanism into a release
+    the partitioned release directory ``out`` — under a bucketization mechanism likewise
+    (:func:`publish_stream_bucketized`), or under a histogram mechanism into a release
     directory (:func:`publish_stream_histogram`). Returns the manifest (the seed, if any, goes
     to the custodian file beside ``out``, as with ``Release.save``)."""
     if getattr(mechanism, "family", None) == "histogram":
         return publish_stream_histogram(source, mechanism, out, seed, domains=domains, chunk_rows=chunk_rows,
                                         overwrite=overwrite)
+    if getattr(mechanism, "family", None) == "bucketized":
+        return publish_stream_bucketized(source, mechanism, out, seed, quasi=quasi, sensitive=sensitive,
+                                         domains=domains, chunk_rows=chunk_rows, part_rows=part_rows,
+                                         overwrite=overwrite)
     t0 = time.process_time()
     from ..releases.storage import custodian_path
 
@@ -674,6 +680,41 @@ def publish_counted(table: CountedTable, mechanism, out, seed: int | None, engin
     return rel.manifest
 
 
+def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *, quasi: Sequence[str] = (),
+                              sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
+                              chunk_rows: int = 2_000_000, part_rows: int = 4_000_000, overwrite: bool = False,
+                              allow_full_disclosure: bool = False) -> dict:
+    """F'-privacy or Anatomy on a Parquet dataset larger than memory, into the partitioned
+    release directory ``out``: the Spark engine's bucketization stages
+    (:func:`ppdp.engines.spark._bucketize`) with every task run in this process, one after the
+    other — (A) one read of the dataset, ``chunk_rows`` rows of row groups at a time, every row
+    as narrow codes to a uniformly random block of about ``part_rows`` rows in spill files
+    beside the release, the SA counts per block kept; the mechanism's public plan from the
+    counts; (B) a block at a time, each row's uniformly random rank within its SA value, its
+    bucket by the typed plan, the row to a random output part; (C) each part written ordered
+    by bucket; (D) the ST from the plan alone, a range of buckets at a time; the disclosure
+    streamed over the ranges. Memory O(block + plan): no array of one entry per row or per
+    bucket. PySpark is not needed. Negative associations for the fakes are not supported here
+    (nor on Spark): one clear error. Returns the manifest."""
+    from .spark import FileScan, _bucketize
+
+    if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
+        raise PpdpError("negative associations for fake values (given or learned) are not supported by the streaming "
+                        "engine; publish in memory (ppdp publish) to use them")
+    target = Path(out)
+    if os.path.lexists(target) and not overwrite:  # before any pass over the data
+        raise PpdpError(f"{str(target)!r} exists; choose a new directory or pass overwrite=True")
+    schema = dataset_schema(source, quasi, sensitive, domains)
+    if len(schema.sensitive) != 1:
+        raise SchemaError(f"bucketization publishes one sensitive attribute; the dataset declares {list(schema.sensitive)}")
+    scan = FileScan.of(source, unit_rows=chunk_rows)
+    if scan.n_rows == 0:
+        raise PpdpError("the input table is empty")
+    return _bucketize(None, schema, target, seed, publication_rng(seed), mechanism.plan, overwrite=overwrite,
+                      mechanism=mechanism, allow_full_disclosure=allow_full_disclosure, part_rows=part_rows,
+                      scan=scan)
+
+
 def publish_stream_histogram(source, mechanism, out, seed: int | None = None, *,
                              domains: Mapping[str, Sequence[str]] | None = None, chunk_rows: int = 2_000_000,
                              overwrite: bool = False) -> dict:
@@ -704,6 +745,19 @@ def _verify_stream_histogram(release_dir: Path, manifest: dict, source, chunk_ro
     return {"ok": bool(r.ok), "problems": list(r.problems), "checks": list(r.checks), "facts": dict(r.facts)}
 
 
+def _verify_stream_bucketized(release_dir: Path, source) -> dict:
+    """:func:`verify_stream` of a bucketized (partitioned) release: its own verify, which reads
+    the QIT and the ST a range of buckets at a time; with the ``source`` dataset, read as a
+    :class:`~ppdp.table.Table` of narrow codes (about one byte or two per cell), which must fit
+    in memory."""
+    from ..releases.base import load_release
+    from ..table import Table
+
+    table = None if source is None else Table.from_parquet(source)
+    r = load_release(release_dir).verify(table)
+    return {"ok": bool(r.ok), "problems": list(r.problems), "checks": list(r.checks), "facts": dict(r.facts)}
+
+
 def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict:
     """Verify a streamed (partitioned) randomized release in bounded memory: the manifest and
     claim (re-derived by the claim's own check on the manifest), the files (row count, every
@@ -720,6 +774,8 @@ def verify_stream(release_dir, source=None, chunk_rows: int = 2_000_000) -> dict
     manifest = read_json(d / "manifest.json", "manifest")
     if manifest.get("family") == "histogram":
         return _verify_stream_histogram(d, manifest, source, chunk_rows)
+    if manifest.get("family") == "bucketized":
+        return _verify_stream_bucketized(d, source)
     rep = VerifyReport()
     sch = manifest["schema"]
     qi, sens = list(sch["quasi"]), list(sch["sensitive"])
