@@ -172,6 +172,7 @@ def main() -> None:
 
     import ppdp
     from ppdp.engines import spark as S
+    from ppdp.engines.blocks import LAST_PHASES
     from ppdp.engines.stream import verify_stream
 
     src = Path(args.data) if args.data else ensure_data(args.n)
@@ -211,7 +212,7 @@ def main() -> None:
                "driver_python_peak_gib": peak_rss_gib(),
                "driver_jvm_heap_cap": args.driver_memory,
                "driver_jvm_peak_rss_gib_so_far": jvm_peak_gib(os.getpid()),
-               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(S.LAST_PHASES),
+               "load_average_after": os.getloadavg()[0], "spark_phases_wall_s": dict(LAST_PHASES),
                "data": src.name, "run": {k: v for k, v in vars(args).items() if k != "mechanisms"}}
         if not args.no_local:
             res = subprocess.run([sys.executable, "-c", LOCAL, str(src), str(out), MECHS[name], str(args.seed)],

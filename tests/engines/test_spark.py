@@ -16,6 +16,7 @@ from ppdp.releases.readme import render_readme
 
 pytest.importorskip("pyspark")
 
+from ppdp.engines import blocks as B  # noqa: E402
 from ppdp.engines import spark as S  # noqa: E402
 
 N = 6000
@@ -159,9 +160,9 @@ def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, s
     groups as tasks): same verify, same claim; a transformed frame goes through Spark SQL."""
     table, _, _, path = source
     sdf, schema = S.read_dataset(spark, path)
-    scan = S._file_scan(sdf, None)
+    scan = B.file_scan(sdf, None)
     assert scan is not None and len(scan.units) == 1 and scan.n_rows == N
-    assert S._file_scan(sdf.select("*"), None) is None and S._file_scan(sdf, False) is None
+    assert B.file_scan(sdf.select("*"), None) is None and B.file_scan(sdf, False) is None
     S.publish(sdf, mech, tmp_path / "rel", schema, seed=3)
     rel = ppdp.load_release(tmp_path / "rel")
     rep = ppdp.verify(rel, table)
@@ -185,8 +186,8 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     verify."""
     table, sdf, schema, _ = source
     m = len(schema.domains[schema.sensitive[0]])
-    monkeypatch.setattr(S, "ST_RANGE_CELLS", 7 * m)  # 7 buckets per range
-    monkeypatch.setattr(S, "ST_TASK_CELLS", 3 * 7 * m)  # 3 ranges per task
+    monkeypatch.setattr(B, "ST_RANGE_CELLS", 7 * m)  # 7 buckets per range
+    monkeypatch.setattr(B, "ST_TASK_CELLS", 3 * 7 * m)  # 3 ranges per task
     out = tmp_path / "rel"
     S.publish(sdf, mech, out, schema, seed=5)
     rel = ppdp.load_release(out)
@@ -236,7 +237,7 @@ def test_the_feistel_relabelling_end_to_end(spark, source, tmp_path, mech, seed,
     custodian file), the seeded manifest equals the local engine's, two unseeded publications
     differ."""
     table, sdf, schema, _ = source
-    monkeypatch.setattr(S, "RELABEL_EXPLICIT_MAX", 0)
+    monkeypatch.setattr(B, "RELABEL_EXPLICIT_MAX", 0)
     runs = []
     for name in ("a", "b"):
         out = tmp_path / name

@@ -1,4 +1,5 @@
-"""The Spark engine's bucketization layout (no session needed): published buckets from the typed
+"""The bucketization layout of the Spark and streaming engines (no session needed, nor PySpark):
+published buckets from the typed
 plan and a keyed permutation, a range at a time — the same types, ST, fakes, certificate and
 disclosure as from the arrays of one entry per bucket, and the same in a pickled (executor)
 copy."""
@@ -12,11 +13,8 @@ import ppdp
 from ppdp.kernels.rng import publication_rng
 from ppdp.mechanisms.bucketization.apply import st_range_typed
 from ppdp.mechanisms.bucketization.plan import SACounts
+from ppdp.engines import blocks as S
 from ppdp.releases.bucketized import bucket_disclosure, receiver_posterior, typed_disclosure, types_disclosure
-
-pytest.importorskip("pyspark")
-
-from ppdp.engines import spark as S  # noqa: E402
 
 
 def _plan(mech, n, seed):
@@ -51,7 +49,7 @@ def test_the_layout_matches_the_arrays_of_one_entry_per_bucket(mech, n, seed, se
     assert np.array_equal(np.sort(planner), np.arange(layout.n_buckets))
     assert np.array_equal(type_of, np.repeat(np.arange(len(plan.types)), plan.multiplicity)[planner])
     # the certificate's bucket statistics from the types, as from one size per bucket
-    assert S._typed_certificate(plan) == plan.certificate()
+    assert S.typed_certificate(plan) == plan.certificate()
     labels = list(plan.labels)
     if plan.fake_values == 0:  # the disclosure from the types and multiplicities, as from each bucket's type
         assert types_disclosure(layout.types, layout.mult, labels, layout.first_of) == typed_disclosure(plan.types, type_of, labels)
@@ -60,7 +58,7 @@ def test_the_layout_matches_the_arrays_of_one_entry_per_bucket(mech, n, seed, se
         sizes = plan.types.sum(axis=1)[type_of]
         thr = np.asarray(plan.thresholds)
         whole = bucket_disclosure(receiver_posterior(obs, sizes, plan.fake_values, thr), sizes, labels)
-        rel = S._plan_release(layout, S._typed_certificate(plan), [], {plan.sa: labels}, {}, disclose=False)
+        rel = S.plan_release(layout, S.typed_certificate(plan), [], {plan.sa: labels}, {}, disclose=False)
         assert rel.disclosure() == whole
         assert np.all((obs - plan.types[type_of]).sum(axis=1) == plan.fake_values)
     # an executor's copy (pickled: the plan without its claim, the relabelling rebuilt from the key)

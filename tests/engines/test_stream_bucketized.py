@@ -14,7 +14,7 @@ import pytest
 
 import ppdp
 from ppdp.claims import disclosure_of
-from ppdp.engines import spark as S
+from ppdp.engines import blocks as S
 from ppdp.engines.stream import publish_stream, verify_stream
 from ppdp.errors import PpdpError
 from ppdp.queries.workloads import anatomy_workload

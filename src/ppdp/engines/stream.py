@@ -68,6 +68,7 @@ from ..releases.partitioned import finish_partitioned, iter_partitioned
 from ..releases.randomized import RandomizedRelease
 from ..releases.storage import temp_path
 from ..table import Table, domain_numeric_values
+from .blocks import FileScan, bucketize, label_codes
 
 META_KEY = b"ppdp"
 
@@ -164,29 +165,8 @@ def dataset_schema(source, quasi: Sequence[str] = (), sensitive: Sequence[str] =
     return DatasetSchema(q, s, doms, nums)
 
 
-def label_codes(arr: pa.Array | pa.ChunkedArray, domain: Sequence[str], column: str) -> np.ndarray:
-    """Codes (int64) of a column chunk in its ordered domain (vectorised; dictionary columns
-    are mapped through their dictionary)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    dom = pa.array(list(domain), pa.string())
-    if pa.types.is_dictionary(arr.type):
-        lut = pc.index_in(_as_label(arr.dictionary), value_set=dom)
-        if lut.null_count:
-            raise SchemaError(f"column {column!r} holds values outside its domain")
-        return lut.to_numpy(zero_copy_only=False).astype(np.int64)[arr.indices.to_numpy(zero_copy_only=False)]
-    idx = pc.index_in(_as_label(arr), value_set=dom)
-    if idx.null_count:
-        bad = pc.filter(arr, pc.is_null(idx)).to_pylist()[:3]
-        raise SchemaError(f"column {column!r} holds values outside its domain, e.g. {bad}")
-    return idx.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def _as_label(arr: pa.Array) -> pa.Array:
-    if pa.types.is_floating(arr.type):
-        vals = arr.to_numpy(zero_copy_only=False)
-        return pa.array([str(int(v)) if float(v).is_integer() else repr(float(v)) for v in vals], pa.string())
-    return arr.cast(pa.string())
 
 
 # --------------------------------------------------------------------------- randomness
@@ -686,7 +666,7 @@ def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *
                               allow_full_disclosure: bool = False) -> dict:
     """F'-privacy or Anatomy on a Parquet dataset larger than memory, into the partitioned
     release directory ``out``: the Spark engine's bucketization stages
-    (:func:`ppdp.engines.spark._bucketize`) with every task run in this process, one after the
+    (:func:`ppdp.engines.blocks.bucketize`) with every task run in this process, one after the
     other — (A) one read of the dataset, ``chunk_rows`` rows of row groups at a time, every row
     as narrow codes to a uniformly random block of about ``part_rows`` rows in spill files
     beside the release, the SA counts per block kept; the mechanism's public plan from the
@@ -696,8 +676,6 @@ def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *
     streamed over the ranges. Memory O(block + plan): no array of one entry per row or per
     bucket. PySpark is not needed. Negative associations for the fakes are not supported here
     (nor on Spark): one clear error. Returns the manifest."""
-    from .spark import FileScan, _bucketize
-
     if getattr(mechanism, "negative_associations", None) or getattr(mechanism, "learn_associations", False):
         raise PpdpError("negative associations for fake values (given or learned) are not supported by the streaming "
                         "engine; publish in memory (ppdp publish) to use them")
@@ -710,7 +688,7 @@ def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *
     scan = FileScan.of(source, unit_rows=chunk_rows)
     if scan.n_rows == 0:
         raise PpdpError("the input table is empty")
-    return _bucketize(None, schema, target, seed, publication_rng(seed), mechanism.plan, overwrite=overwrite,
+    return bucketize(None, schema, target, seed, publication_rng(seed), mechanism.plan, overwrite=overwrite,
                       mechanism=mechanism, allow_full_disclosure=allow_full_disclosure, part_rows=part_rows,
                       scan=scan)
 
@@ -746,10 +724,10 @@ def _verify_stream_histogram(release_dir: Path, manifest: dict, source, chunk_ro
 
 
 def _verify_stream_bucketized(release_dir: Path, source) -> dict:
-    """:func:`verify_stream` of a bucketized (partitioned) release: its own verify, which reads
-    the QIT and the ST a range of buckets at a time; with the ``source`` dataset, read as a
-    :class:`~ppdp.table.Table` of narrow codes (about one byte or two per cell), which must fit
-    in memory."""
+    """:func:`verify_stream` of a bucketized (partitioned) release: the release's own verify
+    (:func:`ppdp.load_release`), with the ``source`` dataset read as a :class:`~ppdp.table.Table`
+    of narrow codes (a column at a time: about a byte per cell), which must fit in memory, as the
+    release's verify must (measured: docs/scale.md)."""
     from ..releases.base import load_release
     from ..table import Table
 

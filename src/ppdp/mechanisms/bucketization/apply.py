@@ -374,6 +374,17 @@ def st_table(counts: np.ndarray, fake: np.ndarray, rng: np.random.Generator, sa:
     return pa.table(st), custodian
 
 
+def published_schema(quasi: Sequence[str], sa: str, domains: Mapping[str, Sequence[str]],
+                     numeric: Mapping[str, np.ndarray | None]) -> dict:
+    """The manifest's ``schema`` of a bucketized release (every engine's): roles, domains and,
+    when any column has them, the numeric value of each label."""
+    published = (*quasi, sa)
+    schema: dict = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(domains[c]) for c in published}}
+    if any(numeric.get(c) is not None for c in published):
+        schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
+    return schema
+
+
 def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.Table, st: pa.Table,
                       quasi: Sequence[str], domains: Mapping[str, Sequence[str]],
                       numeric: Mapping[str, np.ndarray | None], extra: Mapping | None = None,
@@ -384,11 +395,7 @@ def release_from_plan(plan: BucketizationPlan, relabelled: np.ndarray, qit: pa.T
     that order (a 1-D array); ``numeric``: numeric value of
     each label (or None) per published column, for BETWEEN queries; ``custodian``: what only
     the custodian keeps (which values are fake), saved beside the release, never in it."""
-    sa = plan.sa
-    published = (*quasi, sa)
-    schema = {"quasi": list(quasi), "sensitive": [sa], "domains": {c: list(domains[c]) for c in published}}
-    if any(numeric.get(c) is not None for c in published):
-        schema["numeric"] = {c: (None if numeric.get(c) is None else np.asarray(numeric[c]).tolist()) for c in published}
+    schema = published_schema(quasi, plan.sa, domains, numeric)
     manifest = {"schema": schema, "n_input": plan.n_records, "n_published": plan.n_records, "dropped": 0,
                 **dict(extra or {}), "certificate": plan.certificate(rel if (rel := np.asarray(relabelled)).ndim == 1 else rel.sum(axis=1))}
     release = BucketizedRelease(manifest, {"qit": qit, "st": st}, custodian)
