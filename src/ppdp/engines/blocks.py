@@ -374,6 +374,7 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
     qit_dir, spill, spill2 = tmp / "qit", tmp / "_spill", tmp / "_spill2"
     qit_dir.mkdir(parents=True)
     spark = sdf.sparkSession if sdf is not None else None
+    local = spark is None  # the streaming engine: the tasks run here, once each
     clock = PhaseClock()
     fake_dir: Path | None = None
     try:
@@ -444,6 +445,8 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
                             if bounds[j + 1] > bounds[j]:
                                 w.write_batch(whole.slice(int(bounds[j]), int(bounds[j + 1] - bounds[j])))
                         os.replace(tmpf, spill2 / f"{j:05d}" / f"{blk:05d}.arrow")
+                    if local:  # no task is retried in this process: a block read is freed at once (disk)
+                        shutil.rmtree(spill / f"{blk:05d}", ignore_errors=True)
                     yield pa.RecordBatch.from_arrays([pa.array([blk], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
 
         def write_qit_part(batches):  # one output part: rows grouped by bucket id, random order inside
@@ -458,6 +461,8 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
                                                                  pa.array(doms[c], pa.string())) for c in quasi]
                         arrays.append(pa.array(got["bid"][order], pa.int64()))
                         write_part(qit_dir, j, pa.Table.from_arrays(arrays, names=[*quasi, "bid"]))
+                    if local:
+                        shutil.rmtree(spill2 / f"{j:05d}", ignore_errors=True)
                     yield pa.RecordBatch.from_arrays([pa.array([j], pa.int64()), pa.array([k], pa.int64())], ["p", "n"])
 
         run_tasks(spark, B, to_buckets, ("p", "n"))
