@@ -34,6 +34,9 @@ def test_streamed_bucketization_verifies_with_the_local_claim(source, tmp_path, 
     assert rel.manifest["engine"] == "stream" and man["n_published"] == table.n_rows == rel.manifest["n_input"]
     assert rel.manifest["files"]["qit"]["partitioned"] is True and len(list((out / "qit").iterdir())) >= 4
     assert rel.tables["qit"].num_rows == table.n_rows  # every input row is in the QIT
+    # the parts, in order, hold the QIT ordered by bucket id (as the in-memory engine writes it)
+    qb = np.concatenate([pq.read_table(p, columns=["bid"]).column("bid").to_numpy() for p in sorted((out / "qit").iterdir())])
+    assert len(qb) == table.n_rows and np.all(np.diff(qb) >= 0)
     sizes = rel.tables["st"].group_by("bid").aggregate([("count", "sum")])
     assert sizes.column("count_sum").to_numpy().sum() == table.n_rows + getattr(mech, "fake_values", 0) * \
         rel.manifest["certificate"]["n_buckets"]

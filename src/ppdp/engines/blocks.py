@@ -354,9 +354,12 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
     each value in a uniformly random order take consecutive ranks after the ranks of the
     earlier blocks' rows of that value — a uniformly random rank of every row within its value
     (the blocks are a uniformly random split) — and the rank maps to a bucket through the
-    typed plan; every row then goes to a uniformly random output part (spill files again).
+    typed plan; every row then goes to the output part of its bucket id's range (part j: the
+    ids j·n_buckets/P … (j + 1)·n_buckets/P − 1, spill files again; the ids being a keyed random
+    permutation of the planner's buckets, the parts hold about as many rows each).
     (C) one task per part: its rows ordered by bucket id (random order inside a bucket),
-    written as ``qit/part-NNNNN.parquet``. (D) one task per group of ranges of buckets: the ST
+    written as ``qit/part-NNNNN.parquet`` — the QIT, parts in order, is ordered by bucket id as
+    the in-memory engine writes it (a reader finds each bucket's rows as one run). (D) one task per group of ranges of buckets: the ST
     (:func:`_write_st`). The driver then states the disclosure and writes the manifest and the
     custodian file, a range of buckets at a time (:class:`TypedLayout`).
 
@@ -418,7 +421,7 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
             (spill2 / f"{j:05d}").mkdir(parents=True, exist_ok=True)
         qschema = pa.schema([*spill_schema(quasi, doms), pa.field("bid", pa.int64())])
 
-        def to_buckets(batches):  # block → ranks → buckets → random output parts
+        def to_buckets(batches):  # block → ranks → buckets → the output part of each bucket id's range
             import pyarrow.ipc as ipc
 
             for b in batches:
@@ -433,7 +436,7 @@ def bucketize(sdf, schema: DatasetSchema, out, seed: int | None, rng: np.random.
                     pos = block_start[blk, xs] + np.arange(k) - (np.cumsum(n_v) - n_v)[xs]  # rank within the value
                     seg = np.searchsorted(s_start, pos, side="right") - 1
                     bid = layout.relabel.forward(s_first[seg] + (pos - s_start[seg]) // s_per[seg])
-                    dest = prng.integers(0, n_out, size=k)
+                    dest = bid * n_out // max(layout.n_buckets, 1)
                     order = stable_order(dest, n_out)
                     bounds = np.searchsorted(dest[order], np.arange(n_out + 1))
                     rows = idx[order]

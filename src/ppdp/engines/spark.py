@@ -26,8 +26,9 @@ is collected to the driver.
 - **Bucketization** (F'-privacy, Anatomy): the rank of a row within its SA value is its
   position, in a uniformly random order, among the block's rows of that value, after the
   earlier blocks' rows of the value (the driver knows the counts per block) — a uniformly
-  random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to
-  random output parts, each written ordered by bucket id. Published bucket ids are a keyed
+  random rank; the typed plan maps (SA, rank) → bucket; the rows are scattered again to the
+  output part of their bucket id's range, each part written ordered by bucket id (the QIT is
+  then ordered by bucket id, as the in-memory engine writes it). Published bucket ids are a keyed
   permutation of the planner's (:class:`~ppdp.kernels.permutation.KeyedPermutation`, its key
   from the publication's streams), evaluated by every task: no list of buckets anywhere. The
   ST comes from the plan alone, written by the executors a range of buckets at a time (each

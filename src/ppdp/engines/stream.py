@@ -671,8 +671,8 @@ def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *
     as narrow codes to a uniformly random block of about ``part_rows`` rows in spill files
     beside the release, the SA counts per block kept; the mechanism's public plan from the
     counts; (B) a block at a time, each row's uniformly random rank within its SA value, its
-    bucket by the typed plan, the row to a random output part; (C) each part written ordered
-    by bucket; (D) the ST from the plan alone, a range of buckets at a time; the disclosure
+    bucket by the typed plan, the row to the output part of its bucket id's range; (C) each part
+    written ordered by bucket (the QIT ordered by bucket id, as in memory); (D) the ST from the plan alone, a range of buckets at a time; the disclosure
     streamed over the ranges. Memory O(block + plan): no array of one entry per row or per
     bucket. PySpark is not needed. Negative associations for the fakes are not supported here
     (nor on Spark): one clear error. Returns the manifest."""
