@@ -5,7 +5,10 @@ and the queries are bench_scale's 5,000 with intervals on the partitioned releas
 
     python benchmarks/bench_stream.py --n 100000000 [--mechanism uniform] [--chunk-rows 2000000]
 
-Each stage runs in its own process so that its peak RSS (``VmHWM``) is its own; run it
+A stage's ``cpu_s`` is its whole child process after the imports (for the queries: making the
+workload and loading the release too; ``estimate_cpu_s`` is the answers alone, what
+bench_scale reports as its queries figure). Each stage runs in its own process so that its
+peak RSS (``VmHWM``) is its own; run it
 under ``prlimit --as=…`` to enforce a cap. Writes benchmarks/results/stream_<mechanism>_<n>.json
 with wall and CPU seconds, peak GiB, the read floor (one streamed pass reading every column
 and counting the SA) and the ratio to it.
@@ -61,8 +64,12 @@ elif stage == "verify":
     res.update(ok=v["ok"], problems=v["problems"][:3], facts={k: str(x) for k, x in v["facts"].items()})
 elif stage == "queries" and eval(expr).family in ("histogram", "bucketized"):  # bench_scale's 5,000 queries
     from bench_scale import query_workload
-    est = ppdp.load_release(out).estimate(query_workload("occ", eval(expr).name))
+    wl = query_workload("occ", eval(expr).name)
+    rel = ppdp.load_release(out)
+    c1 = time.process_time()
+    est = rel.estimate(wl)
     res["n_queries"] = len(est.estimate)
+    res["estimate_cpu_s"] = time.process_time() - c1  # the answers alone (bench_scale's queries figure)
 elif stage == "queries":
     schema = stream.dataset_schema(src)
     sa = schema.sensitive[0]
