@@ -94,35 +94,12 @@ def data_file(data: str, n: int, cache: Path) -> Path:
 
 
 def read_table(path: Path):
-    """The Parquet file as a Table, one column at a time (dictionary indices → narrow codes),
-    roles and numeric labels from the file's ppdp metadata."""
-    import pyarrow.parquet as pq
-
+    """The Parquet file as a Table: ``Table.from_parquet``, which reads a file ppdp wrote one
+    column at a time straight to narrow codes, roles and numeric labels from its metadata (an
+    older tree given with ``--src`` reads it as that tree does)."""
     from ppdp.table import Table
 
-    try:
-        from ppdp.table import code_dtype
-    except ImportError:  # an older tree (--src): int32 codes
-        def code_dtype(k):
-            return np.dtype(np.int32)
-
-    pf = pq.ParquetFile(path)
-    meta = json.loads(pf.schema_arrow.metadata[b"ppdp"])
-    codes, doms = {}, {}
-    for c in pf.schema_arrow.names:
-        col = pf.read(columns=[c]).column(c)
-        dom = col.chunk(0).dictionary.to_pylist()
-        out = np.empty(len(col), dtype=code_dtype(len(dom)))
-        pos = 0
-        for ch in col.chunks:
-            if ch.dictionary.to_pylist() != dom:
-                raise ValueError(f"column {c!r}: row groups with different dictionaries")
-            idx = ch.indices.to_numpy(zero_copy_only=False)
-            out[pos:pos + len(idx)] = idx
-            pos += len(idx)
-        del col
-        codes[c], doms[c] = out, dom
-    return Table(codes, doms, meta["quasi"], meta["sensitive"], numeric=meta.get("numeric"))
+    return Table.from_parquet(path)
 
 
 STAGES = ("publish", "verify_files", "verify_source", "queries")

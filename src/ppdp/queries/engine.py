@@ -448,39 +448,30 @@ class CountIndex:
             if j == len(first):
                 first.append(kept)
             inv[qi] = j
+        fn = reduce if reduce is not None else (lambda queries, R: R)  # default: the sums themselves
         if reduce is None:
-            out = self._distinct_sums(first)
-            assert out is not None
-            return out if len(first) == len(masks) else out[inv]
-        # each distinct query's rows of the original ones, to reduce a chunk of distinct sums
+            width = self.K
+        # each distinct query's original ones: order[starts[j]:starts[j + 1]]
         order = np.argsort(inv, kind="stable")
         starts = np.searchsorted(inv[order], np.arange(len(first) + 1))
         res = np.zeros((len(masks), int(width if width is not None else 1)), dtype=np.float64)
 
         def emit(distinct: np.ndarray, R: np.ndarray) -> None:
             counts = starts[distinct + 1] - starts[distinct]
-            if len(first) == len(masks):  # no repeats: the chunk's rows are the queries'
-                res[distinct] = reduce(distinct, R)
+            if np.all(counts == 1):  # no repeats in the chunk: its rows are the queries'
+                res[order[starts[distinct]]] = fn(order[starts[distinct]], R)
                 return
-            at = np.repeat(starts[distinct] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-            queries = order[at]
-            rows = np.repeat(np.arange(len(distinct)), counts)
-            res[queries] = reduce(queries, R if np.array_equal(rows, np.arange(len(R))) else R[rows])
+            first_of = np.repeat(starts[distinct], counts)  # each original's run start
+            offset = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            queries = order[first_of + offset]
+            res[queries] = fn(queries, R[np.repeat(np.arange(len(distinct)), counts)])
 
         self._distinct_sums(first, emit)
         return res
 
-    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]], emit=None) -> np.ndarray | None:
-        """:meth:`sums` of distinct queries, each over the columns it constrains; ``emit(queries,
-        R_rows)``: each chunk's sums handed over as they are made (none kept)."""
-        out = np.zeros((len(masks), self.K), dtype=np.float64) if emit is None else None
-
-        def put(q: np.ndarray, R) -> None:
-            if out is None:
-                assert emit is not None
-                emit(q, np.asarray(R))
-            else:
-                out[q] = R
+    def _distinct_sums(self, masks: Sequence[Mapping[str, np.ndarray]], emit) -> None:
+        """:meth:`sums` of distinct queries, each over the columns it constrains:
+        ``emit(queries, R_rows)`` receives each chunk's sums as they are made (none kept)."""
         by_cols: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for qi, m in enumerate(masks):
             by_cols[tuple(sorted(m))].append(qi)
@@ -492,8 +483,8 @@ class CountIndex:
             qarr = np.asarray(qidx)
             if not cols:
                 W = self.group(cols)[1]
-                put(qarr, np.broadcast_to(np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel(),
-                                          (len(qarr), self.K)))
+                emit(qarr, np.broadcast_to(np.asarray(W[0].toarray() if sparse.issparse(W) else W[0]).ravel(),
+                                           (len(qarr), self.K)))
                 continue
             gcols, combo, W = self._target(cols, masks, qidx)
             n_c = W.shape[0]
@@ -502,8 +493,7 @@ class CountIndex:
             step = 64 << max(0, int(np.log2(max(1, _CHUNK_BITS // max(n_c, 1) // 64))))
             for s in range(0, len(qidx), step):
                 chunk = qidx[s : s + step]
-                put(qarr[s : s + step], self._chunk_sums(chunk, masks, packs, W, gcols))
-        return out
+                emit(qarr[s : s + step], self._chunk_sums(chunk, masks, packs, W, gcols))
 
     def _chunk_sums(self, chunk: list[int], masks, packs, W, cols) -> np.ndarray:
         """R for one chunk of queries over one grouping: each query is a bit in a row of
