@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar
 
 from .errors import ParameterError
 
-__all__ = ["Constraint", "Real", "Integer", "Options", "Flag", "Text", "Labels", "LabelMap", "Triples", "Edges",
+__all__ = ["check_level", "Constraint", "Real", "Integer", "Options", "Flag", "Text", "Labels", "LabelMap", "Triples", "Edges",
            "Optional", "FrozenDict", "validate_params", "to_json", "freeze", "Parametrized"]
 
 
@@ -459,3 +459,14 @@ class Parametrized:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
+
+
+def check_level(level: float) -> float:
+    """The interval level as a float in (0, 1), or a :class:`ParameterError` naming ``level``."""
+    try:
+        lv = float(level)
+    except (TypeError, ValueError):
+        raise ParameterError(f"level must be a number in (0, 1), not {level!r}", param="level") from None
+    if not (0.0 < lv < 1.0):
+        raise ParameterError(f"level must be in (0, 1) (e.g. 0.95), not {level!r}", param="level")
+    return lv

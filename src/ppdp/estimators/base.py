@@ -15,7 +15,10 @@ import numpy as np
 from scipy import stats
 
 from ..registry import register_estimator
-from ..validation import Parametrized
+from ..validation import Parametrized, check_level
+
+
+INTERVAL_KINDS = ("confidence", "certain", "none")
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,15 @@ class Estimates:
     ``level``; ``method``: how the uncertainty was obtained, in words (closed form and its
     source, or parametric bootstrap with its replicate count), as shown to the receiver.
     An estimator that cannot quantify its uncertainty returns NaN ``se`` and bounds and says so
-    in ``method``."""
+    in ``method``.
+
+    ``kind`` says what the interval promises, for every answer of the call:
+
+    - ``"confidence"``: covers the true count with probability ``level`` over the mechanism's
+      randomness (checked against real tables' true counts by ``tests/contract/test_coverage_*``);
+    - ``"certain"``: the true count lies in ``[lower, upper]`` with certainty (bounds implied by
+      the release itself; ``level`` does not apply);
+    - ``"none"``: no interval (NaN bounds), the reason in ``method``."""
 
     estimate: np.ndarray
     se: np.ndarray
@@ -34,6 +45,11 @@ class Estimates:
     upper: np.ndarray
     method: str
     level: float = 0.95
+    kind: str = "confidence"
+
+    def __post_init__(self) -> None:
+        if self.kind not in INTERVAL_KINDS:
+            raise ValueError(f"interval kind must be one of {', '.join(INTERVAL_KINDS)}, not {self.kind!r}")
 
     @classmethod
     def normal(cls, estimate, se, method: str, level: float = 0.95) -> Estimates:
@@ -76,7 +92,7 @@ class Estimator(Parametrized):
         this; the base answers with unknown (NaN) uncertainty."""
         est = np.asarray(self.answer(release, workload), dtype=np.float64)
         nan = np.full(est.shape, np.nan)
-        return Estimates(est, nan, nan.copy(), nan.copy(), "uncertainty not quantified", level)
+        return Estimates(est, nan, nan.copy(), nan.copy(), "uncertainty not quantified", level, kind="none")
 
 
-__all__ = ["Estimates", "Estimator"]
+__all__ = ["INTERVAL_KINDS", "Estimates", "Estimator", "check_level"]

@@ -176,7 +176,7 @@ class HistogramEstimator(Estimator):
             sats = _replicates(self, release)
         except PpdpError as e:
             nan = np.full(est.shape, np.nan)
-            return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {e}", level)
+            return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {e}", level, kind="none")
         err = _replicate_box_sums(sats, lo, hi, owner, len(wl))
         R = err.shape[0]
         se = np.sqrt(np.mean(err**2, axis=0)) if len(est) else np.zeros(0)
@@ -559,7 +559,7 @@ def _cells_estimate(self, release, workload, level: float = 0.95) -> Estimates:
 def _not_quantified(est_obj, release, wl, level, why: str) -> Estimates:
     est = np.asarray(est_obj.answer(release, wl), dtype=np.float64)
     nan = np.full(est.shape, np.nan)
-    return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {why}", level)
+    return Estimates(est, nan, nan.copy(), nan.copy(), f"uncertainty not quantified: {why}", level, kind="none")
 
 
 def _ls_estimate(self, release, workload, level: float = 0.95) -> Estimates:

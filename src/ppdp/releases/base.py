@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
 from ..kernels.rng import CSPRNG_NAME
+from ..validation import check_level
 from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
 from .narrow import read_narrow
 from .readme import MAX_README_BYTES, README_NAME, render_readme
@@ -185,8 +186,9 @@ class Release:
 
     def estimate(self, workload, estimator=None, level: float = 0.95):
         """Estimated counts with standard errors and intervals (an
-        :class:`~ppdp.estimators.Estimates`), one entry per query of the workload."""
-        return self.estimator(estimator).estimate(self, workload, level=level)
+        :class:`~ppdp.estimators.Estimates`), one entry per query of the workload. ``level`` in
+        (0, 1); ``Estimates.kind`` says what the interval promises."""
+        return self.estimator(estimator).estimate(self, workload, level=check_level(level))
 
     def count(self, query, estimator=None) -> float:
         """Estimated count of one query (a Query or a WHERE string)."""
