@@ -72,3 +72,28 @@ def test_a_broken_pipe_exits_quietly():
                        text=True)
     assert p.stdout.count("\n") == 1
     assert "Broken pipe" not in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def _all_commands(group, path=()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        yield (*path, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _all_commands(cmd, (*path, name))
+
+
+def test_every_option_shows_one_default_at_most():
+    from ppdp.cli import cli, load_all
+
+    load_all()
+    seen = 0
+    for path, cmd in _all_commands(cli):
+        ctx = click.Context(cmd, info_name=" ".join(path))
+        for p in cmd.get_params(ctx):
+            rec = p.get_help_record(ctx) if isinstance(p, click.Option) else None
+            if rec is None:
+                continue
+            seen += rec[1].count("[default")
+            assert rec[1].count("[default") <= 1, (path, rec)
+    assert seen > 20  # the control: defaults are shown

@@ -172,7 +172,13 @@ class _Reproduce(click.Group):
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ppdp")
 def cli():
-    """ppdp — publish microdata under a privacy model, verify it, query it, evaluate it."""
+    """ppdp — publish microdata under a privacy model, verify it, query it, evaluate it.
+
+    Steps longer than about 2 s show progress on stderr when it is a terminal
+    (PPDP_PROGRESS=1: always, PPDP_PROGRESS=0: never)."""
+    from ..kernels.progress import enable_from_environment
+
+    enable_from_environment()
 
 
 @cli.group(cls=_Reproduce)
