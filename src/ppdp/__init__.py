@@ -32,11 +32,13 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "load_release": ("releases.base", "load_release"),
     "load_schema": ("schema", "load_schema"),
     "read_table": ("schema", "read_table"),
+    "Schema": ("schema", "Schema"),
     "Table": ("table", "Table"),
 }
 
 __all__ = ["__version__", "Table", "publish", "verify", "load_release", "Release", "VerifyReport", "Query", "Workload",
-           "answer_exact", "query", "PpdpError", "ParameterError", "datasets", "load_schema", "read_table"]
+           "answer_exact", "query", "PpdpError", "ParameterError", "datasets", "load_schema", "read_table",
+           "Schema"]
 
 
 def __getattr__(name: str) -> Any:
@@ -78,5 +80,5 @@ if False:  # pragma: no cover - the import graph and type checkers see the publi
     from .queries import Query, Workload, answer_exact  # noqa: F401
     from .queries.sql import query_table as query  # noqa: F401
     from .releases.base import Release, VerifyReport, load_release  # noqa: F401
-    from .schema import load_schema, read_table  # noqa: F401
+    from .schema import Schema, load_schema, read_table  # noqa: F401
     from .table import Table  # noqa: F401

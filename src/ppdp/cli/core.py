@@ -251,7 +251,8 @@ def export(release, fmt, out):
     """Copies of a release's tables for tools without Parquet or ppdp: CSV (text cells a
     spreadsheet would run as formulas get a leading ') or Parquet. Histogram cells and
     partitions get one label column per dimension (<dim>_label, <dim>_lo_label, …) beside the
-    integer cell indices; the release's README.md is copied and describes the columns."""
+    integer cell indices; a README.md whose recipes read the copies, and the manifest, are written
+    beside them."""
     from pathlib import Path
 
     import pyarrow as pa
@@ -283,5 +284,7 @@ def export(release, fmt, out):
             path = d / f"{name}.parquet"
             pq.write_table(pa.table(cols), path, compression="zstd")
         written.append(path)
-    (d / README_NAME).write_text(render_readme(rel.manifest), encoding="utf-8")
-    click.echo(f"exported {len(written)} table(s) as {fmt} → {d}/: " + ", ".join(p.name for p in written) + f", {README_NAME}")
+    (d / README_NAME).write_text(render_readme(rel.manifest, fmt), encoding="utf-8")
+    (d / "manifest.json").write_text(json.dumps(rel.manifest, indent=2, default=str), encoding="utf-8")
+    click.echo(f"exported {len(written)} table(s) as {fmt} → {d}/: " + ", ".join(p.name for p in written)
+               + f", {README_NAME}, manifest.json")
