@@ -99,10 +99,6 @@ DIRECT_READ_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: reason to be reachable from the network
 LOOPBACK = "127.0.0.1"
 
-#: environment variable naming the Spark master for ``ppdp … --engine spark`` (``--spark-master`` wins)
-MASTER_ENV = "PPDP_SPARK_MASTER"
-
-
 def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None,
                   jvm_options: str | None = None, master: str | None = None, host: str | None = None):
     """A SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM (in local
@@ -143,6 +139,7 @@ def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle
             .config("spark.sql.files.maxPartitionBytes", "16m")
             .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")  # ppdp shows its own (ppdp.kernels.progress)
             .config("spark.python.daemon.module", DAEMON_MODULE)
             .getOrCreate())
 
