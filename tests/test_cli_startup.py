@@ -97,3 +97,8 @@ def test_every_option_shows_one_default_at_most():
             seen += rec[1].count("[default")
             assert rec[1].count("[default") <= 1, (path, rec)
     assert seen > 20  # the control: defaults are shown
+
+
+def test_python_dash_m_runs_the_command():
+    p = subprocess.run([sys.executable, "-m", "ppdp.cli", "--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("ppdp, version"), p.stderr
