@@ -60,3 +60,17 @@ def test_the_cli_shows_publish_and_verify_stages(fast, tmp_path, monkeypatch):
     res = CliRunner().invoke(cli, ["publish", "sdr", "--dataset", "edu", "-n", "3000", "--rho1", "0.1", "--rho2", "0.5",
                                    "-o", str(tmp_path / "rel2")], env={"PPDP_PROGRESS": "0"})
     assert res.exit_code == 0 and "done in" not in res.stderr
+
+
+def test_quiet_under_another_progress_bar(fast):
+    from tqdm import tqdm
+
+    buf = io.StringIO()
+    progress.enable(True, buf)
+    with tqdm(total=1, file=io.StringIO()):  # e.g. ppdp evaluate's bar over its releases
+        with progress.stage("publish"):
+            time.sleep(0.4)
+    assert buf.getvalue() == ""
+    with progress.stage("publish"):  # the control: without the bar, the same stage is shown
+        time.sleep(0.4)
+    assert "publish: done in" in buf.getvalue()

@@ -49,7 +49,6 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
     ppdp query REL "SELECT sex, race, COUNT(*) FROM t WHERE age BETWEEN 30 AND 40 GROUP BY sex, race"
     """
     from ..errors import ParameterError, PpdpError, QueryError
-    from ..kernels.progress import stage
     from ..queries.sql import load_statements, parse_statement, query_table
 
     if (sql is None) == (workload is None):
@@ -88,8 +87,7 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
         _query_streamed(release, stmts, estimator, engine, out)
         return
     try:
-        with stage("answer"):
-            frame = query_table(rel, stmts, estimator=estimator, source=table, level=level)
+        frame = query_table(rel, stmts, estimator=estimator, source=table, level=level)
     except ParameterError as e:
         raise ParameterError(f"--estimator: {e}", param="estimator") if e.param == "estimator" else e from None
     if out:

@@ -81,6 +81,17 @@ def _label() -> str:
     return " › ".join(name for name, _ in _stack)
 
 
+def _other_bar() -> bool:
+    """Is a tqdm progress bar on screen (e.g. ``ppdp evaluate``'s)? Then the stages inside it
+    stay quiet rather than write over it."""
+    tq = sys.modules.get("tqdm")
+    bars = getattr(getattr(tq, "tqdm", None), "_instances", None)
+    try:
+        return any(not getattr(b, "disable", False) for b in list(bars or ()))
+    except TypeError:
+        return False
+
+
 def _run_ticker() -> None:
     while True:
         _wake.wait(TICK)
@@ -91,7 +102,7 @@ def _run_ticker() -> None:
                 return
             now = time.monotonic()
             showable = [d for d, (_, t) in enumerate(_stack, 1) if now - t >= DELAY]
-            if not showable:
+            if not showable or _other_bar():
                 continue
             if _tty():
                 _write(f"\r\x1b[K{_label()} … {now - _stack[0][1]:.0f} s")
@@ -125,6 +136,6 @@ def stage(name: str) -> Iterator[None]:
             label = _label()
             _stack.pop()
             elapsed = time.monotonic() - t0
-            if _shown.pop(depth, False) or elapsed >= DELAY:
+            if _shown.pop(depth, False) or (elapsed >= DELAY and not _other_bar()):
                 _write(f"\r\x1b[K{label}: done in {elapsed:.1f} s\n" if _tty() else f"{label}: done in {elapsed:.1f} s\n")
         _wake.set()
