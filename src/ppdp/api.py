@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .claims import state_disclosure
 from .errors import PpdpError, ReleaseError
+from .kernels.progress import stage
 from .kernels.rng import publication_rng
 from .provenance import VERSION
 from .releases.base import Release, VerifyReport, load_release, recorded_bins
@@ -45,7 +46,8 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     if table.n_rows == 0:
         raise PpdpError("the input table is empty")
     rng = publication_rng(seed)
-    release = mechanism._publish(table, rng)
+    with stage(f"publish {mechanism.name}"):
+        release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
     state_disclosure(release, bool(allow_full_disclosure))
     stamp_manifest(release, mechanism, seed)
@@ -89,4 +91,5 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
             return rep
     if table is not None and isinstance(release.schema.get("domains"), Mapping):
         table = table.over_domains(release.schema["domains"])  # the same rows, coded in the release's label order
-    return release.verify(table)
+    with stage("verify"):
+        return release.verify(table)

@@ -27,6 +27,7 @@ from ..validation import Labels, Optional, to_json
 from . import cli
 from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_custodian_out, check_new_out,
                      file_option_params, input_schema, load_table)
+from .engine import engine_params
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -319,7 +320,7 @@ def _check_protected(cls, mech, table, allow: bool) -> None:
 
 
 def _make_command(cls) -> click.Command:
-    params = _input_params() + parameter_options(cls)
+    params = _input_params() + engine_params("publish") + parameter_options(cls)
     greedy = {"--quasi", "--sensitive"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
                                            for o in option_names(cls, name)}
     has_dims = "dims" in cls._parameter_constraints
@@ -330,10 +331,15 @@ def _make_command(cls) -> click.Command:
     def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
                  allow_no_quasi=False, custodian=None, **values):
         from ..api import publish as do_publish
+        from ..releases.base import load_release
         from .common import finish_publish
+        from .engine import check_engine, finish_engine_publish, publish_on_engine, spark_master
 
         spec = {k: values.pop(k) for k in FILE_OPTION_KEYS if k in values}
+        engine, master = values.pop("engine", "local"), values.pop("spark_master", None)
         check_new_out(out)
+        if engine != "local":
+            check_engine(engine, custodian, master)
         check_custodian_out(custodian, out)
         if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
             values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
@@ -364,6 +370,15 @@ def _make_command(cls) -> click.Command:
             if more:
                 mech = build_mechanism(cls, values, {**extra, **more})
         _check_protected(cls, mech, table, allow_no_quasi)
+        if engine != "local":
+            try:
+                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_full_disclosure)
+            except ParameterError as e:
+                raise _flag_error(cls, e) from None
+            rep = finish_engine_publish(out)
+            for line in summary_lines(load_release(out), set(getattr(rep, "facts", {}) or {})):
+                click.echo(line)
+            return
         seconds = _time_limited(mech)
         try:
             release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure) if seconds
