@@ -82,8 +82,11 @@ def _posterior_text(row) -> str:
     if row["max_posterior"] != row["max_posterior"]:
         return "–"
     text = f"{row['max_posterior']:.3g}"
+    sens = row.get("max_posterior_sensitive", math.nan)
     prot = row.get("max_posterior_protected", math.nan)
-    if prot == prot:
+    if sens == sens and abs(sens - row["max_posterior"]) > 1e-12:
+        text += f" (sensitive values: {sens:.3g})"
+    elif prot == prot:
         text += f" (protected values: {prot:.3g})"
     return text
 
@@ -92,9 +95,11 @@ def _certain_text(row) -> str:
     c, n = row["records_certain"], row["n_published"]
     if c != c:
         return "–"
-    if n == n and n > 0:
-        return f"{int(c):,} of {int(n):,} ({c / n:.1%})"
-    return f"{int(c):,}"
+    text = f"{int(c):,} of {int(n):,} ({c / n:.1%})" if n == n and n > 0 else f"{int(c):,}"
+    s = row.get("records_certain_sensitive", math.nan)
+    if c and s == s:
+        text += f"; of a sensitive value: {int(s):,}" if s else "; none of a sensitive value"
+    return text
 
 
 def _legend_outside(ax, n: int) -> None:
@@ -153,8 +158,19 @@ def write_evaluation_report(ev, path: Path) -> Path:
                      rule=rec.get("rule"))
     else:
         rep.decision("No recommendation:", f"{rec.get('reason', 'no model qualifies')}.", rule=rec.get("rule"))
-    for _, row in models[models["error"] != ""].iterrows():
-        rep.paragraph(f"{row['model']}: {row['error']}", css="bad")
+    sens = m.get("sensitive_values")
+    cap = m.get("max_posterior")
+    rep.paragraph("Judged against the sensitive values "
+                  + ("declared: every value (none declared)" if sens is None else f"declared: {', '.join(sens) or 'none'}")
+                  + "; a model that discloses one of them for any record with certainty is never recommended"
+                  + ("" if cap is None else f", nor one whose audited posterior on one of them exceeds {cap:g}") + ".")
+    passed = rec.get("passed_over") or []
+    if passed:
+        rep.heading("Passed over")
+        rep.items([(p["model"], p["why"] + ".") for p in passed])
+    elif len(models[models["error"] != ""]):
+        for _, row in models[models["error"] != ""].iterrows():
+            rep.paragraph(f"{row['model']}: {row['error']}", css="bad")
 
     # ------------------------------------------------------------------ privacy next to error
     rep.heading("Privacy and error per model")
