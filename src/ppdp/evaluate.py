@@ -565,20 +565,24 @@ def passed_over(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterio
     accepts; a differentially private histogram bounds no posterior)."""
     out = []
     for _, r in models.iterrows():
+        certain = _num(r.get("records_certain_sensitive"))
+        certain = _num(r.get("records_certain")) if certain != certain else certain  # no declaration recorded: all
+        post = _num(r.get("max_posterior_sensitive"))
+        post = _num(r.get("max_posterior")) if post != post else post
         why = ""
         if r.get("error"):
             why = f"failed: {str(r['error'])[:200]}"
         elif not r.get("trials") or _num(r.get(metric)) != _num(r.get(metric)):
             why = "no trial published and answered the workload"
-        elif _num(r.get("records_certain_sensitive")) > 0:
+        elif certain > 0:
             vals = str(r.get("disclosed_values") or "").replace("+", ", ")
-            why = (f"discloses the sensitive value of {int(_num(r['records_certain_sensitive'])):,} records with certainty"
+            why = (f"discloses the sensitive value of {int(certain):,} records with certainty"
                    + (f" ({vals})" if vals else "") + "; publish refuses such a release")
         elif max_posterior is not None and r.get("family") == "histogram":
             why = (f"ε-differential privacy bounds no posterior, and a largest posterior of {max_posterior:g} was "
                    "asked for")
-        elif max_posterior is not None and _num(r.get("max_posterior_sensitive")) > max_posterior + 1e-12:
-            why = (f"the audit finds a posterior of {_num(r['max_posterior_sensitive']):.3g} on a sensitive value, above "
+        elif max_posterior is not None and post > max_posterior + 1e-12:
+            why = (f"the audit finds a posterior of {post:.3g} on a sensitive value, above "
                    f"the accepted {max_posterior:g}")
         if why:
             out.append({"model": str(r["model"]), "why": why})
@@ -608,7 +612,8 @@ def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior:
         ran = models[(models["trials"] > 0) & (models["error"] == "") & models[metric].notna()]
         if ran.empty:
             out["reason"] = "no model published and verified on this table"
-        elif max_posterior is not None and (ran.get("records_certain_sensitive", pd.Series(dtype=float)).fillna(0) == 0).any():
+        elif max_posterior is not None and any("with certainty" not in p["why"] and not p["why"].startswith("failed")
+                                               for p in out["passed_over"]):
             out["reason"] = f"no model keeps the largest posterior on a sensitive value at or below {max_posterior:g}"
         else:
             out["reason"] = ("every model that ran discloses a sensitive value of some records with certainty; declare "
