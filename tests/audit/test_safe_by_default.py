@@ -167,3 +167,35 @@ def test_evaluate_never_recommends_a_disclosing_model_and_says_why(tmp_path, edu
     ev3 = evaluate(edu, ["fprivacy:theta=8", "anatomy:l=3"], n_queries=300, trials=2, seed=0, progress=False,
                         sensitive_values=protected(edu))
     assert "fprivacy:theta=8" in ev3.recommendation["candidates"]
+
+
+def test_randomized_disclosure_counts_a_published_value_with_one_source():
+    """A transition group on one value (retention 1) discloses its records; a uniform group on ≥ 2
+    values (retention < 1) none — the same computation every randomized claim uses."""
+    import numpy as np
+
+    from ppdp.claims.rho import transition_disclosure
+    from ppdp.kernels.transition import TransitionModel
+
+    class Rel:  # the three things transition_disclosure reads from a release
+        manifest = {"n_published": 10}
+        domains = {"s": ["a", "b", "c"]}
+
+        def __init__(self, model, codes, groups):
+            self.model, self.codes, self.groups = model, np.asarray(codes), np.asarray(groups)
+
+        def transition_models(self):
+            return (self.model,)
+
+        def column_codes(self, attribute):
+            return self.codes
+
+    codes = [0, 1, 0, 1, 0, 2, 2, 2, 2, 1]
+    single = TransitionModel.subtables("s", 3, [[0, 1], [2]], [3.0, 3.0])
+    rel = Rel(single, codes, [0, 0, 0, 0, 0, 1, 1, 1, 1, 0])
+    rel.tables = {"data": __import__("pyarrow").table({"subtable": rel.groups})}
+    d = transition_disclosure(rel)
+    assert d["records_certain"] == 4 and d["per_value"] == {"c": 4} and d["max_posterior"] == 1.0
+    uniform = TransitionModel.uniform("s", 3, 3.0)
+    d0 = transition_disclosure(Rel(uniform, codes, np.zeros(10, int)))
+    assert d0["records_certain"] == 0 and d0["max_posterior"] < 1

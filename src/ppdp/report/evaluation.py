@@ -195,9 +195,10 @@ def write_evaluation_report(ev, path: Path) -> Path:
     rep.note(f"Error: per trial, the mean over the workload's queries (relative error over queries with a true "
              f"count > 0); shown is the mean over trials with its {level:.0%} Student-t interval over trials. "
              "Largest posterior: the highest probability the audit (ppdp audit) finds an adversary assigns to "
-             "a sensitive value of a record, over the trials and over every value (in brackets: over the values "
-             "the claim protects, when it protects only some). Records disclosed with certainty: the release's "
-             "stated disclosure (records whose sensitive value a receiver learns for sure).")
+             "a sensitive value of a record, over the trials and over every value (in brackets: over the declared "
+             "sensitive values, or the values the claim protects, when these are fewer). Records disclosed with "
+             "certainty: the release's stated disclosure (records whose value a receiver learns for sure), and how "
+             "many of them hold a sensitive value — what publish refuses.")
 
     # ------------------------------------------------------------------ parameters in words
     rep.heading("What each parameter means")
