@@ -641,6 +641,8 @@ def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior:
         why += f"; ε = {pick['epsilon']:g} (ε-differential privacy bounds no posterior)"
     elif pick[post_col] == pick[post_col]:
         why += f"; the largest posterior on a sensitive value the audit finds is {pick[post_col]:.3g}"
+        if max_posterior is None and pick[post_col] >= 0.9:
+            why += " (no bound was given: --max-posterior P recommends only models at or below P)"
     out["reason"] = why
     return out
 

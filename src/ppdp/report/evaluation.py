@@ -163,7 +163,9 @@ def write_evaluation_report(ev, path: Path) -> Path:
     rep.paragraph("Judged against the sensitive values "
                   + ("declared: every value (none declared)" if sens is None else f"declared: {', '.join(sens) or 'none'}")
                   + "; a model that discloses one of them for any record with certainty is never recommended"
-                  + ("" if cap is None else f", nor one whose audited posterior on one of them exceeds {cap:g}") + ".")
+                  + (f", nor one whose audited posterior on one of them exceeds {cap:g}" if cap is not None else
+                     "; no posterior bound was given (--max-posterior P, the largest posterior you accept), so only "
+                     "certainty is excluded") + ".")
     passed = rec.get("passed_over") or []
     if passed:
         rep.heading("Passed over")
