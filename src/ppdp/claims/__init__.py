@@ -241,8 +241,13 @@ def disclosure_statement(d: Mapping[str, Any] | None) -> str:
     top = sorted(per.items(), key=lambda kv: -kv[1])
     shown = ", ".join(f"{lab}: {c:,}" for lab, c in top[:5]) + (f", … ({len(top) - 5} more values)" if len(top) > 5 else "")
     allowed = " (explicitly allowed)" if d.get("disclosure_allowed") or d.get("full_disclosure_allowed") else ""
+    declared = d.get("sensitive_values")
+    exposed = exposed_values(d, declared)
+    judged = ("" if declared is None else
+              f"; of a declared sensitive value ({', '.join(declared) or 'none'}): {sum(exposed.values()):,}"
+              if exposed else f"; none of them a declared sensitive value ({', '.join(declared) or 'none'})")
     return (f"disclosure: the release discloses the sensitive value of {k:,} of {n:,} records with certainty "
-            f"({k / n:.1%}){allowed} — by value: {shown}{post}")
+            f"({k / n:.1%}){allowed} — by value: {shown}{judged}{post}")
 
 
 def claim_class(model: str) -> type[Claim]:
