@@ -63,7 +63,7 @@ DEST_PREFIX = "p_"
 def parameter_options(cls) -> list[click.Option]:
     """One click option per parameter of ``cls``, from its constraint, default and help."""
     defaults = cls.param_defaults()
-    taken = {o for p in _input_params() for o in getattr(p, "opts", ())} | {"-h", "--help"}
+    taken = {o for p in _input_params(cls) for o in getattr(p, "opts", ())} | {"-h", "--help"}
     opts = []
     for name, con in cls._parameter_constraints.items():
         default = defaults.get(name, inspect.Parameter.empty)
@@ -90,7 +90,11 @@ def parameter_options(cls) -> list[click.Option]:
 
 
 # ------------------------------------------------------------------------- input group
-def _input_params() -> list[click.Parameter]:
+def _input_params(cls=None) -> list[click.Parameter]:
+    declare = ([] if cls is not None and "sensitive_values" in cls._parameter_constraints else [
+        click.Option(["--sensitive-value", "sensitive_value"], multiple=True,
+                     help="A sensitive value that needs protecting (repeatable, several after one flag, or commas; "
+                          "default: sensitive_values in the schema, else every value).")])
     return [
         click.Argument(["input_path"], metavar="[INPUT]", required=False, type=click.Path(dir_okay=False)),
         click.Option(["--dataset"], type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT."),
@@ -112,9 +116,10 @@ def _input_params() -> list[click.Parameter]:
         click.Option(["--custodian", "custodian"], type=click.Path(dir_okay=False), default=None,
                      help="Where to write the custodian-side file (the seed, which values are fake …; never "
                           "handed out) instead of beside the release (<out>.custodian.json); not inside --out."),
-        click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
-                     help="Publish even if the release discloses the sensitive value of every record "
-                          "(recorded in the manifest)."),
+        click.Option(["--allow-disclosure", "--allow-full-disclosure", "allow_disclosure"], is_flag=True, default=False,
+                     help="Publish even if the release discloses a sensitive value of some records with certainty "
+                          "(recorded in the manifest; verify re-derives it)."),
+        *declare,
         click.Option(["--allow-no-quasi"], is_flag=True, default=False,
                      help="Publish a release without quasi-identifiers (only the sensitive column), or one in "
                           "which none of the protected values (--sensitive-value / sensitive_values) occurs."),
@@ -206,7 +211,7 @@ def _time_limited(mech) -> float | None:
     return float(limit) if limit and getattr(mech, "method", None) == "optimal" else None
 
 
-def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclosure: bool = False):
+def _publish_with_progress(table, mech, seed, seconds: float, **publish_kw):
     """Run publish while a progress bar shows elapsed time against the solver's time limit."""
     import threading
     import time
@@ -227,7 +232,7 @@ def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclos
     th = threading.Thread(target=tick, daemon=True)
     th.start()
     try:
-        return do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure)
+        return do_publish(table, mech, seed=seed, **publish_kw)
     finally:
         done.set()
         th.join()
@@ -320,16 +325,16 @@ def _check_protected(cls, mech, table, allow: bool) -> None:
 
 
 def _make_command(cls) -> click.Command:
-    params = _input_params() + engine_params("publish") + parameter_options(cls)
-    greedy = {"--quasi", "--sensitive"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
+    params = _input_params(cls) + engine_params("publish") + parameter_options(cls)
+    greedy = {"--quasi", "--sensitive", "--sensitive-value"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
                                            for o in option_names(cls, name)}
     has_dims = "dims" in cls._parameter_constraints
     doc = (inspect.getdoc(cls) or cls.__name__).strip()
     first = doc.split("\n\n")[0].replace("\n", " ")
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
-    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
-                 allow_no_quasi=False, custodian=None, **values):
+    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_disclosure=False,
+                 allow_no_quasi=False, custodian=None, sensitive_value=(), **values):
         from ..api import publish as do_publish
         from ..releases.base import load_release
         from .common import finish_publish
@@ -371,8 +376,11 @@ def _make_command(cls) -> click.Command:
                 mech = build_mechanism(cls, values, {**extra, **more})
         _check_protected(cls, mech, table, allow_no_quasi)
         if engine != "local":
+            if "sensitive_values" not in cls._parameter_constraints and (sensitive_value or (sch is not None and sch.sensitive_values)):
+                raise PpdpError(f"--sensitive-value: --engine {engine} treats every sensitive value as sensitive; "
+                                "declare the values with --engine local, or drop the declaration")
             try:
-                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_full_disclosure)
+                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_disclosure)
             except ParameterError as e:
                 raise _flag_error(cls, e) from None
             rep = finish_engine_publish(out)
@@ -380,9 +388,12 @@ def _make_command(cls) -> click.Command:
                 click.echo(line)
             return
         seconds = _time_limited(mech)
+        declared = _split(sensitive_value) or (sch.sensitive_values if sch is not None else None)
+        kw = {"allow_disclosure": allow_disclosure,
+              "sensitive_values": None if declared is None or cls.family in ("histogram", "answers") else list(declared)}
         try:
-            release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure) if seconds
-                       else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure))
+            release = (_publish_with_progress(table, mech, seed, seconds, **kw) if seconds
+                       else do_publish(table, mech, seed=seed, **kw))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
         rep = finish_publish(release, out, custodian)
