@@ -38,8 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: profiles up to this many are handled a column slice at a time; beyond, per-bucket gathers
-_SLICE_PROFILES = 512
+#: a block of queries is handled a profile's column slice at a time when its (queries ×
+#: buckets) cells exceed this many per profile (the slices' per-call overhead is then small);
+#: else the per-profile numbers are spread over the buckets (one gather, a few array passes)
+_SLICE_CELLS = 4096
 #: queries per block of the (queries × buckets) arithmetic
 _BLOCK_ROWS = 128
 
@@ -107,7 +109,7 @@ def bound_reducer(sel: np.ndarray, prof: BoundProfiles, order: BucketOrder):
     estimate Σ_g n_g(P)·p_g(S), the lower and the upper bound Σ_g of the per-bucket bounds."""
     selp_all = np.asarray(sel, dtype=np.float64)
     T = prof.n_profiles
-    by_slice = T <= _SLICE_PROFILES
+    counts = np.diff(order.starts)
 
     def reduce(queries: np.ndarray, N: np.ndarray) -> np.ndarray:
         out = np.zeros((len(queries), 3))
@@ -118,7 +120,7 @@ def bound_reducer(sel: np.ndarray, prof: BoundProfiles, order: BucketOrder):
             c_lo, c_hi = sa_count_bounds(selp, prof)
             p_s = selp @ prof.p.T
             shift = c_lo - prof.size[None, :]  # n_g(P) + shift = the lower bound before max(0, ·)
-            if by_slice:
+            if n.shape[0] * n.shape[1] > _SLICE_CELLS * T:
                 for t in range(T):
                     s0, s1 = int(order.starts[t]), int(order.starts[t + 1])
                     if s0 == s1:
@@ -129,10 +131,9 @@ def bound_reducer(sel: np.ndarray, prof: BoundProfiles, order: BucketOrder):
                     out[a:b, 1] += np.maximum(blk + shift[:, t:t + 1], 0.0).sum(axis=1)
                     out[a:b, 2] += np.minimum(blk, c_hi[:, t:t + 1]).sum(axis=1)
             else:
-                col = order.column_profile
-                out[a:b, 0] = (n * p_s[:, col]).sum(axis=1)
-                out[a:b, 1] = np.maximum(n + shift[:, col], 0.0).sum(axis=1)
-                out[a:b, 2] = np.minimum(n, c_hi[:, col]).sum(axis=1)
+                out[a:b, 0] = (n * np.repeat(p_s, counts, axis=1)).sum(axis=1)
+                out[a:b, 1] = np.maximum(n + np.repeat(shift, counts, axis=1), 0.0).sum(axis=1)
+                out[a:b, 2] = np.minimum(n, np.repeat(c_hi, counts, axis=1)).sum(axis=1)
         return out
 
     return reduce
