@@ -195,9 +195,12 @@ def _st_reader(release):
     """(SA codes, counts) of ST rows r0 … r1 − 1, decoded from the Arrow columns."""
     st = release.tables["st"]
     count = st.column("count")
+    ref = weakref.ref(release)  # held in the release's (weakly keyed) cache: no strong reference
 
     def block(r0: int, r1: int):
-        sc = release.code_block("st", [release.sa], r0, r1 - r0)[0]
+        rel = ref()
+        assert rel is not None
+        sc = rel.code_block("st", [rel.sa], r0, r1 - r0)[0]
         parts = [c.to_numpy(zero_copy_only=False) for c in count.slice(r0, r1 - r0).chunks]
         return sc, (parts[0] if len(parts) == 1 else np.concatenate(parts))
     return block
@@ -422,6 +425,20 @@ def _qit_codes(release, column: str) -> np.ndarray:
     dictionary, no int32 copy of the whole column when int16 holds the domain)."""
     narrow_codes = getattr(release, "narrow_codes", None)
     return narrow_codes("qit", column) if narrow_codes is not None else release.codes("qit", column)
+
+
+def _qit_loader(release):
+    """``column → codes`` of the release's QIT for a cached index's lazy columns, holding the
+    release weakly (the per-release cache is keyed weakly by the release: a strong reference
+    from its values would keep every release and its indexes alive)."""
+    ref = weakref.ref(release)
+
+    def load(column: str) -> np.ndarray:
+        rel = ref()
+        if rel is None:  # pragma: no cover - the index outlived its release
+            raise ValueError("the release of this index is gone")
+        return _qit_codes(rel, column)
+    return load
 
 
 def qit_key(release, cols: tuple[str, ...]) -> np.ndarray:
@@ -680,7 +697,7 @@ class AnatomyEstimator(Estimator):
             return min(fits, key=lambda ix: len(ix.columns))
         sizes = {c: len(release.domains[c]) for c in cols}
         key = qit_key(release, cols) if cols else None
-        index = CountIndex(LazyColumns(cols, lambda c: _qit_codes(release, c)), sizes, types["row_type"],
+        index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, types["row_type"],
                            n_keys=types["n_types"], row_key=key)
         built[cols] = index
         return index
@@ -778,7 +795,7 @@ class AnatomyEstimator(Estimator):
         rank = order.rank
         keys = rank.astype(np.int32 if len(rank) < 2 ** 31 else np.int64)[bucket_rows(release)["qb"]]
         key = qit_key(release, cols) if cols else None
-        index = CountIndex(LazyColumns(cols, lambda c: _qit_codes(release, c)), sizes, keys,
+        index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, keys,
                            n_keys=len(rank), row_key=key)
         built[cols] = index
         return index
