@@ -3,7 +3,9 @@
 Anatomy's estimator (Xiao & Tao 2006): est(P ∧ S) = Σ_g n_g(P)·ĉ_g(S)/|g|, with n_g(P) the
 QIT rows of g meeting the QI predicate and ĉ_g(S) the ST count of g on the SA predicate,
 corrected for fake values without using the fake flag (Wang et al. 2011, §6; see
-:func:`correct_counts`). Evaluation: every term of the estimate and of its variance
+:func:`correct_counts`). Its interval (``Release.estimate``) is the release's certain bounds
+(:mod:`~ppdp.estimators.bucket_bounds`, ``kind="certain"``); the interval of the uniform
+within-bucket assignment model is :meth:`AnatomyEstimator.uniform_assignment_estimate`. Evaluation: every term of the estimate and of its variance
 (:class:`AnatomyEstimator`) is Σ_g n_g(P)·f(g, S), f a function of the bucket's published
 weights and the SA predicate; buckets with equal size, ST counts and fake rule are one
 *type* (:func:`bucket_types`; a F'-privacy or Anatomy plan has few), so each term is
