@@ -1,85 +1,126 @@
-"""Coverage of the nominal 95% intervals of the bucketized (Anatomy's estimator) and answers
-(Laplace lookup) families over ≥ 200 seeded releases.
+"""Coverage of the bucketized family's intervals on real tables' TRUE counts, before and after.
 
-    python benchmarks/bench_coverage_bucketized.py  → benchmarks/results/coverage_bucketized.json
+    python benchmarks/bench_coverage_bucketized.py occ    → benchmarks/results/coverage_bucketized_occ.json
+    python benchmarks/bench_coverage_bucketized.py edu    → …_edu.json
+    python benchmarks/bench_coverage_bucketized.py adult  → …_adult.json
+    python benchmarks/bench_coverage_bucketized.py speed  → …_speed.json (5,000 queries with intervals, full OCC)
 
-Bucketized: EDU subset of 3,000 rows (seed 0), F'-privacy θ = 8 with σ = 0 and σ = 2 fakes,
-200 seeded releases each; per release one table drawn from the interval's model
-(:func:`ppdp.estimators.bucketized.draw_assignment`: buckets as published, real values
-assigned to rows by a random permutation; saturated buckets' real count-1 values
-exchangeable), a fixed anatomy workload of 200 queries (selectivity 5%, seed 3). With σ = 0
-the release is the same for every seed (the buckets are a function of the table), so the
-randomness is the table's assignment only; with σ = 2 it is the fake draw and the assignment.
-Answers: 14 point queries (sex × race), ε = 2, 400 seeded releases; the noise is the only
-randomness. Per-release coverages are independent; ``sd_mean`` = sd/√R.
+Per table: a fixed real subset of 10,000 rows (``ppdp.datasets.load(name, n=10000, seed=0)``),
+100 releases (seeds 0 … 99) of each mechanism — F'-privacy θ = 8 and Anatomy ℓ = 5 (ℓ = 2 on
+EDU) — and a fixed query set: the anatomy workload (200 queries, selectivity 0.05, seed 3),
+point queries sex × each of the 6 most frequent SA values, and 4 age ranges × those values.
+The truth is the subset's own exact counts (``answer_exact``), never a draw from an
+estimator's model. Two intervals per release:
+
+- ``before``: the uniform within-bucket assignment interval (Anatomy's estimator, closed-form
+  se, normal interval at 0.95 — the default before; ``AnatomyEstimator.uniform_assignment_estimate``,
+  the same numbers);
+- ``after``: the default ``Release.estimate`` (the certain bounds, ``kind="certain"``).
+
+Reported per (mechanism, interval): coverage overall and for true counts > 100, the median of
+width / true count (true count ≥ 1), and the median width / count for counts > 100.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import numpy as np
 
 import ppdp
 from _common import provenance, write_result
-from ppdp.estimators.answers import laplace_halfwidth
-from ppdp.estimators.bucketized import draw_assignment, query_row_masks
+from ppdp.estimators.bucketized import AnatomyEstimator
+from ppdp.queries import Predicate, Query
+from ppdp.queries.workload import Workload, answer_exact
 from ppdp.queries.workloads import anatomy_workload
 
-
-def coverage_one(rel, wl, rng):
-    e = rel.estimate(wl)
-    rows, sel = query_row_masks(rel, wl)
-    truth = (rows & sel[:, draw_assignment(rel, rng)]).sum(axis=1)
-    inside = (truth >= e.lower) & (truth <= e.upper)
-    return float(inside.mean()), float(np.mean(e.se)), truth, e
+N_ROWS = 10_000
+N_RELEASES = 100
 
 
-def main(n_releases: int = 200, n_rows: int = 3000) -> dict:
-    t = ppdp.datasets.load("edu", n=n_rows, seed=0)
-    wl = anatomy_workload(t, 200, 0.05, seed=3)
-    out = {"benchmark": "interval coverage, bucketized (anatomy) and answers (lookup)", "dataset": "edu",
-           "n_rows": n_rows, "n_queries": len(wl), "workload": "anatomy, selectivity 0.05, seed 3", "nominal": 0.95}
-    for sigma in (0, 2):
-        rng = np.random.default_rng(100 + sigma)
-        t0 = time.perf_counter()
-        covs, by_bin = [], {"1-10": [], "11-100": [], ">100": []}
-        for s in range(n_releases):
-            rel = ppdp.publish(t, ppdp.FPrivacy(theta=8, fake_values=sigma), seed=s)
-            c, _, truth, e = coverage_one(rel, wl, rng)
-            covs.append(c)
-            inside = (truth >= e.lower) & (truth <= e.upper)
-            for name, lo, hi in (("1-10", 1, 10), ("11-100", 11, 100), (">100", 101, np.inf)):
-                sel = (truth >= lo) & (truth <= hi)
-                by_bin[name].extend(inside[sel].tolist())
-        cv = np.asarray(covs)
-        out[f"anatomy_sigma{sigma}"] = {
-            "releases": n_releases, "coverage": round(float(cv.mean()), 4),
-            "sd_mean": round(float(cv.std(ddof=1) / np.sqrt(len(cv))), 5),
-            "in_band_0.93_0.97": bool(0.93 <= cv.mean() <= 0.97),
-            "coverage_by_true_count": {k: (round(float(np.mean(v)), 4) if v else None) for k, v in by_bin.items()},
-            "n_by_true_count": {k: len(v) for k, v in by_bin.items()},
-            "seconds": round(time.perf_counter() - t0, 1)}
-        print(json.dumps(out[f"anatomy_sigma{sigma}"]))
-    qs = [f"sex = '{s}' AND race = '{r}'" for s in t.domain("sex") for r in t.domain("race")]
-    truth = ppdp.query(ppdp.publish(t, ppdp.LaplaceBaseline(epsilon=2.0, queries=qs), seed=0), qs, source=t)["exact"].to_numpy()
-    hits = []
-    for s in range(2 * n_releases):
-        e = ppdp.publish(t, ppdp.LaplaceBaseline(epsilon=2.0, queries=qs), seed=s).estimate(qs)
-        hits.append((truth >= e.lower) & (truth <= e.upper))
-    alpha = float(np.exp(-2.0 / len(qs)))
-    k = laplace_halfwidth(alpha, 0.95)
-    per = np.mean(hits, axis=1)
-    out["laplace_lookup"] = {"releases": 2 * n_releases, "queries": len(qs), "coverage": round(float(np.mean(hits)), 4),
-                             "sd_mean": round(float(per.std(ddof=1) / np.sqrt(len(per))), 5),
-                             "exact_coverage": round(1 - 2 * alpha ** (k + 1) / (1 + alpha), 5), "halfwidth": k,
-                             "in_band_0.93_0.97": bool(0.93 <= np.mean(hits) <= 0.97)}
-    print(json.dumps(out["laplace_lookup"]))
+def query_set(table) -> Workload:
+    sa = table.sa
+    dom = table.domain(sa)
+    top = [dom[i] for i in np.argsort(-np.bincount(table.codes(sa), minlength=len(dom)), kind="stable")[:6]]
+    queries = list(anatomy_workload(table, 200, 0.05, seed=3))
+    queries += [Query((Predicate("sex", "eq", (s,)), Predicate(sa, "eq", (x,)))) for s in table.domain("sex") for x in top]
+    ages = table.domain("age")
+    cuts = np.linspace(0, len(ages), 5).astype(int)
+    queries += [Query((Predicate("age", "in", tuple(ages[a:b])), Predicate(sa, "eq", (x,))))
+                for a, b in zip(cuts[:-1], cuts[1:]) for x in top]
+    return Workload(queries)
+
+
+def summary(hits: list, widths: list, truth: np.ndarray, kinds: set) -> dict:
+    h, w = np.asarray(hits), np.asarray(widths)
+    big = truth > 100
+    pos = truth >= 1
+    return {"kind": sorted(kinds), "coverage": round(float(h.mean()), 4),
+            "coverage_count_gt_100": round(float(h[:, big].mean()), 4) if big.any() else None,
+            "median_width_over_count": round(float(np.median(w[:, pos])), 4),
+            "median_width_over_count_gt_100": round(float(np.median(w[:, big])), 4) if big.any() else None}
+
+
+def run_table(name: str) -> dict:
+    t = ppdp.datasets.load(name, n=N_ROWS, seed=0)
+    wl = query_set(t)
+    truth = answer_exact(t, wl)
+    out = {"benchmark": "bucketized interval coverage on the true counts", "dataset": name, "n_rows": N_ROWS,
+           "sample_seed": 0, "releases": N_RELEASES, "n_queries": len(wl), "n_count_gt_100": int((truth > 100).sum()),
+           "workload": "anatomy (200, selectivity 0.05, seed 3) + sex x top-6 SA + 4 age ranges x top-6 SA",
+           "nominal": 0.95, "results": {}}
+    mechs = {"fprivacy theta=8": ppdp.FPrivacy(theta=8),
+             f"anatomy l={2 if name == 'edu' else 5}": ppdp.Anatomy(l=2 if name == "edu" else 5)}
+    for label, mech in mechs.items():
+        acc = {k: {"hits": [], "widths": [], "kinds": set(), "seconds": 0.0} for k in ("before", "after")}
+        for seed in range(N_RELEASES):
+            rel = ppdp.publish(t, mech, seed=seed)
+            for k, fn in (("before", lambda r: AnatomyEstimator().uniform_assignment_estimate(r, wl)),
+                          ("after", lambda r: r.estimate(wl))):
+                t0 = time.process_time()
+                e = fn(rel)
+                acc[k]["seconds"] += time.process_time() - t0
+                acc[k]["hits"].append((e.lower <= truth) & (truth <= e.upper))
+                acc[k]["widths"].append((e.upper - e.lower) / np.maximum(truth, 1))
+                acc[k]["kinds"].add(e.kind)
+        res = {}
+        for k, a in acc.items():
+            res[k] = summary(a["hits"], a["widths"], truth, a["kinds"])
+            res[k]["estimate_cpu_s_per_release"] = round(a["seconds"] / N_RELEASES, 4)
+        out["results"][label] = res
+        print(name, label, json.dumps(res), flush=True)
     out.update(provenance(seed=0))
-    write_result("coverage_bucketized", out)
+    write_result(f"coverage_bucketized_{name}", out)
+    return out
+
+
+def run_speed() -> dict:
+    """5,000 anatomy-workload queries (selectivity 0.01, seed 0) with intervals on full OCC,
+    F'-privacy θ = 8 (seed 1): CPU-s of the first call (indexes built) and of a second
+    workload (seed 1) on the same release."""
+    t = ppdp.datasets.load("occ")
+    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=1)
+    wl0, wl1 = anatomy_workload(t, 5000, 0.01, seed=0), anatomy_workload(t, 5000, 0.01, seed=1)
+    t0 = time.process_time()
+    rel.estimate(wl0)
+    t1 = time.process_time()
+    rel.estimate(wl1)
+    t2 = time.process_time()
+    rel.answer(wl1)
+    t3 = time.process_time()
+    out = {"benchmark": "bucketized certain bounds, 5,000 queries, full OCC, fprivacy theta=8",
+           "n_rows": t.n_rows, "n_buckets": int(rel.buckets()["n_buckets"]),
+           "first_call_cpu_s": round(t1 - t0, 2), "second_workload_cpu_s": round(t2 - t1, 2),
+           "answer_only_cpu_s": round(t3 - t2, 2)}
+    print(json.dumps(out), flush=True)
+    out.update(provenance(seed=1))
+    write_result("coverage_bucketized_speed", out)
     return out
 
 
 if __name__ == "__main__":
-    main()
+    which = sys.argv[1:] or ["occ", "edu", "adult", "speed"]
+    for w in which:
+        run_speed() if w == "speed" else run_table(w)

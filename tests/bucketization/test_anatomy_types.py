@@ -21,7 +21,7 @@ from release_helpers import publish_counts, random_counts, random_table  # noqa:
 
 
 def _same(rel, wl):
-    fast = AnatomyEstimator().estimate(rel, wl)
+    fast = AnatomyEstimator().uniform_assignment_estimate(rel, wl)
     slow = AnatomyEstimator().estimate_by_rows(rel, wl)
     np.testing.assert_allclose(fast.estimate, slow.estimate, rtol=1e-9, atol=1e-9)
     # a variance within 1e-9·|est| of zero is set to zero on both paths; round-off may put
@@ -79,18 +79,26 @@ def test_types_equal_rows_published(mech, tmp_path):
     frame = ppdp.query(loaded, f"SELECT age, {t.sa}, COUNT(*) FROM t GROUP BY age, {t.sa}")
     queries = [f"age = '{a}' AND {t.sa} = '{x}'" for a, x in zip(frame["age"], frame[t.sa])]
     slow = AnatomyEstimator().estimate_by_rows(loaded, queries)
-    np.testing.assert_allclose(frame["estimate"], slow.estimate, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(frame["se"], slow.se, rtol=1e-9, atol=1e-4)
+    certain = AnatomyEstimator().estimate(loaded, queries)  # the interval shown: the certain bounds
+    # the estimate shown: clipped to the bounds (the fake correction can make it negative)
+    np.testing.assert_allclose(frame["estimate"], np.clip(slow.estimate, certain.lower, certain.upper), rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(frame["lower"], certain.lower)
+    np.testing.assert_array_equal(frame["upper"], certain.upper)
 
 
 def test_too_many_types_falls_back(monkeypatch):
     t = ppdp.datasets.load("edu", n=2000, seed=4)
     rel = ppdp.publish(t, ppdp.Anatomy(3), seed=1)
     wl = anatomy_workload(t, 50, 0.05, seed=1)
-    ref = AnatomyEstimator().estimate(rel, wl)
+    ref = AnatomyEstimator().uniform_assignment_estimate(rel, wl)
+    ref_bounds = AnatomyEstimator().estimate(rel, wl)
     monkeypatch.setattr(bz, "MAX_TYPES", 1)
     fresh = ppdp.publish(t, ppdp.Anatomy(3), seed=1)
     assert bucket_types(fresh) is None
-    e = AnatomyEstimator().estimate(fresh, wl)
+    e = AnatomyEstimator().uniform_assignment_estimate(fresh, wl)
     np.testing.assert_allclose(e.estimate, ref.estimate, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(e.se, ref.se, rtol=1e-9, atol=1e-4)
+    b = AnatomyEstimator().estimate(fresh, wl)  # the bounds' per-bucket profiles: the same numbers
+    np.testing.assert_allclose(b.lower, ref_bounds.lower, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.upper, ref_bounds.upper, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.estimate, ref_bounds.estimate, rtol=1e-9, atol=1e-9)

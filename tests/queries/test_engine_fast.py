@@ -128,7 +128,10 @@ def test_estimates_equal_row_scan(small_edu, family, monkeypatch):
     # equal up to the order of floating sums (the per-type terms are reduced chunk by chunk)
     for a, b in [(fast.estimate, naive.estimate), (fast.se, naive.se), (fast.lower, naive.lower)]:
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
-    assert np.isfinite(fast.se).all()
+    for a, b in [(fast.upper, naive.upper)]:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+    assert np.isfinite(fast.lower).all() and np.isfinite(fast.upper).all()
+    assert np.isfinite(fast.se).all() or fast.kind == "certain"  # certain bounds carry no se
 
 
 def test_anatomy_per_row_path_equals_row_scan(small_edu, monkeypatch):
@@ -137,9 +140,13 @@ def test_anatomy_per_row_path_equals_row_scan(small_edu, monkeypatch):
     rel = ppdp.publish(small_edu, ppdp.FPrivacy(theta=8, fake_values=2), seed=1)
     wl = anatomy_workload(small_edu, 120, 0.05, seed=6)
     monkeypatch.setattr(bucketized, "MAX_TYPES", 0)
-    fast = rel.estimate(wl)
-    monkeypatch.setattr(CountIndex, "sums", naive_sums)
-    naive = _fresh(rel).estimate(wl)
+    est = bucketized.AnatomyEstimator()
+    fast, fast_b = est.uniform_assignment_estimate(rel, wl), rel.estimate(wl)
+    monkeypatch.setattr(CountIndex, "sums", lambda index, masks, reduce=None, width=None: (
+        naive_sums(index, masks) if reduce is None else reduce(np.arange(len(masks)), naive_sums(index, masks))))
+    naive, naive_b = est.uniform_assignment_estimate(_fresh(rel), wl), _fresh(rel).estimate(wl)
+    for a, b in [(fast_b.lower, naive_b.lower), (fast_b.upper, naive_b.upper), (fast_b.estimate, naive_b.estimate)]:
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-8)
     np.testing.assert_allclose(fast.estimate, naive.estimate, rtol=1e-10, atol=1e-8)
     np.testing.assert_allclose(fast.se, naive.se, rtol=1e-8, atol=1e-8)
 

@@ -101,10 +101,11 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
         click.echo(f"answered {len(stmts)} statement(s), {len(frame)} row(s) → {out}")
         return
     show = frame.drop(columns=["query"]) if len(stmts) == 1 else frame
-    pct = f"{level * 100:g}%"
+    kind = frame.attrs.get("kind", "confidence")
+    pct = {"certain": "certain", "none": "no interval:"}.get(kind, f"{level * 100:g}%")
     show = show.rename(columns={"lower": f"{pct} lower", "upper": f"{pct} upper"})
-    click.echo(show.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    click.echo(f"# {frame.attrs.get('method', '')}")
+    click.echo(show.to_string(index=False, float_format=lambda v: f"{v:.2f}", na_rep="—"))  # NaN: not a number
+    click.echo(f"# interval: {kind}; {frame.attrs.get('method', '')}")
 
 
 @cli.command()

@@ -3,7 +3,9 @@
 Anatomy's estimator (Xiao & Tao 2006): est(P ∧ S) = Σ_g n_g(P)·ĉ_g(S)/|g|, with n_g(P) the
 QIT rows of g meeting the QI predicate and ĉ_g(S) the ST count of g on the SA predicate,
 corrected for fake values without using the fake flag (Wang et al. 2011, §6; see
-:func:`correct_counts`). Evaluation: every term of the estimate and of its variance
+:func:`correct_counts`). Its interval (``Release.estimate``) is the release's certain bounds
+(:mod:`~ppdp.estimators.bucket_bounds`, ``kind="certain"``); the interval of the uniform
+within-bucket assignment model is :meth:`AnatomyEstimator.uniform_assignment_estimate`. Evaluation: every term of the estimate and of its variance
 (:class:`AnatomyEstimator`) is Σ_g n_g(P)·f(g, S), f a function of the bucket's published
 weights and the SA predicate; buckets with equal size, ST counts and fake rule are one
 *type* (:func:`bucket_types`; a F'-privacy or Anatomy plan has few), so each term is
@@ -43,6 +45,7 @@ from ..queries import CountIndex, split_masks
 from ..queries.engine import LazyColumns
 from ..releases.bucketized import fake_candidates, revealed_absent
 from .base import Estimates, Estimator
+from .bucket_bounds import BoundProfiles, BucketOrder, bound_reducer
 
 
 def correct_counts(observed: np.ndarray, sigma: int, forbidden: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -141,7 +144,9 @@ def bucket_types(release) -> dict | None:
     of n_g(P) times a function of g's weights and S, so it is the same sum over types of
     n_t(P) = the QIT rows meeting P in buckets of type t. Returns ``type`` (per bucket),
     ``row_type`` (per QIT row, narrow int), the per-type ``p``, ``u``, ``c`` (T × m, T × m,
-    T), ``multi`` ([|g| > 1] per type) and ``n_types``; None when there are more than
+    T), ``multi`` ([|g| > 1] per type), ``n_types`` and the types' ``obs`` (observed counts,
+    T × m), ``sizes`` and ``excluded`` (values excluded as fakes, T × m, None when σ = 0);
+    None when there are more than
     :data:`MAX_TYPES` types or the ST rows are not one positive count per (bucket, value).
 
     The types come from a random linear signature of each bucket's counts (one bincount) and
@@ -192,9 +197,12 @@ def _st_reader(release):
     """(SA codes, counts) of ST rows r0 … r1 − 1, decoded from the Arrow columns."""
     st = release.tables["st"]
     count = st.column("count")
+    ref = weakref.ref(release)  # held in the release's (weakly keyed) cache: no strong reference
 
     def block(r0: int, r1: int):
-        sc = release.code_block("st", [release.sa], r0, r1 - r0)[0]
+        rel = ref()
+        assert rel is not None
+        sc = rel.code_block("st", [rel.sa], r0, r1 - r0)[0]
         parts = [c.to_numpy(zero_copy_only=False) for c in count.slice(r0, r1 - r0).chunks]
         return sc, (parts[0] if len(parts) == 1 else np.concatenate(parts))
     return block
@@ -410,7 +418,8 @@ def _bucket_types(release) -> dict | None:
     else:
         row_type = type_of[b["qb"]]
     return {"type": type_of, "row_type": row_type, "p": p, "u": u, "c": c,
-            "multi": (sizes[rep] > 1).astype(np.float64), "n_types": n_types}
+            "multi": (sizes[rep] > 1).astype(np.float64), "n_types": n_types,
+            "obs": rep_obs, "sizes": sizes[rep], "excluded": excluded}
 
 
 def _qit_codes(release, column: str) -> np.ndarray:
@@ -418,6 +427,20 @@ def _qit_codes(release, column: str) -> np.ndarray:
     dictionary, no int32 copy of the whole column when int16 holds the domain)."""
     narrow_codes = getattr(release, "narrow_codes", None)
     return narrow_codes("qit", column) if narrow_codes is not None else release.codes("qit", column)
+
+
+def _qit_loader(release):
+    """``column → codes`` of the release's QIT for a cached index's lazy columns, holding the
+    release weakly (the per-release cache is keyed weakly by the release: a strong reference
+    from its values would keep every release and its indexes alive)."""
+    ref = weakref.ref(release)
+
+    def load(column: str) -> np.ndarray:
+        rel = ref()
+        if rel is None:  # pragma: no cover - the index outlived its release
+            raise ValueError("the release of this index is gone")
+        return _qit_codes(rel, column)
+    return load
 
 
 def qit_key(release, cols: tuple[str, ...]) -> np.ndarray:
@@ -579,7 +602,8 @@ def _bucket_weights(release, e: dict, sizes: np.ndarray, variance: bool,
 class AnatomyEstimator(Estimator):
     """Anatomy's estimator Σ_g n_g(P)·ĉ_g(S)/|g| with the fake-value correction (module doc).
 
-    Uncertainty (:meth:`estimate`, closed form). The files fix each bucket's QI rows and SA
+    Interval (:meth:`estimate`): the certain bounds (:mod:`~ppdp.estimators.bucket_bounds`).
+    Model-based uncertainty (:meth:`uniform_assignment_estimate`, closed form). The files fix each bucket's QI rows and SA
     multiset but not which record holds which value. Model: given the buckets, each record of
     bucket g holds a value of S independently with probability p_g(S) = ĉ_g(S)/|g| (Anatomy's
     uniform-assignment assumption, Xiao & Tao 2006, drawn with replacement). Then the count of
@@ -675,7 +699,7 @@ class AnatomyEstimator(Estimator):
             return min(fits, key=lambda ix: len(ix.columns))
         sizes = {c: len(release.domains[c]) for c in cols}
         key = qit_key(release, cols) if cols else None
-        index = CountIndex(LazyColumns(cols, lambda c: _qit_codes(release, c)), sizes, types["row_type"],
+        index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, types["row_type"],
                            n_keys=types["n_types"], row_key=key)
         built[cols] = index
         return index
@@ -718,6 +742,72 @@ class AnatomyEstimator(Estimator):
         return tuple(got[:, k] for k in range(got.shape[1]))
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        """Anatomy's estimate with the release's certain bounds as its interval
+        (``kind="certain"``, :mod:`~ppdp.estimators.bucket_bounds`): the count lies in
+        [lower, upper] whatever the within-bucket assignment, so ``level`` does not apply.
+        The estimate is clipped to the bounds (without fakes it always lies in them). No
+        standard error is given (NaN): the model of :meth:`uniform_assignment_estimate` ignores
+        the QI–SA association inside buckets, which on real tables makes errors of several of
+        its standard errors, and no model of that association is claimed here."""
+        _, masks = release.resolve(workload)
+        rest, sel = split_masks(masks, release.sa, len(release.domains[release.sa]))
+        prof, order = self._bound_profiles(release)
+        cols = tuple(sorted(set().union(*(set(mk) for mk in rest)))) if rest else ()
+        got = self._bucket_index(release, order, cols).sums(rest, reduce=bound_reducer(sel, prof, order), width=3)
+        est, lower, upper = got[:, 0], got[:, 1], got[:, 2]
+        dropped = int(release.manifest.get("dropped", 0) or 0)
+        upper = upper + dropped
+        est = np.clip(est, lower, upper)
+        method = ("certain bounds: per bucket, the records meeting the QI and SA predicates lie in "
+                  "[max(0, n_g(P) + c_g(S) - |g|), min(n_g(P), c_g(S))], summed over buckets"
+                  + (", c_g(S) over every choice of the fake values the release allows" if release.fake_values else "")
+                  + (f", plus the {dropped} dropped records on the upper side" if dropped else "")
+                  + "; the count lies within them whatever the within-bucket assignment (no level applies); "
+                  "estimate: Anatomy's estimator (uniform within-bucket assignment), clipped to the bounds; "
+                  "no standard error (the within-bucket QI-SA association is not modelled)")
+        nan = np.full(est.shape, np.nan)
+        return Estimates(est, nan, lower, upper, method, level, kind="certain")
+
+    def _bound_profiles(self, release) -> tuple[BoundProfiles, BucketOrder]:
+        """The buckets' profiles for the bounds (per bucket type when :func:`bucket_types`
+        finds them, else one per bucket) and the type-grouped bucket order (cached)."""
+        cache = _INDEX.setdefault(release, {})
+        if "bounds" not in cache:
+            types = bucket_types(release)
+            if types is not None:
+                prof = BoundProfiles.build(types["obs"], types["sizes"], types["excluded"], types["p"], types["type"])
+            else:
+                b = release.buckets()
+                obs, sizes = release.observed_counts(), b["sizes"]
+                excluded = release.fake_excluded() if release.fake_values else None
+                p, _, _ = bucket_profiles(obs, sizes, release.fake_values, excluded)
+                prof = BoundProfiles.build(obs, sizes, excluded, p, np.arange(b["n_buckets"]))
+            cache["bounds"] = (prof, BucketOrder(prof.profile, prof.n_profiles))
+        return cache["bounds"]
+
+    def _bucket_index(self, release, order: BucketOrder, cols: tuple[str, ...]) -> CountIndex:
+        """QIT rows counted per (combination of ``cols``, bucket), the buckets numbered in
+        ``order``; an index over a superset of the columns already built is reused."""
+        cache = _INDEX.setdefault(release, {})
+        built = cache.setdefault("bucket_index", {})
+        fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
+        if fits:
+            return min(fits, key=lambda ix: len(ix.columns))
+        sizes = {c: len(release.domains[c]) for c in cols}
+        rank = order.rank
+        keys = rank.astype(np.int32 if len(rank) < 2 ** 31 else np.int64)[bucket_rows(release)["qb"]]
+        key = qit_key(release, cols) if cols else None
+        index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, keys,
+                           n_keys=len(rank), row_key=key)
+        built[cols] = index
+        return index
+
+    def uniform_assignment_estimate(self, release, workload, level: float = 0.95) -> Estimates:
+        """Anatomy's estimate with the closed-form se and normal interval of the uniform
+        within-bucket assignment model (class doc). Valid only under that model: on real
+        tables, where QI and SA are associated inside buckets, it covers far below ``level``
+        (tests/contract/test_coverage_bucketized.py shows it failing); :meth:`estimate` reports
+        the certain bounds instead."""
         types = bucket_types(release)
         if types is None:
             return self.estimate_by_rows(release, workload, level)
@@ -738,7 +828,7 @@ class AnatomyEstimator(Estimator):
         return Estimates.normal(est, np.sqrt(var), method, level)
 
     def estimate_by_rows(self, release, workload, level: float = 0.95) -> Estimates:
-        """:meth:`estimate` through the per-row index (:func:`anatomy_index`, quadratic keys per
+        """:meth:`uniform_assignment_estimate` through the per-row index (:func:`anatomy_index`, quadratic keys per
         SA pair): the path for releases with too many bucket types, and the reference the
         per-type path is tested against."""
         _, masks = release.resolve(workload)

@@ -447,7 +447,8 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
     parsed :class:`CountStatement` objects).
     Every statement is expanded into conjunctive queries (module doc) and the whole expansion is
     answered with one ``release.estimate`` call; the interval method is in
-    ``frame.attrs["method"]``. A group whose count is a sum of k > 1 disjoint terms gets the
+    ``frame.attrs["method"]`` and what it promises in ``frame.attrs["kind"]`` (``Estimates.kind``:
+    certain bounds of disjoint terms are summed). A group whose count is a sum of k > 1 disjoint terms gets the
     sum of the terms' standard errors (an upper bound whatever their correlation) and the
     normal interval around the summed estimate."""
     import pandas as pd
@@ -480,10 +481,10 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
     wl = Workload(queries)
     if queries:
         e = release.estimate(wl, estimator, level=level)
-        est_q, se_q, lo_q, hi_q, method = e.estimate, e.se, e.lower, e.upper, e.method
+        est_q, se_q, lo_q, hi_q, method, kind = e.estimate, e.se, e.lower, e.upper, e.method, e.kind
     else:
         est_q = se_q = lo_q = hi_q = np.zeros(0)
-        method = "no query"
+        method, kind = "no query", "none"
     n_terms = np.bincount(owner, minlength=n_rows)
     est = np.bincount(owner, weights=est_q, minlength=n_rows)
     se = np.bincount(owner, weights=se_q, minlength=n_rows)
@@ -494,6 +495,9 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
     first[owner[::-1]] = np.arange(len(owner))[::-1]
     lower[single] = lo_q[first[single]]
     upper[single] = hi_q[first[single]]
+    if kind == "certain":  # certain bounds of disjoint terms add up to certain bounds of the sum
+        lower = np.bincount(owner, weights=lo_q, minlength=n_rows)
+        upper = np.bincount(owner, weights=hi_q, minlength=n_rows)
     empty = n_terms == 0  # an unsatisfiable condition: the count is 0 for certain
     est[empty] = se[empty] = lower[empty] = upper[empty] = 0.0
     group_cols = list(dict.fromkeys(c for _, x in frames_meta for c in x.group_by))
@@ -515,9 +519,11 @@ def query_table(release, sql, estimator=None, source=None, level: float = 0.95):
     if source is not None:
         exact_q = answer_exact(source, wl) if queries else np.zeros(0)
         frame["exact"] = np.bincount(owner, weights=exact_q, minlength=n_rows)
-    frame.attrs["method"] = method + ("; groups summed over several disjoint terms: se = Σ se (upper bound)"
+    frame.attrs["method"] = method + (("; groups summed over several disjoint terms: bounds = Σ bounds" if kind == "certain"
+                                       else "; groups summed over several disjoint terms: se = Σ se (upper bound)")
                                       if (n_terms > 1).any() else "")
     frame.attrs["level"] = level
+    frame.attrs["kind"] = kind
     return frame
 
 
