@@ -130,7 +130,7 @@ class Result:
     def cpu_by_kind(self) -> dict[str, float]:
         out: dict[str, float] = {}
         for s in self.steps:
-            k = s.name.split(":")[0].replace("evaluate-model", "evaluate")
+            k = s.name.split(":")[0].replace("evaluate-model", "evaluate").replace("recipe-release", "recipe")
             out[k] = out.get(k, 0.0) + s.cpu_s
         return out
 
@@ -289,23 +289,49 @@ class Runner:
                                   "-o", str(self.work / f"export-{mech}")])
         return code == 0, text
 
-    def recipe(self, mech: str) -> tuple[bool, str]:
-        """The export README's pandas recipe, in a fresh interpreter without ppdp, in the export."""
-        out = self.work / f"export-{mech}"
-        readme = (out / "README.md").read_text(encoding="utf-8")
+    def _run_recipe(self, where: Path, readme: str) -> tuple[float | None, str]:
         blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
         if not blocks:
-            return False, "the export README has no pandas recipe"
+            return None, "the README has no pandas recipe"
         code = blocks[0] + "\nprint(repr(float(estimate)))\n"
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["PYTHONNOUSERSITE"] = "1"
         guard = "import sys; sys.modules['ppdp'] = None\n"  # the recipe must not need ppdp
-        p = subprocess.run([sys.executable, "-c", guard + code], cwd=out, capture_output=True, text=True,
+        p = subprocess.run([sys.executable, "-c", guard + code], cwd=where, capture_output=True, text=True,
                            env=env, timeout=120)
         if p.returncode:
-            return False, p.stderr.strip()
-        est = float(p.stdout.strip().splitlines()[-1])
-        return math.isfinite(est), f"estimate {est}"
+            return None, p.stderr.strip()
+        return float(p.stdout.strip().splitlines()[-1]), p.stdout
+
+    def recipe(self, mech: str) -> tuple[bool, str]:
+        """The export README's pandas recipe, in a fresh interpreter without ppdp, in the export."""
+        out = self.work / f"export-{mech}"
+        est, text = self._run_recipe(out, (out / "README.md").read_text(encoding="utf-8"))
+        return est is not None and math.isfinite(est), text
+
+    def recipe_release(self, mech: str) -> tuple[bool, str]:
+        """The release README's pandas recipe, run without ppdp in the release directory, gives
+        ppdp's own estimate of the README's example count (Anatomy's estimator for a bucketized
+        release, the inversion for a randomized one)."""
+        rel = self.work / mech
+        readme = (rel / "README.md").read_text(encoding="utf-8")
+        est, text = self._run_recipe(rel, readme)
+        if est is None or not math.isfinite(est):
+            return False, text
+        m = re.search(r'The example counts records with ("[^"]+" = \'[^\']*\') and ("[^"]+" = \'[^\']*\')', readme)
+        if m is None:  # a histogram's example names cell indices: the recipe ran, nothing to compare
+            return True, f"estimate {est}"
+        args = ["query", str(rel), f"{m.group(1)} AND {m.group(2)}", "-o", str(self.work / f"{mech}-ex.csv")]
+        if mech in ("sdr", "uniform"):
+            args += ["--estimator", "inversion"]
+        code, qtext = self.invoke(args)
+        if code:
+            return False, qtext
+        import pandas as pd
+
+        want = float(pd.read_csv(self.work / f"{mech}-ex.csv")["estimate"].iloc[0])
+        ok = math.isclose(est, want, rel_tol=1e-9, abs_tol=1e-9)
+        return ok, f"recipe {est}, ppdp query {want} for {m.group(1)} AND {m.group(2)}"
 
 
 def _last_line(text: str) -> str:
@@ -353,6 +379,8 @@ def run_table(table: str, work: Path) -> Result:
         else:
             r.skip(f"audit:{mech}", "not published")
     for mech in EXPORTED:
+        if (work / mech).exists():
+            r.step(f"recipe-release:{mech}", lambda m=mech: r.recipe_release(m))
         if (work / mech).exists() and r.step(f"export:{mech}", lambda m=mech: r.export(m)):
             r.step(f"recipe:{mech}", lambda m=mech: r.recipe(m))
         else:
@@ -362,7 +390,7 @@ def run_table(table: str, work: Path) -> Result:
 
 
 STEP_KINDS = ("infer", "evaluate", "publish", "verify", "query-groupby", "query-range", "query-input", "audit",
-              "export", "recipe")
+              "export", "recipe")  # recipe: the export's and the release's
 
 
 def format_table(results: list[Result]) -> str:
