@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -36,6 +37,11 @@ def infer(input_path, out, encoding):
 
     p = Path(input_path)
     raw = p.read_bytes()[: 1 << 16]
+    if raw[:2] == b"\x1f\x8b":  # gzip: sniff the text, as the reader decompresses it
+        import gzip
+
+        with gzip.open(p, "rb") as f:
+            raw = f.read(1 << 16)
     if encoding:
         enc = check_encoding(encoding)
         why_enc = "given"
@@ -73,6 +79,8 @@ def infer(input_path, out, encoding):
         cols.append((str(c), numeric, k, present, int(len(s) - len(present))))
     text_cols = [c for c in cols if not c[1]]
     sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX), None)
+    if any(c[4] for c in cols) and opts.missing == "error":  # empty cells: missing without a marker
+        opts = dataclasses.replace(opts, missing="category")
     out_lines = [
         f"# Schema for {p.name}, written by `ppdp schema infer` from its {n} rows. Review every guess:",
         "# roles above all (quasi = what an adversary may know, sensitive = what to protect, drop = not published).",
@@ -88,7 +96,7 @@ def infer(input_path, out, encoding):
         f"na = {_toml(na)}   # " + (f"guessed: these markers occur in the file ({', '.join(na)})" if na else
                                     "no missing-value marker seen (an empty cell is always missing)"),
         f"strip = {'true' if strip else 'false'}   # " + ("spaces around values seen" if strip else "no spaces around values"),
-        f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if na else
+        f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if opts.missing == "category" else
                                                    "a missing value is an error"),
         "",
     ]
