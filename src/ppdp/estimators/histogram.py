@@ -93,6 +93,7 @@ from ..kernels.noise import discrete_laplace_fourth_cumulant, discrete_laplace_v
 from ..kernels.noise_quantiles import form_summary, halfwidths
 from ..queries import CountIndex, as_workload
 from .base import Estimates, Estimator
+from .histogram_marginals import marginal_bounds, marginal_epsilons
 
 __all__ = ["HistogramEstimator", "CellsEstimator", "UniformEstimator", "LeastSquaresEstimator",
            "UnweightedLeastSquaresEstimator",
@@ -553,7 +554,42 @@ def _cells_estimate(self, release, workload, level: float = 0.95) -> Estimates:
     if release.storage != "dense":
         return _not_quantified(self, release, wl, level, "a sparse (thresholded) cell histogram drops the cells "
                                "below its threshold, a bias no noise interval covers")
+    if _marginals_release(release):
+        return _marginals_estimate(self, release, wl, level)
     return self._bootstrap_estimate(release, wl, level)
+
+
+def _marginals_release(release) -> bool:
+    mech = release.manifest.get("mechanism")
+    return mech == "marginals" or (mech == "dp" and (release.certificate.get("choice") or {}).get("algorithm")
+                                   == "marginals")
+
+
+def _marginals_estimate(self, release, wl, level: float) -> Estimates:
+    """The model's answer with the model-free interval of the measured marginals
+    (:mod:`ppdp.estimators.histogram_marginals`); a release without them: not quantified (a
+    replay of the mechanism on the model's own fit cannot see the model's bias)."""
+    measured = release.measured_marginals()
+    if measured is None:
+        return _not_quantified(self, release, wl, level, "this release does not ship the marginals its cells were "
+                               "inferred from (marginals.parquet; publish it again), and an interval from the model "
+                               "alone would not cover the model's bias")
+    per = _CACHE.setdefault(release, {})
+    if "marginals" not in per:  # query-independent: the measurements and their ε, read once per release
+        per["marginals"] = (measured, marginal_epsilons(_dp_claim(release).ledger, len(measured)))
+    measured, eps = per["marginals"]
+    est = np.asarray(self.answer(release, wl), dtype=np.float64)
+    lo, hi, owner = release.query_boxes(wl)
+    lower, upper, m = marginal_bounds(release.shape, measured, eps, lo, hi, owner, len(wl), level)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    se = (upper - lower) / (2 * z)
+    method = (f"model-free bounds from the {len(measured)} measured noisy marginals: the box count lies below every "
+              f"marginal count of its projection and above a Bonferroni bound (a projection's count minus the "
+              f"counts outside the box on each other dimension); each of the query's noisy terms (median "
+              f"{int(np.median(m)) if len(m) else 0}) one-sided at {1 - level:g}/terms by its exact discrete Laplace "
+              f"quantile, so the interval holds at ≥ {level:g} whatever the data and the model; the estimate is the "
+              f"graphical model's; se = width/(2·z), for reading only")
+    return Estimates(est, se, lower, upper, method, level)
 
 
 def _not_quantified(est_obj, release, wl, level, why: str) -> Estimates:
