@@ -41,9 +41,22 @@ that is itself a coarse lattice — least squares over partitions of ≤ 5 cells
 ≥ ε_cells: 0.944–0.949 in simulation (worst: 2 cells, ε 0.5 / 1.5), against 0.918–0.949 for
 the normal interval.
 
-Everything else — ``cells`` on post-processed cells (``agrid``, ``marginals``, ``dp`` when it chose
-one of them, ``consistency``), ``uniform`` (kd-tree, DPCube partitions) and ``ls-eb`` — gets a
-**parametric bootstrap over the mechanism's own randomness** (:meth:`HistogramEstimator.bootstrap_errors`):
+Model-free bounds (valid at the level whatever the data; the estimate is the model's, the interval
+is not):
+
+* ``cells`` on a cube inferred from noisy marginals (``marginals``, ``dp`` when it chose them):
+  the measured marginals the release ships bound every box count — below each marginal count of
+  its projection, above a Bonferroni bound — with every noisy term one-sided at
+  (1 − level)/terms (:mod:`ppdp.estimators.histogram_marginals`). A release without the
+  marginals file gets no interval (kind ``none``): the model alone cannot bound its own bias.
+* ``uniform`` (kd-tree, DPCube partitions): between the noisy counts of the partitions inside the
+  query and of those it meets, each side one-sided at (1 − level)/2 (:func:`_uniform_estimate`).
+* ``ls-eb``: its shrunk estimate with the interval of ``ls`` (unbiased, closed form above).
+
+The rest — ``cells`` on post-processed cells of ``agrid`` (or ``dp`` choosing it) and
+``consistency`` — gets a **parametric bootstrap over the mechanism's own randomness**
+(:meth:`HistogramEstimator.bootstrap_errors`), with progress on stderr once it runs longer than
+:data:`PROGRESS_DELAY` seconds (:data:`PROGRESS`):
 
 1. the truth is the estimator's own cell estimate, rounded to integer counts by cumulative
    rounding in C order (each run of cells along the last dimension keeps its sum within ±1);
@@ -79,6 +92,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import sys
 import weakref
 from typing import Any
 
@@ -362,11 +376,24 @@ def _replicates(est: HistogramEstimator, release) -> np.ndarray:
     truth = integer_truth(est.cells(release))
     rng = np.random.default_rng(release_seed(release))
     sats = np.empty((R,) + tuple(n + 1 for n in truth.shape), np.float32)
-    for r in range(R):
+    for r in _progress(range(R), f"bootstrap of {release.manifest.get('mechanism')} ({est.name})"):
         cells, parts = mech.replay(truth, claim.noisy_total, claim.ledger, rng)
         sats[r] = summed_area(est.estimate_cells(_Replica(release, cells, parts)) - truth)
     per[key] = sats
     return sats
+
+
+#: progress of the bootstrap on stderr: None shows it when stderr is a terminal, True always, False never;
+#: it appears only once the replicates have run for :data:`PROGRESS_DELAY` seconds
+PROGRESS: bool | None = None
+PROGRESS_DELAY = 2.0
+
+
+def _progress(it, desc: str):
+    from tqdm import tqdm
+
+    show = PROGRESS if PROGRESS is not None else sys.stderr.isatty()
+    return tqdm(it, desc=desc, unit="replicate", file=sys.stderr, disable=not show, delay=PROGRESS_DELAY, leave=False)
 
 
 def _replicate_box_sums(sats: np.ndarray, lo, hi, owner, n_queries: int) -> np.ndarray:
