@@ -135,10 +135,14 @@ def test_bootstrap_intervals_cover(adult):
 def test_uniform_and_kdtree_get_intervals(adult):
     rel = ppdp.publish(adult, HierarchicalKDTree(1.0, DIMS, bins={**AGE, **HOURS}), seed=2)
     e = rel.estimate(WL)
-    assert np.all(np.isfinite(e.se)) and "bootstrap" in e.method and "bias" in e.method
+    assert np.all(np.isfinite(e.se)) and e.method.startswith("model-free bounds") and e.kind == "confidence"
+    assert np.all((e.lower >= 0) & (e.lower <= e.upper))
     dc = ppdp.publish(adult, DPCube(1.0, DIMS, bins={**AGE, **HOURS}), seed=2)
     for name in ("uniform", "ls-eb"):
         assert np.all(np.isfinite(dc.estimate(WL, estimator=name).se))
+    # ls-eb keeps its shrunk estimate and takes the interval of the unbiased least squares
+    eb, ls = dc.estimate(WL, estimator="ls-eb"), dc.estimate(WL, estimator="ls")
+    assert np.array_equal(eb.lower, ls.lower) and np.array_equal(eb.upper, ls.upper)
     assert dc.estimate(WL, estimator="cells").method.startswith("closed form")
     assert np.all(UniformEstimator().bootstrap_errors(dc, WL).shape == (BOOTSTRAP_REPLICATES, len(WL)))
 

@@ -41,9 +41,22 @@ that is itself a coarse lattice — least squares over partitions of ≤ 5 cells
 ≥ ε_cells: 0.944–0.949 in simulation (worst: 2 cells, ε 0.5 / 1.5), against 0.918–0.949 for
 the normal interval.
 
-Everything else — ``cells`` on post-processed cells (``agrid``, ``marginals``, ``dp`` when it chose
-one of them, ``consistency``), ``uniform`` (kd-tree, DPCube partitions) and ``ls-eb`` — gets a
-**parametric bootstrap over the mechanism's own randomness** (:meth:`HistogramEstimator.bootstrap_errors`):
+Model-free bounds (valid at the level whatever the data; the estimate is the model's, the interval
+is not):
+
+* ``cells`` on a cube inferred from noisy marginals (``marginals``, ``dp`` when it chose them):
+  the measured marginals the release ships bound every box count — below each marginal count of
+  its projection, above a Bonferroni bound — with every noisy term one-sided at
+  (1 − level)/terms (:mod:`ppdp.estimators.histogram_marginals`). A release without the
+  marginals file gets no interval (kind ``none``): the model alone cannot bound its own bias.
+* ``uniform`` (kd-tree, DPCube partitions): between the noisy counts of the partitions inside the
+  query and of those it meets, each side one-sided at (1 − level)/2 (:func:`_uniform_estimate`).
+* ``ls-eb``: its shrunk estimate with the interval of ``ls`` (unbiased, closed form above).
+
+The rest — ``cells`` on post-processed cells of ``agrid`` (or ``dp`` choosing it) and
+``consistency`` — gets a **parametric bootstrap over the mechanism's own randomness**
+(:meth:`HistogramEstimator.bootstrap_errors`), with progress on stderr once it runs longer than
+:data:`PROGRESS_DELAY` seconds (:data:`PROGRESS`):
 
 1. the truth is the estimator's own cell estimate, rounded to integer counts by cumulative
    rounding in C order (each run of cells along the last dimension keeps its sum within ±1);
@@ -79,6 +92,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import sys
 import weakref
 from typing import Any
 
@@ -93,6 +107,7 @@ from ..kernels.noise import discrete_laplace_fourth_cumulant, discrete_laplace_v
 from ..kernels.noise_quantiles import form_summary, halfwidths
 from ..queries import CountIndex, as_workload
 from .base import Estimates, Estimator
+from .histogram_marginals import marginal_bounds, marginal_epsilons
 
 __all__ = ["HistogramEstimator", "CellsEstimator", "UniformEstimator", "LeastSquaresEstimator",
            "UnweightedLeastSquaresEstimator",
@@ -214,14 +229,11 @@ class CellsEstimator(HistogramEstimator):
 
 
 class UniformEstimator(HistogramEstimator):
-    """Each partition's noisy count spread evenly over its cells. Uncertainty: the parametric
-    bootstrap (module docstring)."""
+    """Each partition's noisy count spread evenly over its cells. Uncertainty: model-free bounds
+    from the partitions (:func:`_uniform_estimate`)."""
 
     name = "uniform"
     needs_partitions = True
-
-    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
-        return self._bootstrap_estimate(release, as_workload(workload), level)
 
     def estimate_cells(self, release) -> np.ndarray:
         lo, hi, yp = release.partition_boxes()
@@ -271,14 +283,11 @@ class UnweightedLeastSquaresEstimator(HistogramEstimator):
 
 class EmpiricalBayesEstimator(HistogramEstimator):
     """Least squares with the partitions' uniformity as an empirical-Bayes prior. Uncertainty:
-    the parametric bootstrap (module docstring)."""
+    the interval of ``ls`` (:func:`_eb_estimate`)."""
 
     name = "ls-eb"
     needs_cells = True
     needs_partitions = True
-
-    def estimate(self, release, workload, level: float = 0.95) -> Estimates:
-        return self._bootstrap_estimate(release, as_workload(workload), level)
 
     def estimate_cells(self, release) -> np.ndarray:
         y, pid, yp, n_p, sums, delta, v1 = _least_squares_parts(release)
@@ -367,11 +376,24 @@ def _replicates(est: HistogramEstimator, release) -> np.ndarray:
     truth = integer_truth(est.cells(release))
     rng = np.random.default_rng(release_seed(release))
     sats = np.empty((R,) + tuple(n + 1 for n in truth.shape), np.float32)
-    for r in range(R):
+    for r in _progress(range(R), f"bootstrap of {release.manifest.get('mechanism')} ({est.name})"):
         cells, parts = mech.replay(truth, claim.noisy_total, claim.ledger, rng)
         sats[r] = summed_area(est.estimate_cells(_Replica(release, cells, parts)) - truth)
     per[key] = sats
     return sats
+
+
+#: progress of the bootstrap on stderr: None shows it when stderr is a terminal, True always, False never;
+#: it appears only once the replicates have run for :data:`PROGRESS_DELAY` seconds
+PROGRESS: bool | None = None
+PROGRESS_DELAY = 2.0
+
+
+def _progress(it, desc: str):
+    from tqdm import tqdm
+
+    show = PROGRESS if PROGRESS is not None else sys.stderr.isatty()
+    return tqdm(it, desc=desc, unit="replicate", file=sys.stderr, disable=not show, delay=PROGRESS_DELAY, leave=False)
 
 
 def _replicate_box_sums(sats: np.ndarray, lo, hi, owner, n_queries: int) -> np.ndarray:
@@ -553,7 +575,42 @@ def _cells_estimate(self, release, workload, level: float = 0.95) -> Estimates:
     if release.storage != "dense":
         return _not_quantified(self, release, wl, level, "a sparse (thresholded) cell histogram drops the cells "
                                "below its threshold, a bias no noise interval covers")
+    if _marginals_release(release):
+        return _marginals_estimate(self, release, wl, level)
     return self._bootstrap_estimate(release, wl, level)
+
+
+def _marginals_release(release) -> bool:
+    mech = release.manifest.get("mechanism")
+    return mech == "marginals" or (mech == "dp" and (release.certificate.get("choice") or {}).get("algorithm")
+                                   == "marginals")
+
+
+def _marginals_estimate(self, release, wl, level: float) -> Estimates:
+    """The model's answer with the model-free interval of the measured marginals
+    (:mod:`ppdp.estimators.histogram_marginals`); a release without them: not quantified (a
+    replay of the mechanism on the model's own fit cannot see the model's bias)."""
+    measured = release.measured_marginals()
+    if measured is None:
+        return _not_quantified(self, release, wl, level, "this release does not ship the marginals its cells were "
+                               "inferred from (marginals.parquet; publish it again), and an interval from the model "
+                               "alone would not cover the model's bias")
+    per = _CACHE.setdefault(release, {})
+    if "marginals" not in per:  # query-independent: the measurements and their ε, read once per release
+        per["marginals"] = (measured, marginal_epsilons(_dp_claim(release).ledger, len(measured)))
+    measured, eps = per["marginals"]
+    est = np.asarray(self.answer(release, wl), dtype=np.float64)
+    lo, hi, owner = release.query_boxes(wl)
+    lower, upper, m = marginal_bounds(release.shape, measured, eps, lo, hi, owner, len(wl), level)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    se = (upper - lower) / (2 * z)
+    method = (f"model-free bounds from the {len(measured)} measured noisy marginals: the box count lies below every "
+              f"marginal count of its projection and above a Bonferroni bound (a projection's count minus the "
+              f"counts outside the box on each other dimension); each of the query's noisy terms (median "
+              f"{int(np.median(m)) if len(m) else 0}) one-sided at {1 - level:g}/terms by its exact discrete Laplace "
+              f"quantile, so the interval holds at ≥ {level:g} whatever the data and the model; the estimate is the "
+              f"graphical model's; se = width/(2·z), for reading only")
+    return Estimates(est, se, lower, upper, method, level)
 
 
 def _not_quantified(est_obj, release, wl, level, why: str) -> Estimates:
@@ -616,6 +673,57 @@ def _ls_estimate(self, release, workload, level: float = 0.95) -> Estimates:
                       "discrete Laplace v1, v2)", level)
 
 
+def _uniform_estimate(self, release, workload, level: float = 0.95) -> Estimates:
+    """Model-free bounds from the partitions (disjoint boxes, each count one discrete Laplace draw
+    of ε_partitions given the partitioning): the query's count lies between the counts of the
+    partitions inside it and of the partitions it meets, whatever the data within a partition.
+    Each side is a sum of k independent draws, bounded one-sided at (1 − level)/2 by its exact
+    quantile (:func:`ppdp.kernels.noise_quantiles.halfwidths`); the lower bound is at least 0."""
+    wl = as_workload(workload)
+    est = np.asarray(self.answer(release, wl), dtype=np.float64)
+    lo, hi, owner = release.query_boxes(wl)
+    plo, phi, yp = release.partition_boxes()
+    n_p = np.prod(phi - plo + 1, axis=1).astype(np.float64)
+    e2 = _dp_claim(release).epsilon_partitions
+    v2, c2 = discrete_laplace_variance(e2), discrete_laplace_fourth_cumulant(e2)
+    nq = len(wl)
+    inside_sum, out_sum = np.zeros(nq), np.zeros(nq)
+    k_in, k_out = np.zeros(nq, np.int64), np.zeros(nq, np.int64)
+    for a in range(0, nq, 1024):  # queries in chunks: (chunk × partitions) cells in common
+        sel = (owner >= a) & (owner < a + 1024)
+        kq = np.zeros((min(1024, nq - a), len(plo)))
+        np.add.at(kq, owner[sel] - a, _overlaps(lo[sel], hi[sel], plo, phi))
+        inside, meets = kq >= n_p[None, :] - 1e-9, kq > 0
+        inside_sum[a:a + len(kq)], out_sum[a:a + len(kq)] = inside @ yp, meets @ yp
+        k_in[a:a + len(kq)], k_out[a:a + len(kq)] = inside.sum(axis=1), meets.sum(axis=1)
+    one_sided = 1.0 - (1.0 - level)  # two-sided level of each side's ± quantile: tail (1 − level)/2
+    h_in, _ = halfwidths(k_in * v2, k_in * c2, 1.0, k_in, e2, one_sided)
+    h_out, _ = halfwidths(k_out * v2, k_out * c2, 1.0, k_out, e2, one_sided)
+    lower = np.maximum(inside_sum - h_in, 0.0)
+    upper = np.maximum(out_sum + h_out, lower)
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    method = (f"model-free bounds from the {len(plo)} noisy partition counts: the count lies between the partitions "
+              f"inside the query and the partitions it meets (whatever the data within a partition), each side one-"
+              f"sided at {(1 - level) / 2:g} by the exact quantile of its sum of discrete Laplace(ε_partitions = "
+              f"{e2:g}) draws, so the interval holds at ≥ {level:g}; the estimate spreads each count uniformly; "
+              f"se = width/(2·z), for reading only")
+    return Estimates(est, (upper - lower) / (2 * z), lower, upper, method, level)
+
+
+def _eb_estimate(self, release, workload, level: float = 0.95) -> Estimates:
+    """The empirical-Bayes answer with the interval of the (unbiased) variance-weighted least
+    squares: its closed form covers the true count at ``level`` whatever the data, which an interval
+    about the shrunk estimate would not (the shrinkage is a bias where a partition is not uniform)."""
+    wl = as_workload(workload)
+    ls = _ls_estimate(LeastSquaresEstimator(), release, wl, level)
+    est = np.asarray(self.answer(release, wl), dtype=np.float64)
+    return Estimates(est, ls.se, ls.lower, ls.upper,
+                     "estimate: the empirical-Bayes least squares; interval: the variance-weighted least squares' "
+                     f"(unbiased, so valid whatever the data) — {ls.method}", level)
+
+
 CellsEstimator.estimate = _cells_estimate  # type: ignore[method-assign]
+UniformEstimator.estimate = _uniform_estimate  # type: ignore[method-assign]
+EmpiricalBayesEstimator.estimate = _eb_estimate  # type: ignore[method-assign]
 LeastSquaresEstimator.estimate = _ls_estimate  # type: ignore[method-assign]
 UnweightedLeastSquaresEstimator.estimate = _ls_estimate  # type: ignore[method-assign]

@@ -6,7 +6,12 @@ Files:
   histogram; all m cells when dense, the cells ≥ the threshold when sparse; empty when the
   mechanism releases no cell level);
 * ``partitions.parquet`` — ``pid``, ``<dim>_lo``, ``<dim>_hi`` (inclusive cell indices),
-  ``count`` (noisy partition counts; empty for the cell histogram).
+  ``count`` (noisy partition counts; empty for the cell histogram);
+* ``marginals.parquet`` (the mechanisms that measure marginals: ``marginals``, ``dp`` when it
+  chose them) — ``set`` (the measured marginal's number, in the order of
+  :func:`ppdp.claims.dp.marginal_sets`), ``cell`` (the cell's index in C order within that
+  marginal), ``count`` (its noisy count, as measured): the measurements the released cells are
+  inferred from (post-processing, no further budget); the model-free intervals read them.
 
 No exact row count: ``n_input`` and ``n_published`` are the noisy total of the released counts
 (:func:`ppdp.claims.dp.published_total`), re-derived by ``verify`` from the files; the family
@@ -35,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..claims import claim_of
-from ..claims.dp import published_total
+from ..claims.dp import marginal_sets, published_total
 from ..errors import QueryError, ReleaseError
 from ..kernels import grid
 from ..kernels.grid import DENSE_MAX_CELLS, cover_counts
@@ -52,13 +57,16 @@ class HistogramRelease(Release):
 
     #: ``n_input`` / ``n_published`` are an ε-DP estimate, not the exact number of rows
     n_is_estimate = True
-    FILES = {"cells": ("{quasi}", "count"), "partitions": ("pid", "{quasi}_lo", "{quasi}_hi", "count")}
+    FILES = {"cells": ("{quasi}", "count"), "partitions": ("pid", "{quasi}_lo", "{quasi}_hi", "count"),
+             "marginals": ("set", "cell", "count")}
 
     # ------------------------------------------------------------- building
     @classmethod
-    def build(cls, spec, claim, cells=None, partitions=None, extra=None):
+    def build(cls, spec, claim, cells=None, partitions=None, extra=None, marginals=None):
         """The release of a cube ``spec`` with the claim ``claim`` (a DPClaim): ``cells`` a dense
-        array or (linear indices, counts) when sparse, ``partitions`` (lo, hi, counts)."""
+        array or (linear indices, counts) when sparse, ``partitions`` (lo, hi, counts),
+        ``marginals`` the measured noisy marginals (arrays in the order of
+        :func:`ppdp.claims.dp.marginal_sets`)."""
         dims = list(spec.dims)
         shape = spec.shape
         storage = (extra or {}).get("storage", "dense")
@@ -97,7 +105,18 @@ class HistogramRelease(Release):
             "dropped": 0,
             "certificate": cert,
         }
-        return cls(manifest, {"cells": cells_t, "partitions": pa.table(pcols)})
+        tables = {"cells": cells_t, "partitions": pa.table(pcols)}
+        if marginals is not None:
+            sets, cell, cnt = [], [], []
+            for i, m in enumerate(marginals):
+                m = np.asarray(m).ravel()
+                sets.append(np.full(m.size, i, np.int32))
+                cell.append(np.arange(m.size, dtype=np.int64))
+                cnt.append(m.astype(np.int64))
+            tables["marginals"] = pa.table({"set": pa.array(np.concatenate(sets) if sets else np.zeros(0, np.int32)),
+                                            "cell": pa.array(np.concatenate(cell) if cell else np.zeros(0, np.int64)),
+                                            "count": pa.array(np.concatenate(cnt) if cnt else np.zeros(0, np.int64))})
+        return cls(manifest, tables)
 
     # --------------------------------------------------------------- access
     @property
@@ -136,6 +155,38 @@ class HistogramRelease(Release):
     @property
     def has_partitions(self) -> bool:
         return self.tables["partitions"].num_rows > 0
+
+    def marginal_sets(self) -> list[tuple[int, ...]]:
+        """The dimension sets of the measured marginals (empty when the mechanism measured none)."""
+        mech = self.manifest.get("mechanism")
+        params = self.manifest.get("params") or {}
+        way = params.get("way") if mech == "marginals" else (self.certificate.get("choice") or {}).get("way")
+        if way is None or (mech == "dp" and (self.certificate.get("choice") or {}).get("algorithm") != "marginals"):
+            return []
+        return marginal_sets(len(self.shape), int(way))
+
+    def measured_marginals(self) -> list[tuple[tuple[int, ...], np.ndarray]] | None:
+        """The noisy marginals as measured: [(dimension set, integer array over those dimensions)],
+        or None when the release holds none (a mechanism that measures no marginals, or a release
+        written before they were shipped)."""
+        t = self.tables.get("marginals")
+        sets = self.marginal_sets()
+        if t is None or not sets:
+            return None
+        sid = t.column("set").to_numpy().astype(np.int64)
+        cell = t.column("cell").to_numpy().astype(np.int64)
+        cnt = t.column("count").to_numpy().astype(np.float64)
+        out = []
+        for i, m in enumerate(sets):
+            shape = tuple(self.shape[j] for j in m)
+            arr = np.zeros(int(np.prod(shape, dtype=np.int64)), np.float64)
+            sel = sid == i
+            if int(sel.sum()) != arr.size:
+                raise ReleaseError(f"marginals.parquet holds {int(sel.sum())} cells of marginal {i}, its shape {shape} "
+                                   f"has {arr.size}")
+            arr[cell[sel]] = cnt[sel]
+            out.append((m, arr.reshape(shape)))
+        return out
 
     def noisy_cells(self) -> np.ndarray:
         """The released cell histogram as a dense float array (zeros where not released)."""
@@ -253,7 +304,7 @@ class HistogramRelease(Release):
             return
         assert ct is not None and pt is not None
         extra_files = sorted(set(self.tables) - set(self.FILES))
-        rep.check(not extra_files, "only the files the format defines (cells, partitions)",
+        rep.check(not extra_files, "only the files the format defines (cells, partitions, marginals)",
                   f"the release holds files the histogram format does not define: {[f + '.parquet' for f in extra_files]}")
         cell_cols = [*dims, "count"]
         part_cols = ["pid", *(f"{d}_{e}" for d in dims for e in ("lo", "hi")), "count"]
@@ -286,6 +337,25 @@ class HistogramRelease(Release):
         if in_range and ct.num_rows:
             lin = np.ravel_multi_index(idx, shape)
             rep.check(len(np.unique(lin)) == len(lin), "each cell released once", "cells.parquet repeats cells")
+        # the measured marginals: one row per cell of each marginal the mechanism measured
+        mt = self.tables.get("marginals")
+        if mt is not None:
+            sets = self.marginal_sets()
+            n_want = sum(int(np.prod([shape[j] for j in m_], dtype=np.int64)) for m_ in sets)
+            ok = rep.check(bool(sets) and set(mt.column_names) == {"set", "cell", "count"},
+                           "marginals.parquet: the measured marginals of a mechanism that measures them",
+                           "marginals.parquet in a release whose mechanism measured no marginals, or with other columns")
+            if ok:
+                try:
+                    self.measured_marginals()
+                    sid = mt.column("set").to_numpy()
+                    key = sid.astype(np.int64) * (max(n_want, 1) + 1) + mt.column("cell").to_numpy().astype(np.int64)
+                    good = mt.num_rows == n_want and len(np.unique(key)) == n_want
+                except (ReleaseError, IndexError, ValueError):
+                    good = False
+                rep.check(good, f"marginals.parquet holds every cell of the {len(sets)} measured marginals once",
+                          f"marginals.parquet does not hold every cell of the {len(sets)} measured marginals once "
+                          f"({mt.num_rows} rows, {n_want} expected)")
         # partitions
         lo, hi, _ = self.partition_boxes()
         if len(lo):

@@ -49,6 +49,8 @@ _FAMILY_FILES: dict[str, dict[str, str]] = {
                  "label mapping below) and `count`, the noisy count of the cell",
         "partitions": "noisy partition counts: `pid`, for each dimension `<dim>_lo` / `<dim>_hi` (first and last cell "
                       "index of the partition, inclusive) and `count`",
+        "marginals": "the noisy marginals the cells were inferred from (when the mechanism measured marginals): `set` "
+                     "(which marginal), `cell` (the cell's index within it, row-major) and `count`, its noisy count",
     },
     "answers": {
         "answers": "one row per query of the workload the release was made for: `where` (the query as text), `query` "

@@ -183,9 +183,10 @@ class HistogramMechanism(Mechanism):
         """The ε split (:func:`ppdp.claims.dp.budget_plan`: the rule ``verify`` re-derives)."""
         return budget_plan(self.name, self.get_params(), shape, noisy_total)
 
-    def _release(self, table, spec, plan: BudgetPlan, budget: Budget, cells=None, partitions=None, extra=None):
+    def _release(self, table, spec, plan: BudgetPlan, budget: Budget, cells=None, partitions=None, extra=None,
+                 marginals=None):
         return HistogramRelease.build(spec, DPClaim.derive(plan, budget), cells=cells, partitions=partitions,
-                                      extra=extra)
+                                      extra=extra, marginals=marginals)
 
     # ------------------------------------------------------------------ replay (bootstrap)
     #: the mechanism measures a noisy total first (its rule reads N̂); a replay draws it again but

@@ -155,9 +155,12 @@ def agrid_measure(budget: Budget, rng, x: np.ndarray, n_hat: int, e_rest: float,
 MARGINAL_ITERATIONS = 500
 
 
-def marginals_measure(budget: Budget, rng, x: np.ndarray, steps, way: int) -> np.ndarray:
+def marginals_measure(budget: Budget, rng, x: np.ndarray, steps, way: int, measured_out: list | None = None) -> np.ndarray:
     """Measure every ``way``-dimensional marginal of ``x`` along ``steps`` and infer the cube with
-    private-pgm's mirror descent (the maximum-entropy graphical model fitting them)."""
+    private-pgm's mirror descent (the maximum-entropy graphical model fitting them). With
+    ``measured_out`` (a list) the noisy marginals themselves (integer arrays, in the order of
+    :func:`ppdp.claims.dp.marginal_sets`) are appended to it: the release ships them, and the
+    model-free interval of :mod:`ppdp.estimators.histogram_marginals` reads them."""
     sets = marginal_sets(x.ndim, way)
     names = [f"d{i}" for i in range(x.ndim)]
     measured = []
@@ -165,6 +168,8 @@ def marginals_measure(budget: Budget, rng, x: np.ndarray, steps, way: int) -> np
         other = tuple(i for i in range(x.ndim) if i not in m)
         y = budget.measure(rng, x.sum(axis=other) if other else x, step)
         measured.append((m, y.astype(np.float64), math.sqrt(discrete_laplace_variance(step.epsilon))))
+        if measured_out is not None:
+            measured_out.append(np.asarray(y, dtype=np.int64))
     if len(sets) == 1 and len(sets[0]) == x.ndim:
         return measured[0][1]
     with warnings.catch_warnings():
@@ -186,10 +191,11 @@ class _PostProcessed(HistogramMechanism):
 
     def _finish(self, table, spec, plan: BudgetPlan, budget: Budget, cells: np.ndarray, extra=None):
         extra = {**(extra or {}), "cells_postprocessed": POSTPROCESSING[self.name]}
+        marginals = extra.pop("measured_marginals", None)
         err = expected_error(self.name, self.get_params(), spec.shape, plan.noisy_total)
         if err is not None:
             extra["expected_error"] = err
-        return self._release(table, spec, plan, budget, cells=cells, extra=extra)
+        return self._release(table, spec, plan, budget, cells=cells, extra=extra, marginals=marginals)
 
     def _noisy_total(self, budget: Budget, rng, x: np.ndarray) -> int:
         step = Step(self.epsilon * TOTAL_FRACTION, "noisy total count N (read by the rule)", parts=1)
@@ -265,7 +271,9 @@ class MarginalsModel(_PostProcessed):
 
     def _measure(self, budget, rng, x, n_hat):
         plan = self._plan(x.shape)
-        return plan, marginals_measure(budget, rng, x, plan.cells, self.way), None, {}
+        measured: list = []
+        cells = marginals_measure(budget, rng, x, plan.cells, self.way, measured)
+        return plan, cells, None, {"measured_marginals": measured}
 
 
 class DefaultHistogram(_PostProcessed):
@@ -291,5 +299,7 @@ class DefaultHistogram(_PostProcessed):
         elif choice["algorithm"] == "agrid":
             cells = agrid_measure(budget, rng, x, n_hat, rest, plan.cells, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
         else:
-            cells = marginals_measure(budget, rng, x, plan.cells, choice["way"])
+            measured: list = []
+            cells = marginals_measure(budget, rng, x, plan.cells, choice["way"], measured)
+            return plan, cells, None, {"choice": choice, "measured_marginals": measured}
         return plan, cells, None, {"choice": choice}
