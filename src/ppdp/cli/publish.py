@@ -98,9 +98,10 @@ def _input_params() -> list[click.Parameter]:
                           "default: the dataset's)."),
         click.Option(["--sensitive"], multiple=True,
                      help="Sensitive column (repeatable, several after one flag, or commas; default: the dataset's)."),
-        click.Option(["--missing"], type=click.Choice(["error", "category"]), default=None,
-                     help="Missing values ('?' or empty): an error, or an explicit category  [default: error; "
-                          "category for histogram dimensions read from a file]."),
+        click.Option(["--missing"], type=click.Choice(["error", "category", "drop"]), default=None,
+                     help="Missing values ('?' or empty) of every column: an error, an explicit category, or drop "
+                          "the row (counted in the manifest)  [default: error, or the schema's per-column / "
+                          "file.missing; category for histogram dimensions read from a file without a schema]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (as `ppdp verify -n`)."),
         click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP + " Binned columns are numeric."),
@@ -113,6 +114,9 @@ def _input_params() -> list[click.Parameter]:
                           "handed out) instead of beside the release (<out>.custodian.json); not inside --out."),
         click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
                      help="Publish even if the release discloses the sensitive value of every record "
+                          "(recorded in the manifest)."),
+        click.Option(["--allow-low-utility"], is_flag=True, default=False,
+                     help="Publish an ε-DP histogram even if its noisy total is mostly noise at this --epsilon "
                           "(recorded in the manifest)."),
         click.Option(["--allow-no-quasi"], is_flag=True, default=False,
                      help="Publish a release without quasi-identifiers (only the sensitive column), or one in "
@@ -205,7 +209,8 @@ def _time_limited(mech) -> float | None:
     return float(limit) if limit and getattr(mech, "method", None) == "optimal" else None
 
 
-def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclosure: bool = False):
+def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclosure: bool = False,
+                           allow_low_utility: bool = False):
     """Run publish while a progress bar shows elapsed time against the solver's time limit."""
     import threading
     import time
@@ -226,7 +231,8 @@ def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclos
     th = threading.Thread(target=tick, daemon=True)
     th.start()
     try:
-        return do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure)
+        return do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure,
+                          allow_low_utility=allow_low_utility)
     finally:
         done.set()
         th.join()
@@ -293,7 +299,7 @@ def _schema_params(cls, mech, sch, table, values) -> dict[str, Any]:
     if "bins" in cons and binned and not _given(values, "bins"):
         out["bins"] = binned
     if "domains" in cons and not _given(values, "domains"):
-        doms = public_domains(table, sch, [d for d in dims if d not in binned])
+        doms = public_domains(table, sch, dims)  # a binned dimension only with its declared missing cell
         if doms:
             out["domains"] = doms
     if "sensitive_values" in cons and not _given(values, "sensitive_values") and sch.sensitive_values is not None:
@@ -328,7 +334,7 @@ def _make_command(cls) -> click.Command:
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
     def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
-                 allow_no_quasi=False, custodian=None, **values):
+                 allow_no_quasi=False, custodian=None, allow_low_utility=False, **values):
         from ..api import publish as do_publish
         from .common import finish_publish
 
@@ -366,10 +372,14 @@ def _make_command(cls) -> click.Command:
         _check_protected(cls, mech, table, allow_no_quasi)
         seconds = _time_limited(mech)
         try:
-            release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure) if seconds
-                       else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure))
+            release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure, allow_low_utility)
+                       if seconds else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure,
+                                                  allow_low_utility=allow_low_utility))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
+        warning = (release.manifest.get("utility") or {}).get("warning")
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
         rep = finish_publish(release, out, custodian)
         for line in summary_lines(release, set(getattr(rep, "facts", {}) or {})):
             click.echo(line)
