@@ -458,6 +458,10 @@ def utility_check(manifest: Mapping[str, Any]) -> dict[str, Any]:
         message = (f"at ε = {eps:g} the noisy total's expected error (SD {total_sd:,.0f}) is {_share(share)} of the "
                    f"noisy total itself ({n_hat:,}): every answer would be mostly noise (refused at "
                    f"{LOW_UTILITY_REFUSE:.0%} and above)")
+        if n_hat == 0:
+            message = (f"at ε = {eps:g} the noisy total is 0 against an expected error (SD) of {total_sd:,.0f}: every "
+                       f"answer would be mostly noise (refused when the SD is {LOW_UTILITY_REFUSE:.0%} of the noisy "
+                       "total or more)")
     elif share >= LOW_UTILITY_WARN or cell_sd >= mean_cell:
         verdict = "warn"
         parts_txt = []
