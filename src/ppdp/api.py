@@ -59,29 +59,15 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     if bins:  # the edges of every binned column, for receivers and range queries
         release.manifest["schema"]["bins"] = bins
     if release.family == "histogram":
-        _state_utility(release, bool(allow_low_utility))
+        from .claims.dp import state_utility
+
+        state_utility(release, bool(allow_low_utility))
     if table.missing_dropped:
         _state_missing(release, table.missing_dropped)
     if table.drawn_with_replacement:  # people repeat: independent randomizations of one person add up
         release.manifest["fit_for_publication"] = False
         release.manifest["sampling"] = "with replacement (people repeat): a test release, not fit for publication"
     return release
-
-
-def _state_utility(release: Release, allow: bool) -> None:
-    """Refuse (unless allowed) or annotate an ε-DP histogram that cannot give useful answers."""
-    from .claims.dp import utility_check
-    from .errors import InfeasibleError
-
-    u = utility_check(release.manifest)
-    if u["verdict"] == "refuse" and not allow:
-        raise InfeasibleError(f"{u['message']}; raise --epsilon (epsilon=…), or pass --allow-low-utility "
-                              "(allow_low_utility=True) to publish it anyway")
-    if u["verdict"] != "ok":
-        release.manifest["utility"] = {"verdict": u["verdict"], "warning": u["message"],
-                                       "noise_sd_of_total": round(u["total_sd"], 3),
-                                       "noise_sd_of_cell": round(u["cell_sd"], 3),
-                                       "allowed_low_utility": bool(allow and u["verdict"] == "refuse")}
 
 
 def _state_missing(release: Release, dropped: Mapping) -> None:

@@ -51,7 +51,7 @@ from . import Claim
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
            "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
-           "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "LOW_UTILITY_REFUSE",
+           "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "state_utility", "LOW_UTILITY_REFUSE",
            "LOW_UTILITY_WARN"]
 
 #: false-alarm probability of the goodness-of-fit test of a release against its source table
@@ -478,6 +478,25 @@ def utility_check(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {"verdict": verdict, "message": message, "epsilon": eps, "noisy_total": n_hat, "total_sd": total_sd,
             "cell_sd": cell_sd, "n_cells": m, "mean_noisy_cell": mean_cell,
             "refuse_share": LOW_UTILITY_REFUSE, "warn_share": LOW_UTILITY_WARN}
+
+
+def state_utility(release, allow: bool = False) -> dict[str, Any]:
+    """Refuse (InfeasibleError, unless ``allow``) or annotate an ε-DP histogram release that
+    cannot give useful answers (:func:`utility_check`): a refused-but-allowed or warned release
+    gets ``manifest["utility"]`` (verdict, the warning in plain words, the noise SDs, whether
+    ``--allow-low-utility`` was given). Returns the check."""
+    from ..errors import InfeasibleError
+
+    u = utility_check(release.manifest)
+    if u["verdict"] == "refuse" and not allow:
+        raise InfeasibleError(f"{u['message']}; raise --epsilon (epsilon=…), or pass --allow-low-utility "
+                              "(allow_low_utility=True) to publish it anyway")
+    if u["verdict"] != "ok":
+        release.manifest["utility"] = {"verdict": u["verdict"], "warning": u["message"],
+                                       "noise_sd_of_total": round(u["total_sd"], 3),
+                                       "noise_sd_of_cell": round(u["cell_sd"], 3),
+                                       "allowed_low_utility": bool(allow and u["verdict"] == "refuse")}
+    return u
 
 
 def _share(x: float) -> str:

@@ -517,7 +517,7 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
 
 
 def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False,
-                      direct: bool | None = None) -> dict:
+                      direct: bool | None = None, allow_low_utility: bool = False) -> dict:
     """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
     dpcube-paper) on Spark: the executors aggregate the label combinations' counts
     (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
@@ -529,7 +529,8 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     clock = PhaseClock()
     table = combination_table(sdf, mechanism, schema, direct)
     clock.lap("statistics")
-    manifest = publish_counted(table, mechanism, out, seed, "spark", overwrite=overwrite)
+    manifest = publish_counted(table, mechanism, out, seed, "spark", overwrite=overwrite,
+                               allow_low_utility=allow_low_utility)
     clock.lap("plan, noise and write")
     return manifest
 
