@@ -30,7 +30,8 @@ def main() -> dict:
     res = {**provenance(seed=0), "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
            "data": f"edu ({t.n_rows:,} rows, bundled, all rows)", "results": {}}
 
-    publish_s = timed(lambda: ppdp.publish(t, mech, seed=0))
+    # a speed measurement on EDU, never handed out: its three f' = 1 values are disclosed, allowed here
+    publish_s = timed(lambda: ppdp.publish(t, mech, seed=0, allow_disclosure=True))
     sa = t.sa
     o = t.counts(sa)
 
@@ -42,7 +43,7 @@ def main() -> dict:
         "seconds": publish_s, "plan_seconds": plan_s, "apply_and_files_seconds": publish_s - plan_s,
         "target": 1.0, "ok": publish_s <= 1.0, "repeats": 5, "statistic": "median"}
 
-    rel = ppdp.publish(t, mech, seed=0)
+    rel = ppdp.publish(t, mech, seed=0, allow_disclosure=True)
     wl = anatomy_workload(t, 5000, 0.01, seed=0)
     act = ppdp.answer_exact(t, wl)
     exact_s = timed(lambda: ppdp.answer_exact(t, wl), repeat=3)

@@ -63,7 +63,7 @@ def main() -> dict:
     for name, (mech, w) in cases.items():
         entry: dict = {}
         try:
-            rel = ppdp.publish(t, mech, seed=1)
+            rel = ppdp.publish(t, mech, seed=1, allow_disclosure=True)  # a coverage run on EDU, never handed out
             with tempfile.TemporaryDirectory() as d:
                 rel.save(d + "/r")
                 rel = load_release(d + "/r")

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 import ppdp
+from safe_declarations import protected
 from ppdp.cli import cli
 from ppdp.errors import QueryError
 from ppdp.queries.sql import compile_condition, parse_statement
@@ -22,7 +23,7 @@ def edu():
 def releases(edu):
     sa = edu.sa
     return {
-        "bucketized": ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1),
+        "bucketized": ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu)),
         "randomized": ppdp.publish(edu, ppdp.SDR(rho1=0.1, rho2=0.3), seed=1),
         "histogram": ppdp.publish(edu, ppdp.CellHistogram(1.0, ["sex", "race", sa], domains="edu"), seed=1),
         "answers": ppdp.publish(edu, ppdp.LaplaceBaseline(
@@ -63,7 +64,7 @@ def test_boolean_conditions_exact(edu, cond):
     df = edu.to_pandas().astype(str)
     df["age"] = pd.to_numeric(df["age"])
     want = duckdb.sql(f"SELECT COUNT(*) AS n FROM df WHERE {cond}").df()["n"].iloc[0]
-    got = ppdp.query(ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1), cond, source=edu)
+    got = ppdp.query(ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu)), cond, source=edu)
     assert got["exact"].iloc[0] == want
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .claims import state_disclosure
 from .errors import PpdpError, ReleaseError
+from .kernels.progress import stage
 from .kernels.rng import publication_rng
 from .provenance import VERSION
 from .releases.base import Release, VerifyReport, load_release, recorded_bins
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
+            sensitive_values: Sequence[str] | None = None, allow_disclosure: bool = False,
             allow_full_disclosure: bool = False, allow_low_utility: bool = False) -> Release:
     """Publish ``table`` under ``mechanism``.
 
@@ -31,9 +33,14 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     beside the release, never inside it) — anyone knowing it could undo the randomisation.
 
     The manifest states what the release discloses (``disclosure``: records whose SA value
-    the files disclose with certainty, per value and in total, and the largest posterior). A
-    release that discloses the SA value of every record is refused (InfeasibleError) unless
-    ``allow_full_disclosure=True`` (CLI ``--allow-full-disclosure``), recorded in the manifest.
+    the files disclose with certainty, per value and in total, and the largest posterior).
+    Safe by default: a release that discloses a *sensitive* value of any record with
+    certainty is refused (:class:`~ppdp.errors.DisclosureError`) unless
+    ``allow_disclosure=True`` (CLI ``--allow-disclosure``), recorded in the manifest as
+    ``disclosure_allowed`` and re-derived by ``verify``. ``sensitive_values`` (CLI
+    ``--sensitive-value``, schema ``sensitive_values``) declares which SA values need
+    protecting; by default those the mechanism protects (F'-privacy's ``sensitive_values``),
+    else every value. ``allow_full_disclosure`` is the former name of ``allow_disclosure``.
 
     An ε-DP histogram whose noisy total is mostly noise at its ε is refused (InfeasibleError)
     unless ``allow_low_utility=True`` (CLI ``--allow-low-utility``); a release of doubtful use
@@ -51,9 +58,10 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     if table.n_rows == 0:
         raise PpdpError("the input table is empty")
     rng = publication_rng(seed)
-    release = mechanism._publish(table, rng)
+    with stage(f"publish {mechanism.name}"):
+        release = mechanism._publish(table, rng)
     release.manifest.setdefault("n_input", table.n_rows)
-    state_disclosure(release, bool(allow_full_disclosure))
+    state_disclosure(release, bool(allow_disclosure or allow_full_disclosure), sensitive_values)
     stamp_manifest(release, mechanism, seed)
     bins = recorded_bins(release.domains)
     if bins:  # the edges of every binned column, for receivers and range queries
@@ -115,4 +123,5 @@ def verify(release_or_dir: Release | str | os.PathLike, table: Table | None = No
             return rep
     if table is not None and isinstance(release.schema.get("domains"), Mapping):
         table = table.over_domains(release.schema["domains"])  # the same rows, coded in the release's label order
-    return release.verify(table)
+    with stage("verify"):
+        return release.verify(table)

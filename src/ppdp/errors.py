@@ -25,6 +25,17 @@ class InfeasibleError(PpdpError):
     """The privacy requirement cannot be met on this table (e.g. f'_i < f_i)."""
 
 
+class DisclosureError(InfeasibleError):
+    """The release would disclose a sensitive value of some records with certainty.
+
+    ``exposed``: sensitive value → records disclosed; ``n_records``: records published."""
+
+    def __init__(self, message: str, exposed=None, n_records: int = 0):
+        super().__init__(message)
+        self.exposed = dict(exposed or {})
+        self.n_records = int(n_records)
+
+
 class QueryError(PpdpError):
     """A query names an unknown attribute or value, or cannot be parsed."""
 

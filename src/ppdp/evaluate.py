@@ -286,14 +286,17 @@ def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains, tab
     return params, filled
 
 
-def _privacy_of(rel, table) -> dict[str, Any]:
-    """The claim in words, the largest posterior the audit finds, and the records disclosed with
-    certainty (the manifest's ``disclosure``), for one release."""
+def _privacy_of(rel, table, sensitive_values=None) -> dict[str, Any]:
+    """The claim in words, the largest posterior the audit finds (over every value, over the
+    values the claim bounds, and over the declared sensitive values), the records disclosed with
+    certainty (the manifest's ``disclosure``) and those among them whose value is a declared
+    sensitive one (what ``publish`` refuses), for one release."""
     from .audit import audit_release
-    from .claims import claim_of
+    from .claims import claim_of, exposed_values
 
     out: dict[str, Any] = {"claim": "", "bound": "", "max_posterior": math.nan, "max_posterior_protected": math.nan,
-                           "records_certain": math.nan, "epsilon": math.nan}
+                           "max_posterior_sensitive": math.nan, "records_certain": math.nan,
+                           "records_certain_sensitive": math.nan, "disclosed_values": "", "epsilon": math.nan}
     try:
         out["claim"] = claim_of(rel.manifest).statement()
     except Exception as e:  # a claim that cannot state itself is shown as such
@@ -306,9 +309,13 @@ def _privacy_of(rel, table) -> dict[str, Any]:
     d = rel.manifest.get("disclosure") or {}
     if d.get("records_certain") is not None:
         out["records_certain"] = float(d["records_certain"])
+        exposed = exposed_values(d, d.get("sensitive_values"))
+        out["records_certain_sensitive"] = float(sum(exposed.values()))
+        out["disclosed_values"] = "+".join(sorted(exposed, key=lambda v: -exposed[v]))
     try:
-        a = audit_release(rel, table)
+        a = audit_release(rel, table, sensitive_values)
         out["bound"] = a.bound_name
+        out["max_posterior_sensitive"] = a.max_posterior_sensitive
         if len(a.summary):
             post = a.summary["max_posterior"].to_numpy(dtype=float)
             out["max_posterior"] = float(np.nanmax(post))
@@ -324,14 +331,18 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
              seed: int = 0, out_dir: str | Path | None = None, selectivity: float = 0.01, dims: Sequence[str] | None = None,
              verify: bool = True, progress: bool = True, dataset_info: dict | None = None,
              epsilons: Sequence[float] | None = None, public_domains=None, max_posterior: float | None = None,
-             level: float = 0.95) -> Evaluation:
+             level: float = 0.95, sensitive_values: Sequence[str] | None = None) -> Evaluation:
     """Publish every model ``trials`` times and answer one shared workload (see module doc).
 
     ``epsilons``: run every model that takes an ε (and does not fix one) once per value.
     ``public_domains``: the declared public domains (column → labels, or a bundled table's
     name) given to differentially private histograms that declare none; by default the bundled
-    table's documented domains when ``dataset_info['dataset']`` names one. ``max_posterior``:
-    the recommendation only considers models whose audited largest posterior is at most this.
+    table's documented domains when ``dataset_info['dataset']`` names one.
+    ``sensitive_values``: the SA values that need protecting (default: every value), as
+    ``ppdp.publish`` takes them; a model that discloses one of them for any record with
+    certainty (a release ``publish`` would refuse) is never recommended. ``max_posterior``: the
+    largest posterior on a sensitive value the custodian accepts — the recommendation only
+    considers models whose audited posterior on every sensitive value is at most this.
     ``level``: the confidence level of the intervals over trials."""
     from tqdm.auto import tqdm
 
@@ -359,6 +370,13 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
         raise ParameterError(f"max_posterior must be in (0, 1], got {max_posterior!r}", param="max_posterior")
     if not 0 < level < 1:
         raise ParameterError(f"level must be in (0, 1), got {level!r}", param="level")
+    if sensitive_values is not None:
+        sensitive_values = [str(v) for v in ([sensitive_values] if isinstance(sensitive_values, str) else sensitive_values)]
+        known = {str(v) for c in table.sensitive for v in table.domain(c)}
+        unknown = [v for v in sensitive_values if v not in known]
+        if unknown:
+            raise ParameterError(f"sensitive value {unknown[0]!r} is not a value of the sensitive column "
+                                 f"(values: {', '.join(sorted(known)[:12])})", param="sensitive_values")
     for e in epsilons or ():
         if isinstance(e, bool) or not isinstance(e, (int, float)) or not (e > 0 and math.isfinite(e)):
             raise ParameterError(f"every epsilon must be a finite number > 0, got {e!r}", param="epsilons")
@@ -399,7 +417,9 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
                 rec["filled"] = ", ".join(filled)
                 mech = spec.mechanism_class()(**params)
                 t0 = time.perf_counter()
-                rel = publish(table, mech, seed=s)
+                # published even where publish would refuse it: the run shows why such a model is passed over
+                rel = publish(table, mech, seed=s, allow_disclosure=True,
+                              sensitive_values=None if spec.mechanism_class().family == "histogram" else sensitive_values)
                 t1 = time.perf_counter()
                 stated = rel.estimate(wl, level=level)  # the estimator's own standard errors (NaN: not stated)
                 est = np.asarray(stated.estimate, dtype=np.float64)
@@ -409,7 +429,7 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
                 rec["observed_rmse"] = float(np.sqrt(np.mean((est - true) ** 2))) if len(est) else math.nan
                 rec.update(family=rel.family, publish_s=t1 - t0, query_s=t2 - t1,
                            mse=_certificate_mse(rel), n_published=rel.manifest.get("n_published"))
-                rec.update(_privacy_of(rel, table))
+                rec.update(_privacy_of(rel, table, sensitive_values))
                 if verify:
                     rep = rel.verify(table)
                     rec["verified"] = rep.ok
@@ -437,6 +457,7 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
             "models": [s.label for s in specs], "n_rows": table.n_rows, "quasi": list(table.quasi),
             "sensitive": list(table.sensitive), "dataset": dataset_info or {}, "workload_columns": wl_dims,
             "metric": metric, "level": level, "max_posterior": max_posterior, "epsilons": list(epsilons or []),
+            "sensitive_values": sensitive_values,
             "public_domains": public_domains if isinstance(public_domains, (str, type(None))) else "declared"}
     ev = Evaluation(results, summary, runs_df, Path(out_dir) if out_dir else Path("."), meta, model_df, rec_)
     if out_dir is not None:
@@ -506,6 +527,10 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
             "bound": (first.get("bound") if first is not None else "") or "",
             "max_posterior": col("max_posterior"), "max_posterior_protected": col("max_posterior_protected"),
             "records_certain": col("records_certain"),
+            "max_posterior_sensitive": col("max_posterior_sensitive"),
+            "records_certain_sensitive": col("records_certain_sensitive"),
+            "disclosed_values": "+".join(sorted({v for x in (ok["disclosed_values"] if "disclosed_values" in ok else [])
+                                                 if isinstance(x, str) for v in x.split("+") if v})),
             "n_published": col("n_published"), "epsilon": col("epsilon"),
             "mean_rel_err": mr, "mean_rel_err_lo": mr_lo, "mean_rel_err_hi": mr_hi,
             "mean_abs_err": ma, "mean_abs_err_lo": ma_lo, "mean_abs_err_hi": ma_hi,
@@ -519,42 +544,86 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
 
 
 RULE = ("drop the models that failed on this table or failed verification; drop the models that "
-        "disclose any record's sensitive value with certainty (unless every model does — then keep "
-        "those that disclose the fewest records){cap}; among the rest take the lowest {metric}; "
-        "among the models whose mean error lies inside the best one's {level:.0%} interval over trials, prefer the "
-        "most private — fewest records disclosed with certainty, then the lowest largest posterior "
-        "found by the audit, then the smallest ε.")
+        "disclose a sensitive value of any record with certainty (a release publish refuses){cap}; among the "
+        "rest take the lowest {metric}; among the models whose mean error lies inside the best one's {level:.0%} "
+        "interval over trials, prefer the most private — fewest records disclosed with certainty, then the lowest "
+        "largest posterior on a sensitive value found by the audit, then the smallest ε.")
+
+
+def _num(v) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f
+
+
+def passed_over(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior: float | None = None) -> list[dict[str, str]]:
+    """Why each model the recommendation leaves out is left out (``[{"model", "why"}]``, in the
+    models' order): failed, not verified, a sensitive value disclosed with certainty, or an
+    audited posterior on a sensitive value above ``max_posterior`` (the bound the custodian
+    accepts; a differentially private histogram bounds no posterior)."""
+    out = []
+    for _, r in models.iterrows():
+        certain = _num(r.get("records_certain_sensitive"))
+        certain = _num(r.get("records_certain")) if certain != certain else certain  # no declaration recorded: all
+        post = _num(r.get("max_posterior_sensitive"))
+        post = _num(r.get("max_posterior")) if post != post else post
+        why = ""
+        if r.get("error"):
+            why = f"failed: {str(r['error'])[:200]}"
+        elif not r.get("trials") or _num(r.get(metric)) != _num(r.get(metric)):
+            why = "no trial published and answered the workload"
+        elif certain > 0:
+            vals = str(r.get("disclosed_values") or "").replace("+", ", ")
+            why = (f"discloses the sensitive value of {int(certain):,} records with certainty"
+                   + (f" ({vals})" if vals else "") + "; publish refuses such a release")
+        elif max_posterior is not None and r.get("family") == "histogram":
+            why = (f"ε-differential privacy bounds no posterior, and a largest posterior of {max_posterior:g} was "
+                   "asked for")
+        elif max_posterior is not None and post > max_posterior + 1e-12:
+            why = (f"the audit finds a posterior of {post:.3g} on a sensitive value, above "
+                   f"the accepted {max_posterior:g}")
+        if why:
+            out.append({"model": str(r["model"]), "why": why})
+    return out
 
 
 def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior: float | None = None,
               level: float = 0.95) -> dict[str, Any]:
     """The model the report recommends, by :data:`RULE` (stated in the result).
 
-    Returns ``{"model", "reason", "rule", "metric", "candidates"}``; ``model`` is None when no
-    model qualifies (the reason says why)."""
+    Returns ``{"model", "reason", "rule", "metric", "candidates", "passed_over"}``; ``model``
+    is None when no model qualifies (the reason says why); ``passed_over`` says why each other
+    model was left out (:func:`passed_over`)."""
     words = {"mean_rel_err": "mean relative error", "mean_abs_err": "mean absolute error"}[metric]
-    cap = "" if max_posterior is None else (f"; drop the models whose largest posterior exceeds {max_posterior:g} "
-                                            f"(a differentially private model bounds no posterior and is dropped too)")
+    cap = "" if max_posterior is None else (f"; drop the models whose audited posterior on a sensitive value exceeds "
+                                            f"{max_posterior:g} (a differentially private model bounds no posterior and "
+                                            "is dropped too)")
     rule = RULE.format(cap=cap, metric=words, level=level)
-    out: dict[str, Any] = {"model": None, "rule": rule, "metric": metric, "candidates": []}
+    out: dict[str, Any] = {"model": None, "rule": rule, "metric": metric, "candidates": [], "passed_over": []}
     if models.empty:
         out["reason"] = "no model was evaluated"
         return out
-    m = models[(models["trials"] > 0) & (models["error"] == "") & models[metric].notna()].copy()
+    out["passed_over"] = passed_over(models, metric, max_posterior)
+    left = {p["model"] for p in out["passed_over"]}
+    m = models[~models["model"].astype(str).isin(left)].copy()
     if m.empty:
-        out["reason"] = "no model published and verified on this table"
+        ran = models[(models["trials"] > 0) & (models["error"] == "") & models[metric].notna()]
+        if ran.empty:
+            out["reason"] = "no model published and verified on this table"
+        elif max_posterior is not None and any("with certainty" not in p["why"] and not p["why"].startswith("failed")
+                                               for p in out["passed_over"]):
+            out["reason"] = f"no model keeps the largest posterior on a sensitive value at or below {max_posterior:g}"
+        else:
+            out["reason"] = ("every model that ran discloses a sensitive value of some records with certainty; declare "
+                             "the values that need no protection (--sensitive-value), or try stronger parameters")
         return out
-    certain = m["records_certain"].fillna(0)
-    m = m[certain == certain.min()]
-    if max_posterior is not None:
-        m = m[(m["family"] != "histogram") & (m["max_posterior"] <= max_posterior + 1e-12)]
-        if m.empty:
-            out["reason"] = f"no model keeps the largest posterior at or below {max_posterior:g}"
-            return out
     best = m.loc[m[metric].idxmin()]
     b_hi = best[f"{metric}_hi"] if best[f"{metric}_hi"] == best[f"{metric}_hi"] else best[metric]
     overlap = m[m[metric] <= b_hi]
-    overlap = overlap.assign(_c=overlap["records_certain"].fillna(0), _p=overlap["max_posterior"].fillna(1.0),
+    post_col = "max_posterior_sensitive" if "max_posterior_sensitive" in overlap else "max_posterior"
+    overlap = overlap.assign(_c=overlap["records_certain"].fillna(0), _p=overlap[post_col].fillna(1.0),
                              _e=overlap["epsilon"].fillna(0.0))
     pick = overlap.sort_values(["_c", "_p", "_e", metric]).iloc[0]
     out["candidates"] = list(m["model"])
@@ -566,11 +635,14 @@ def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior:
     else:
         why += ", the lowest of the qualifying models"
     if pick["records_certain"] == pick["records_certain"]:
-        why += f"; it discloses {int(pick['records_certain']):,} records with certainty"
+        why += (f"; it discloses no sensitive value with certainty ({int(pick['records_certain']):,} records' value "
+                "disclosed in all)" if pick["records_certain"] else "; it discloses no record's value with certainty")
     if pick["family"] == "histogram":
         why += f"; ε = {pick['epsilon']:g} (ε-differential privacy bounds no posterior)"
-    elif pick["max_posterior"] == pick["max_posterior"]:
-        why += f"; the largest posterior the audit finds is {pick['max_posterior']:.3g}"
+    elif pick[post_col] == pick[post_col]:
+        why += f"; the largest posterior on a sensitive value the audit finds is {pick[post_col]:.3g}"
+        if max_posterior is None and pick[post_col] >= 0.9:
+            why += " (no bound was given: --max-posterior P recommends only models at or below P)"
     out["reason"] = why
     return out
 

@@ -148,6 +148,10 @@ class Schema:
     source: str = "flags"
 
     # ----------------------------------------------------------------- roles
+    def read(self, path: str | os.PathLike, n_rows: int | None = None, seed: int = 0) -> Table:
+        """Read the table at ``path`` as this schema says (:func:`read_table`)."""
+        return read_table(path, self, n_rows, seed)
+
     def role(self, r: str) -> list[str]:
         return [c for c, s in self.columns.items() if s.role == r]
 
@@ -498,8 +502,15 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def read_table(path: str | os.PathLike, schema: Schema, n_rows: int | None = None, seed: int = 0) -> Table:
-    """Read ``path`` as ``schema`` says and encode the quasi-identifiers and sensitive columns."""
+def read_table(path: str | os.PathLike, schema: Schema | str | os.PathLike, n_rows: int | None = None,
+               seed: int = 0) -> Table:
+    """Read a custodian's table (CSV or Parquet) at ``path`` as ``schema`` says — a
+    :class:`Schema` or the path of a schema file (TOML, docs/schema.md): separator, header,
+    missing-value markers, encoding, roles, numeric columns, bins, domains — and encode the
+    quasi-identifiers and sensitive columns (``ppdp.read_table``; the CLI's INPUT with
+    ``--schema`` is read by it). ``n_rows``: a seeded sample of that many rows."""
+    if not isinstance(schema, Schema):
+        schema = load_schema(schema)
     df = read_frame(path, schema.file)
     return encode(df, schema, Path(path).name, n_rows=n_rows, seed=seed)
 

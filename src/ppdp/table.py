@@ -486,8 +486,18 @@ class Table:
         return cls.from_arrow(df.to_arrow(), quasi, sensitive, **kw)
 
     @classmethod
-    def read(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), **kw) -> "Table":
-        """Read CSV or Parquet by file extension."""
+    def read(cls, path: str | os.PathLike, quasi: Sequence[str] = (), sensitive: Sequence[str] = (), schema=None,
+             **kw) -> "Table":
+        """Read CSV or Parquet by file extension; with ``schema`` (a ``ppdp.Schema``, e.g.
+        ``ppdp.load_schema(path)``), as the schema says (``ppdp.read_table``)."""
+        if schema is not None:
+            if quasi or sensitive or kw:
+                raise SchemaError("Table.read(path, schema=…): the schema gives the roles and how to read the file; "
+                                  "pass nothing else (or use ppdp.read_table)")
+            if not callable(getattr(schema, "read", None)):
+                raise SchemaError(f"schema= takes a ppdp Schema (ppdp.load_schema(path)), got {type(schema).__name__}; "
+                                  "ppdp.read_table(path, schema=FILE) takes a schema file's path")
+            return schema.read(path)
         s = str(_input_path(path)).lower()
         if s.endswith(".parquet") or s.endswith(".pq"):
             return cls.from_parquet(path, quasi, sensitive, **kw)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ppdp
+from safe_declarations import protected
 from ppdp.estimators import bucketized as bz
 from ppdp.estimators.bucketized import AnatomyEstimator, bucket_rows, bucket_types
 from ppdp.queries.workloads import anatomy_workload
@@ -64,7 +65,7 @@ def test_types_equal_rows_random_settings(seed):
                          ids=["fprivacy", "fprivacy-fakes", "anatomy"])
 def test_types_equal_rows_published(mech, tmp_path):
     t = ppdp.datasets.load("edu", n=6000, seed=3)
-    rel = ppdp.publish(t, mech, seed=1)
+    rel = ppdp.publish(t, mech, seed=1, sensitive_values=protected(t))
     rel.save(tmp_path / "r")
     loaded = ppdp.load_release(tmp_path / "r")
     rows, ref = bucket_rows(loaded), loaded.buckets()

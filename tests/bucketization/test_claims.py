@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import ppdp
+from safe_declarations import protected
 from ppdp.audit import audit_release
 from ppdp.claims import claim_of
 from ppdp.claims.fprivacy import FPrivacyClaim, fprime_thresholds
@@ -30,7 +31,7 @@ def _edit(tmp_path, rel, name, edit):
 
 
 def test_certificate_is_the_typed_claim(edu):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
     cert = rel.manifest["certificate"]
     assert cert["model"] == "F'-privacy" and cert["theta"] == 8.0 and cert["floor"] == 0.02
     claim = claim_of(rel.manifest)
@@ -46,7 +47,7 @@ def test_certificate_is_the_typed_claim(edu):
 
 def test_thresholds_edited_to_one_fail_verify_with_and_without_the_source(edu, tmp_path):
     """The issue's tampering: a θ = 8 release whose thresholds are all set to 1.0."""
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
     assert ppdp.verify(rel).ok and ppdp.verify(rel, edu).ok
 
     def all_one(m):
@@ -60,7 +61,7 @@ def test_thresholds_edited_to_one_fail_verify_with_and_without_the_source(edu, t
 
 
 def test_params_theta_edited_fails_verify(edu, tmp_path):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
 
     def theta(m):
         m["params"]["theta"] = 4.0
@@ -81,7 +82,7 @@ def test_params_theta_edited_fails_verify(edu, tmp_path):
 
 @pytest.mark.parametrize("key,value", [("floor", 0.5), ("overrides", {"x": 0.5}), ("sensitive_values", ["a"])])
 def test_other_claim_fields_edited_fail_verify(edu, tmp_path, key, value):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
 
     def edit(m):
         m["certificate"][key] = value
@@ -107,7 +108,7 @@ def test_fakes_unidentified_thresholds_bounded_by_the_files_exact_with_source_or
 
 
 def test_privacy_check_still_catches_an_over_threshold_bucket(edu, tmp_path):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
     st = rel.tables["st"].to_pandas()
     sizes = st.groupby("bid")["count"].sum()
     big = sizes[sizes > 2].index[0]
@@ -143,7 +144,7 @@ def test_anatomy_claim_and_tampering(tmp_path):
 
 
 def test_audit_bound_is_the_claims(edu):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(edu))
     res = audit_release(rel, edu)
     post = claim_of(rel.manifest).bound()["posterior"]
     np.testing.assert_allclose(res.summary["bound"].to_numpy(), [post[v] for v in edu.domain(edu.sa)])

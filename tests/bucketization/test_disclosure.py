@@ -3,7 +3,9 @@
 Every bucketized manifest states what its files disclose (``disclosure``: records whose SA
 value is disclosed with certainty, per value and in total, and the largest posterior);
 publish prints it, verify re-derives it from the files (an understated manifest fails) and
-audit prints it. A release disclosing every record's SA is refused unless explicitly allowed.
+audit prints it. A release disclosing a sensitive value of any record with certainty is
+refused unless the custodian declares that value non-sensitive or allows it explicitly
+(tests/audit/test_safe_by_default.py).
 
 Figures (bundled tables, θ = 8, b = 0.02): EDU discloses 180,915 of 299,285 records (60.4%:
 High school graduate 71,129, Children 69,436, Some college but no degree 40,350 — the three
@@ -26,13 +28,22 @@ from ppdp.errors import InfeasibleError
 from ppdp.releases.bucketized import receiver_posterior
 
 
+#: the EDU values a custodian protects: all but the three commonest (children, high-school graduates,
+#: some college), which F'-privacy at θ = 8 leaves unbounded (f' = 1) and which say little about a person
+EDU_COMMON = ("Children", "High school graduate", "Some college but no degree")
+
+
 @pytest.fixture(scope="module")
 def edu():
     return ppdp.datasets.load("edu")
 
 
+def edu_protected(edu) -> list[str]:
+    return [v for v in edu.domain(edu.sa) if v not in EDU_COMMON]
+
+
 def test_edu_theta8_disclosure_stated(edu):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=edu_protected(edu))
     d = rel.manifest["disclosure"]
     assert d["records_certain"] == 180_915 and d["n_records"] == 299_285
     assert d["per_value"] == {"High school graduate": 71_129, "Children": 69_436, "Some college but no degree": 40_350}
@@ -45,8 +56,9 @@ def test_edu_theta8_disclosure_stated(edu):
 
 
 def test_cli_publish_prints_the_disclosure(tmp_path):
+    edu = ppdp.datasets.load("edu")
     r = CliRunner().invoke(cli, ["publish", "fprivacy", "--dataset", "edu", "--theta", "8", "--seed", "1",
-                                 "-o", str(tmp_path / "edu")])
+                                 "--sensitive-value", *edu_protected(edu), "-o", str(tmp_path / "edu")])
     assert r.exit_code == 0, r.output
     line = next(ln for ln in r.output.splitlines() if "disclosure:" in ln)
     print(line)
@@ -57,13 +69,13 @@ def test_cli_publish_prints_the_disclosure(tmp_path):
 
 def test_adult_income_release_refused_unless_allowed(tmp_path):
     adult = ppdp.datasets.load("adult").with_roles(None, ["income"])
-    with pytest.raises(InfeasibleError, match="--allow-full-disclosure") as e:
+    with pytest.raises(InfeasibleError, match="--allow-disclosure") as e:
         ppdp.publish(adult, ppdp.FPrivacy(), seed=1)
     print(f"refused: {e.value}")
-    assert "every record (48,842 of 48,842" in str(e.value) and "\n" not in str(e.value)
+    assert "48,842 of 48,842 records" in str(e.value) and "\n" not in str(e.value)
     r = CliRunner().invoke(cli, ["publish", "fprivacy", "--dataset", "adult", "--sensitive", "income", "-o",
                                  str(tmp_path / "a")])
-    assert r.exit_code == 2 and "--allow-full-disclosure" in r.output and not (tmp_path / "a").exists()
+    assert r.exit_code == 2 and "--allow-disclosure" in r.output and not (tmp_path / "a").exists()
     assert "Traceback" not in r.output
     # explicitly allowed: published, recorded in the manifest, verify accepts it
     r = CliRunner().invoke(cli, ["publish", "fprivacy", "--dataset", "adult", "--sensitive", "income",
@@ -71,21 +83,21 @@ def test_adult_income_release_refused_unless_allowed(tmp_path):
     assert r.exit_code == 0, r.output
     assert "48,842 of 48,842 records with certainty (100.0%) (explicitly allowed)" in r.output
     m = json.loads((tmp_path / "b" / "manifest.json").read_text())
-    assert m["disclosure"]["full_disclosure_allowed"] is True
+    assert m["disclosure"]["disclosure_allowed"] is True
     assert ppdp.verify(tmp_path / "b").ok
     # the permission removed from the manifest: verify fails
-    m["disclosure"].pop("full_disclosure_allowed")
+    m["disclosure"].pop("disclosure_allowed")
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(m))
     rep = ppdp.verify(tmp_path / "b")
     assert not rep.ok and any("allowed it" in p for p in rep.problems), rep.problems
     # the API flag
     rel = ppdp.publish(adult, ppdp.FPrivacy(), seed=1, allow_full_disclosure=True)
-    assert rel.manifest["disclosure"]["full_disclosure_allowed"] is True
+    assert rel.manifest["disclosure"]["disclosure_allowed"] is True
 
 
 @pytest.mark.parametrize("edit", ["records_certain", "per_value", "max_posterior", "missing"])
 def test_understated_disclosure_fails_verify(edu, edit):
-    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(edu, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=edu_protected(edu))
     m = copy.deepcopy(rel.manifest)
     if edit == "records_certain":
         m["disclosure"]["records_certain"] = 0

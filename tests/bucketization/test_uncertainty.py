@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import ppdp
+from safe_declarations import protected
 from ppdp.estimators.answers import laplace_halfwidth
 from ppdp.estimators.bucketized import draw_assignment, query_row_masks
 from ppdp.queries.workloads import anatomy_workload
@@ -49,7 +50,7 @@ def _check(cov):
 
 def test_anatomy_coverage_no_fakes():
     t = ppdp.datasets.load("edu", n=3000, seed=0)
-    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(t))
     wl = anatomy_workload(t, 150, 0.05, seed=3)
     _check(_coverage(rel, wl, np.random.default_rng(7), 200))
 
@@ -66,7 +67,7 @@ def test_anatomy_coverage_with_fakes():
 def test_anatomy_se_zero_when_known():
     """Counts the files fix exactly: QI-only predicates, and an SA value over all records."""
     t = ppdp.datasets.load("edu", n=2000, seed=0)
-    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=1)
+    rel = ppdp.publish(t, ppdp.FPrivacy(theta=8), seed=1, sensitive_values=protected(t))
     res = ppdp.query(rel, f"SELECT {t.sa}, COUNT(*) FROM t GROUP BY {t.sa}", source=t)
     assert np.allclose(res["se"], 0) and np.allclose(res["estimate"], res["exact"])
     res = ppdp.query(rel, "SELECT sex, race, COUNT(*) FROM t WHERE age > 40 GROUP BY sex, race", source=t)

@@ -32,10 +32,17 @@ def test_recommendation_rule():
     assert r["model"] == "c" and "more private" in r["reason"] and "disclose" in r["rule"]
     assert recommend(m, max_posterior=0.15)["model"] == "d"
     assert recommend(m, max_posterior=0.05)["model"] is None
-    # when every model discloses some records, the ones disclosing the fewest are kept
+    over = {p["model"]: p["why"] for p in r["passed_over"]}
+    assert set(over) == {"a", "e"} and "with certainty" in over["a"] and over["e"].startswith("failed")
+    # a model disclosing a sensitive value with certainty is never recommended, even when every model does
     m2 = _models([{"model": "x", "mean_rel_err": 0.1, "records_certain": 9.0},
                   {"model": "y", "mean_rel_err": 0.3, "records_certain": 3.0}])
-    assert recommend(m2)["model"] == "y"
+    r2 = recommend(m2)
+    assert r2["model"] is None and "every model that ran discloses" in r2["reason"] and len(r2["passed_over"]) == 2
+    # … unless the disclosed values are declared non-sensitive (records_certain_sensitive = 0)
+    m3 = _models([{"model": "x", "mean_rel_err": 0.1, "records_certain": 9.0, "records_certain_sensitive": 0.0},
+                  {"model": "y", "mean_rel_err": 0.3, "records_certain": 3.0, "records_certain_sensitive": 3.0}])
+    assert recommend(m3)["model"] == "x"
 
 
 def test_interval_over_trials():

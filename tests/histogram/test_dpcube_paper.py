@@ -39,7 +39,7 @@ def test_release_is_the_papers_algorithm(adult10k, eps, fraction, xi0):
     r = ppdp.publish(adult10k, mech, seed=seed)
     f = 0.25 if fraction is None else fraction
     want_xi0 = PAPER_XI0_NOISE_MULTIPLE * discrete_laplace_variance(eps * f) if xi0 is None else xi0
-    spec, codes = X._declared_cube(adult10k, DIMS)
+    spec, codes = X.declared_cube(adult10k, DIMS)
     x = dense_counts(codes, spec.shape)
     y1, lo, hi, yp, a1, a2 = X.paper_dpcube(x, eps, f, want_xi0, publication_rng(seed))
     # the same phase-I cells …

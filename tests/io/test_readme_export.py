@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import ppdp
+from safe_declarations import protected
 from ppdp import registry
 from ppdp.cli import cli
 from ppdp.releases.base import load_release
@@ -27,7 +28,9 @@ OCC = ppdp.datasets.load("occ", n=3000, seed=0)
 
 
 def _publish(name, table, tmp_path, **params):
-    rel = ppdp.publish(table, registry.mechanisms()[name](**params), seed=3)
+    fam = registry.mechanisms()[name].family
+    rel = ppdp.publish(table, registry.mechanisms()[name](**params), seed=3,
+                       sensitive_values=None if fam in ("histogram", "answers") else protected(table))
     d = tmp_path / name
     rel.save(d)
     return load_release(d), d
@@ -119,11 +122,18 @@ def _histogram_case(tmp_path):
                       "cells['age'].between(0, 1)": "cells['age'].between(0, 0) & (cells['sex'] == 1)"})]
 
 
+@pytest.mark.parametrize("where", ["release", "csv export"])
 @pytest.mark.parametrize("case", ["bucketized", "randomized", "histogram"])
-def test_readme_recipe_reproduces_ppdp(case, tmp_path):
+def test_readme_recipe_reproduces_ppdp(case, where, tmp_path):
     rel, d, cases = {"bucketized": _bucketized_case, "randomized": _randomized_case,
                      "histogram": _histogram_case}[case](tmp_path)
+    if where == "csv export":  # the export's README reads the exported CSV files, in their directory
+        res = CliRunner().invoke(cli, ["export", str(d), "--format", "csv", "-o", str(tmp_path / "csv")])
+        assert res.exit_code == 0, res.output
+        d = tmp_path / "csv"
+        assert not [f for f in os.listdir(d) if f.endswith(".parquet")]
     text = (d / "README.md").read_text()
+    assert (".parquet'" not in text and '.parquet")' not in text) if where == "csv export" else ".parquet'" in text
     sql, py = _blocks(text, "sql")[0], _blocks(text, "python")[0]
     for where, subs in cases:
         s, p = sql, py
@@ -181,7 +191,8 @@ def test_export_csv_labels_histogram_cells_and_escapes_formulas(tmp_path):
     assert list(cells.columns) == ["age", "sex", "count", "age_label", "sex_label"]
     assert set(cells["age_label"]) == {"[17, 30)", "[30, 50)", "[50, 91]"}
     assert (cells["sex_label"] == np.where(cells["sex"] == 0, "Female", "Male")).all()
-    assert (out / "README.md").read_text() == (d / "README.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert "`cells.csv`" in readme and "read_csv('cells.csv'" in readme and "cells.parquet" not in readme
     res = CliRunner().invoke(cli, ["export", str(d), "--format", "parquet", "-o", str(tmp_path / "pq")])
     assert res.exit_code == 0, res.output
     assert "age_label" in pd.read_parquet(tmp_path / "pq" / "cells.parquet").columns

@@ -59,15 +59,19 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None) 
     m = release.manifest
     meta = {"release": release_path, "family": res.family, "mechanism": res.mechanism, "params": m.get("params"),
             "fit_for_publication": m.get("fit_for_publication"), "bound": res.bound_name, "violations": res.n_violations, "notes": res.notes,
+            "headline": res.headline(), "sensitive_values": res.sensitive_values, "records_disclosed": res.exposed,
+            "disclosure_allowed": res.disclosure_allowed,
             "machine": machine_info()}
     (out / "audit.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     rep = HtmlReport(f"ppdp audit — {res.mechanism} release")
-    verdict = ("no violations: every record class is within the bound" if res.ok
-               else f"{res.n_violations} VIOLATION(S): some record classes exceed the bound")
+    verdict = res.headline()
     rep.paragraph(f"Release {release_path or '(in memory)'}: family {res.family}, mechanism {res.mechanism}, "
                   f"params {json.dumps(m.get('params'), default=str)}. Bound: {res.bound_name}.")
     rep.paragraph(verdict, css="ok" if res.ok else "bad")
+    rep.paragraph("Judged against the sensitive values "
+                  + ("declared: every value (none declared)" if res.sensitive_values is None
+                     else f"declared: {', '.join(res.sensitive_values) or 'none'}") + ".")
     for n in res.notes:
         rep.note(n)
     rep.heading("Posterior vs bound per SA value")

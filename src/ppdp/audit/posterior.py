@@ -50,18 +50,61 @@ class AuditResult:
     notes: list[str] = field(default_factory=list)
     #: what the release discloses (records certain, per value, largest posterior; Claim.disclosure)
     disclosure: dict | None = None
+    #: the declared sensitive values the audit judges against (None: every value is sensitive)
+    sensitive_values: list[str] | None = None
+    #: sensitive value → records whose value the release discloses with certainty
+    exposed: dict[str, int] = field(default_factory=dict)
+    #: the manifest records that its publisher allowed that disclosure (``--allow-disclosure``)
+    disclosure_allowed: bool = False
 
     @property
     def n_violations(self) -> int:
         return int(self.summary["violations"].sum()) if len(self.summary) else 0
 
     @property
+    def n_exposed(self) -> int:
+        """Records whose sensitive value (a declared one) the release discloses with certainty."""
+        return int(sum(self.exposed.values()))
+
+    @property
     def ok(self) -> bool:
-        return self.n_violations == 0
+        """No record class above the claim's bound and no sensitive value disclosed with certainty."""
+        return self.n_violations == 0 and self.n_exposed == 0
+
+    @property
+    def max_posterior_sensitive(self) -> float:
+        """The largest posterior the audit finds on a declared sensitive value (NaN: none found)."""
+        s = self.summary
+        if not len(s) or "max_posterior" not in s:
+            return float("nan")
+        post = s["max_posterior"].to_numpy(dtype=float)
+        if "sensitive" in s:
+            post = post[s["sensitive"].to_numpy(dtype=bool)]
+        post = post[~np.isnan(post)]
+        return float(post.max()) if len(post) else float("nan")
+
+    def headline(self) -> str:
+        """The verdict in one line, disclosure first: what a custodian must read before anything else."""
+        if self.n_exposed:
+            n = int((self.disclosure or {}).get("n_records") or 0)
+            top = ", ".join(f"{v}: {k:,}" for v, k in sorted(self.exposed.items(), key=lambda kv: -kv[1])[:5])
+            share = f" ({self.n_exposed / n:.1%})" if n else ""
+            return (f"DISCLOSURE: the release discloses the sensitive value of {self.n_exposed:,} of {n:,} records with "
+                    f"certainty{share} — {top}"
+                    + ("; its publisher allowed it (--allow-disclosure)" if self.disclosure_allowed else
+                       "; the manifest does not record that this was allowed")
+                    + (f"; and {self.n_violations} record class(es) exceed the bound" if self.n_violations else ""))
+        if self.n_violations:
+            return f"VIOLATIONS: {self.n_violations} record class(es) exceed the bound"
+        which = "" if self.sensitive_values is None else f" (sensitive values: {', '.join(self.sensitive_values) or 'none'})"
+        return f"OK: no violations, and no sensitive value disclosed with certainty{which}"
 
 
-def audit_release(release, table=None) -> AuditResult:
-    """The adversary's best posterior per record class vs the model's bound (see module doc).
+def audit_release(release, table=None, sensitive_values=None) -> AuditResult:
+    """The adversary's best posterior per record class vs the model's bound (see module doc),
+    judged against the declared sensitive values: ``sensitive_values`` when given, else those
+    the manifest's ``disclosure`` records (the publisher's declaration), else every value. The
+    result's :meth:`AuditResult.headline` puts a disclosure with certainty first.
 
     Dispatch is by the release family and, within a family, by the claim the release makes
     (the certificate's ``model``, else the registered mechanism's ``claim_model``) — never by
@@ -76,7 +119,33 @@ def audit_release(release, table=None) -> AuditResult:
         raise ReleaseError(f"cannot audit a {fam} release claiming {claim!r} (mechanism "
                            f"{release.manifest.get('mechanism')!r}); auditable claims: "
                            f"{', '.join(str(k) for k in auditors if k)}")
-    return audit(release, table)
+    return judge(audit(release, table), release, sensitive_values)
+
+
+def judge(res: AuditResult, release, sensitive_values=None) -> AuditResult:
+    """Fill in what ``res`` is judged against: the declared sensitive values, the records whose
+    sensitive value the release discloses with certainty (its claim's disclosure, the figure
+    ``publish`` refuses on) and whether the manifest records that this was allowed; mark each
+    summary row ``sensitive``."""
+    from ..claims import declared_sensitive, exposed_values
+
+    stated = release.manifest.get("disclosure")
+    stated = stated if isinstance(stated, dict) else {}
+    if sensitive_values is None and stated.get("sensitive_values") is not None:
+        sensitive_values = stated["sensitive_values"]
+    declared = declared_sensitive(release, sensitive_values)
+    if res.disclosure is None:
+        try:
+            res.disclosure = claim_of(release.manifest).disclosure(release)
+        except (ReleaseError, NotImplementedError):
+            res.disclosure = None
+    res.sensitive_values = declared
+    res.exposed = exposed_values(res.disclosure, declared)
+    res.disclosure_allowed = bool(stated.get("disclosure_allowed") or stated.get("full_disclosure_allowed"))
+    if len(res.summary) and "value" in res.summary:
+        keep = None if declared is None else set(declared)
+        res.summary["sensitive"] = [keep is None or str(v) in keep for v in res.summary["value"]]
+    return res
 
 
 def _claim_model(release) -> str | None:

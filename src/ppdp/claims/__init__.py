@@ -76,8 +76,9 @@ class Claim:
 
     def check_disclosure(self, release, report) -> None:
         """verify: the manifest's ``disclosure`` equals the one re-derived from the files (a
-        manifest that understates it fails), and a release disclosing every record says that
-        its publisher allowed it explicitly (``full_disclosure_allowed``)."""
+        manifest that understates it fails), and a release disclosing a declared sensitive value
+        (``sensitive_values``; absent or None: every value) of any record with certainty says
+        that its publisher allowed it explicitly (``disclosure_allowed``)."""
         derived = self.disclosure(release)
         if derived is None:
             return
@@ -98,11 +99,23 @@ class Claim:
         report.check(not wrong, "disclosure re-derived from the files",
                      f"the manifest's disclosure {'understates' if under else 'differs from'} what the files disclose: "
                      + "; ".join(wrong))
-        if is_full_disclosure(derived):
-            report.check(stated.get("full_disclosure_allowed") is True,
-                         "a release disclosing every record's SA was explicitly allowed",
-                         f"the release discloses the SA of every record ({derived['records_certain']:,}) and the "
-                         "manifest does not record that its publisher allowed it (full_disclosure_allowed)")
+        declared = stated.get("sensitive_values")
+        if declared is not None and not (isinstance(declared, list) and all(isinstance(v, str) for v in declared)):
+            report.check(False, "the declared sensitive values are a list of labels",
+                         f"the manifest's disclosure declares sensitive_values = {declared!r}, not a list of labels")
+            return
+        exposed = exposed_values(derived, declared)
+        if exposed:
+            k = sum(exposed.values())
+            report.check(bool(stated.get("disclosure_allowed") is True
+                              or (stated.get("full_disclosure_allowed") is True and is_full_disclosure(derived))),
+                         "a release disclosing sensitive values with certainty was explicitly allowed",
+                         f"the release discloses a sensitive value of {k:,} record(s) with certainty "
+                         f"({_values_text(exposed)}) and the manifest does not record that its publisher allowed it "
+                         "(disclosure_allowed)")
+        else:
+            report.check(True, "no sensitive value disclosed with certainty"
+                         + ("" if declared is None else f" (sensitive values: {', '.join(declared) or 'none'})"), None)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -129,8 +142,11 @@ def is_full_disclosure(d: Mapping[str, Any] | None) -> bool:
     return n > 0 and int(d.get("records_certain") or 0) >= n
 
 
-#: the CLI flag and the API argument that allow a release disclosing every record
-FULL_DISCLOSURE_FLAG = "--allow-full-disclosure"
+#: the CLI flag and the API argument that allow a release disclosing sensitive values with certainty
+ALLOW_DISCLOSURE_FLAG = "--allow-disclosure"
+FULL_DISCLOSURE_FLAG = ALLOW_DISCLOSURE_FLAG  # the former name (a release disclosing every record is one case)
+#: the CLI flag declaring a sensitive value (repeatable); the schema key is ``sensitive_values``
+SENSITIVE_VALUE_FLAG = "--sensitive-value"
 
 
 def disclosure_of(release) -> dict[str, Any] | None:
@@ -138,23 +154,74 @@ def disclosure_of(release) -> dict[str, Any] | None:
     return claim_of(release.manifest).disclosure(release)
 
 
-def state_disclosure(release, allow_full_disclosure: bool = False) -> dict[str, Any] | None:
-    """Write the release's disclosure into its manifest (``disclosure``) and refuse a release
-    that discloses the SA of every record unless ``allow_full_disclosure`` (recorded in the
-    manifest as ``full_disclosure_allowed``). Raises :class:`~ppdp.errors.InfeasibleError`."""
-    from ..errors import InfeasibleError
+def exposed_values(d: Mapping[str, Any] | None, sensitive_values=None) -> dict[str, int]:
+    """Sensitive value → records whose value the disclosure ``d`` discloses with certainty, for
+    the declared ``sensitive_values`` (None: every value is sensitive)."""
+    if not d:
+        return {}
+    per = d.get("per_value") or {}
+    keep = None if sensitive_values is None else {str(v) for v in sensitive_values}
+    return {str(v): int(k) for v, k in per.items() if int(k) > 0 and (keep is None or str(v) in keep)}
+
+
+def declared_sensitive(release, sensitive_values=None) -> list[str] | None:
+    """The sensitive values the release is judged against: ``sensitive_values`` when given,
+    else those the claim protects (F'-privacy's ``sensitive_values``), else None (all). Labels
+    outside the sensitive column's domain raise :class:`~ppdp.errors.ParameterError`."""
+    from ..errors import ParameterError
+
+    if sensitive_values is None:
+        try:
+            sensitive_values = getattr(claim_of(release.manifest), "sensitive_values", None)
+        except ReleaseError:
+            sensitive_values = None
+    if sensitive_values is None:
+        return None
+    if isinstance(sensitive_values, str):
+        sensitive_values = [sensitive_values]
+    out = list(dict.fromkeys(str(v) for v in sensitive_values))
+    known: set[str] = set()
+    schema = release.manifest.get("schema") or {}
+    for c in schema.get("sensitive") or []:
+        known.update(str(v) for v in ((schema.get("domains") or {}).get(c) or ()))
+    unknown = [v for v in out if known and v not in known]
+    if unknown:
+        raise ParameterError(f"{SENSITIVE_VALUE_FLAG} {unknown[0]!r} is not a value of the sensitive column "
+                             f"(values: {', '.join(sorted(known)[:12])}{' …' if len(known) > 12 else ''})",
+                             param="sensitive_values")
+    return out
+
+
+def _values_text(exposed: Mapping[str, int], most: int = 5) -> str:
+    top = sorted(exposed.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{v}: {k:,}" for v, k in top[:most]) + (f", … ({len(top) - most} more)" if len(top) > most else "")
+
+
+def state_disclosure(release, allow_disclosure: bool = False, sensitive_values=None) -> dict[str, Any] | None:
+    """Write the release's disclosure into its manifest (``disclosure``, with the declared
+    ``sensitive_values``: None means every value is sensitive) and refuse a release that
+    discloses a sensitive value of any record with certainty (the claim's :meth:`Claim.disclosure`,
+    computed from the files) unless ``allow_disclosure`` (recorded as ``disclosure_allowed``;
+    verify re-derives it). Raises :class:`~ppdp.errors.DisclosureError`."""
+    from ..errors import DisclosureError
 
     d = disclosure_of(release)
     if d is None:
         return None
     d = dict(d)
-    if is_full_disclosure(d):
-        if not allow_full_disclosure:
-            raise InfeasibleError(
-                f"the release would disclose the sensitive value of every record ({d['records_certain']:,} of "
-                f"{d['n_records']:,}, e.g. every bucket holds a single value); change the parameters, or pass "
-                f"{FULL_DISCLOSURE_FLAG} (allow_full_disclosure=True) to publish it anyway")
-        d["full_disclosure_allowed"] = True
+    declared = declared_sensitive(release, sensitive_values)
+    d["sensitive_values"] = declared
+    exposed = exposed_values(d, declared)
+    if exposed:
+        k, n = sum(exposed.values()), int(d.get("n_records") or 0)
+        if not allow_disclosure:
+            raise DisclosureError(
+                f"refused: the release would disclose the sensitive value of {k:,} of {n:,} records with certainty "
+                f"({k / max(n, 1):.1%}; {_values_text(exposed)}); either declare the sensitive values and leave out "
+                f"those that need no protection ({SENSITIVE_VALUE_FLAG} V for each protected value, sensitive_values "
+                f"in the schema or of ppdp.publish), or pass {ALLOW_DISCLOSURE_FLAG} (allow_disclosure=True; recorded "
+                "in the manifest) to publish it anyway", exposed=exposed, n_records=n)
+        d["disclosure_allowed"] = True
     release.manifest["disclosure"] = d
     return d
 
@@ -173,9 +240,14 @@ def disclosure_statement(d: Mapping[str, Any] | None) -> str:
     per = d.get("per_value") or {}
     top = sorted(per.items(), key=lambda kv: -kv[1])
     shown = ", ".join(f"{lab}: {c:,}" for lab, c in top[:5]) + (f", … ({len(top) - 5} more values)" if len(top) > 5 else "")
-    allowed = " (explicitly allowed)" if d.get("full_disclosure_allowed") else ""
+    allowed = " (explicitly allowed)" if d.get("disclosure_allowed") or d.get("full_disclosure_allowed") else ""
+    declared = d.get("sensitive_values")
+    exposed = exposed_values(d, declared)
+    judged = ("" if declared is None else
+              f"; of a declared sensitive value ({', '.join(declared) or 'none'}): {sum(exposed.values()):,}"
+              if exposed else f"; none of them a declared sensitive value ({', '.join(declared) or 'none'})")
     return (f"disclosure: the release discloses the sensitive value of {k:,} of {n:,} records with certainty "
-            f"({k / n:.1%}){allowed} — by value: {shown}{post}")
+            f"({k / n:.1%}){allowed} — by value: {shown}{judged}{post}")
 
 
 def claim_class(model: str) -> type[Claim]:
@@ -208,4 +280,5 @@ def _load() -> None:
 
 
 __all__ = ["Claim", "claim_class", "claim_of", "disclosure_of", "state_disclosure", "disclosure_statement",
-           "is_full_disclosure", "FULL_DISCLOSURE_FLAG"]
+           "is_full_disclosure", "exposed_values", "declared_sensitive", "FULL_DISCLOSURE_FLAG", "ALLOW_DISCLOSURE_FLAG",
+           "SENSITIVE_VALUE_FLAG"]

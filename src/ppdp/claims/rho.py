@@ -261,15 +261,19 @@ def group_value_counts(release, group_column: str, n_groups: int, attribute: str
 
 
 def transition_disclosure(release) -> dict[str, Any]:
-    """The disclosure (:meth:`Claim.disclosure`'s form) of a uniform or SDR release: no record
-    with certainty, and as ``max_posterior`` the
-    largest Bayes posterior over the published values, per transition group, with the group's
-    inverted published counts (clipped at 0) as the prior. The counts come from the rows, or,
-    for a release whose rows are not in memory (a partitioned release of the Spark or
-    streaming engine), from its ``streamed_group_counts`` (attribute → groups × domain counts)."""
+    """The disclosure (:meth:`Claim.disclosure`'s form) of a uniform or SDR release: the
+    records whose published value only one true value can produce (a group on one value, or a
+    transition column with a single positive entry: retention 1) are disclosed with
+    certainty, per true value; as ``max_posterior`` the largest Bayes posterior over the
+    published values, per transition group, with the group's inverted published counts
+    (clipped at 0) as the prior. The counts come from the rows, or, for a release whose rows
+    are not in memory (a partitioned release of the Spark or streaming engine), from its
+    ``streamed_group_counts`` (attribute → groups × domain counts)."""
     post = 0.0
+    per_value: dict[str, int] = {}
     streamed = getattr(release, "streamed_group_counts", None)
     for model in release.transition_models():
+        labels = list(release.domains[model.attribute])
         if streamed is not None:
             per = np.asarray(streamed[model.attribute], dtype=np.int64).reshape(len(model.groups), model.n_values)
         else:
@@ -279,9 +283,20 @@ def transition_disclosure(release) -> dict[str, Any]:
             else:
                 per = group_value_counts(release, model.group_column, len(model.groups), model.attribute)
         for j, g in enumerate(model.groups):
-            post = max(post, largest_posterior(g, per[j][g.domain]))
+            counts = per[j][g.domain]
+            post = max(post, largest_posterior(g, counts))
+            sources = g.matrix > 0                          # sources[x, y]: true x can publish y
+            only = sources.sum(axis=0) == 1
+            hit = only & (counts > 0)
+            if hit.any():
+                post = 1.0
+                for yk in np.flatnonzero(hit):
+                    lab = labels[int(g.domain[int(np.argmax(sources[:, yk]))])]
+                    per_value[lab] = per_value.get(lab, 0) + int(counts[yk])
     n = int(release.manifest.get("n_published", 0) or 0)
-    return {"records_certain": 0, "n_records": n, "share_certain": 0.0, "per_value": {}, "max_posterior": post}
+    k = sum(per_value.values())
+    return {"records_certain": k, "n_records": n, "share_certain": (k / n) if n else 0.0, "per_value": per_value,
+            "max_posterior": post}
 
 
 def check_perturbation(rep, label: str, m: int, gamma: float, retention, p, q) -> None:

@@ -30,7 +30,7 @@ def file_option_params() -> list[click.Option]:
                           "sensitive values); the flags below override it. Start one with `ppdp schema infer INPUT`."),
         click.Option(["--sep"], default=None, metavar="SEP",
                      help="Field separator: ',', ', ' (comma and spaces), ';', '|', 'tab' …  [default: ,]"),
-        click.Option(["--header/--no-header"], "header", default=None,
+        click.Option(["--header/--no-header", "header"], default=None,
                      help="Whether the first row holds the column names  [default: header]."),
         click.Option(["--names"], default=None, metavar="A,B,…",
                      help="Column names, comma-separated (required with --no-header; with a header, replaces it)."),
@@ -38,7 +38,7 @@ def file_option_params() -> list[click.Option]:
                      help="A missing-value marker besides the empty cell (repeatable: --na '?' --na NA)  "
                           "[default: ?]."),
         click.Option(["--encoding"], default=None, help="Text encoding of INPUT  [default: utf-8]."),
-        click.Option(["--strip/--no-strip"], "strip", default=None,
+        click.Option(["--strip/--no-strip", "strip"], default=None,
                      help="Strip spaces around values (always done with --sep ', ')  [default: no-strip]."),
         click.Option(["--bin", "bin_specs"], multiple=True, metavar="COL=E0,E1,…",
                      help="Bin a numeric column with these edges: [E0, E1), [E1, E2), …, the last closed "
@@ -258,7 +258,6 @@ def out_option(f):
 def finish_publish(release, out, custodian=None):
     """Save atomically (``custodian``: where the custodian-side file goes, else beside the
     release), verify, and print a one-screen summary; returns the verify report."""
-    from ..api import verify
     from ..releases.base import custodian_path
 
     try:
@@ -269,6 +268,14 @@ def finish_publish(release, out, custodian=None):
         flag = "--custodian" if custodian is not None and "custodian file" in str(e) else "--out"
         raise type(e)(str(e) if flag in str(e) else f"{flag}: {e}") from None
     cpath = custodian_path(path) if custodian is None else Path(custodian)
+    return report_release(release, path, cpath)
+
+
+def report_release(release, path, cpath):
+    """Verify a saved release and print the one-screen summary (any engine); returns the
+    verify report."""
+    from ..api import verify
+
     rep = verify(release)
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
@@ -299,13 +306,21 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
     ``--schema`` and the file flags say, with the roles, numeric columns and bins the release
     records (missing values kept as a category)."""
     from ..releases.base import load_release
+
+    rel = load_release(release)
+    return rel, release_source(rel.schema, input_path, dataset, n_rows, missing_values=rel.manifest.get("missing_values"),
+                               **file_spec)
+
+
+def release_source(sch, input_path=None, dataset=None, n_rows=None, missing_values=None, **file_spec):
+    """The source table of a release whose manifest schema is ``sch``, read as the release
+    records it (see :func:`load_release_and_source`; ``missing_values``: the manifest's entry,
+    whose columns left out their rows with a missing value); None without --input/--dataset."""
     from ..schema import ColumnSpec, bin_edges
     from ..table import MISSING_LABEL
 
-    rel = load_release(release)
     table = None
     if input_path or dataset:
-        sch = rel.schema
         quasi, sensitive = list(sch.get("quasi", [])), list(sch.get("sensitive", []))
         spec = None
         if input_path:
@@ -313,7 +328,7 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
             # roles, numeric columns and bins are the release's: the source is read as it was published
             nums = sch.get("numeric") if isinstance(sch.get("numeric"), dict) else {}
             cols = {}
-            mv = rel.manifest.get("missing_values")  # columns whose missing values left their rows out
+            mv = missing_values  # columns whose missing values left their rows out
             drop = set(mv.get("columns", [])) if isinstance(mv, dict) and mv.get("policy") == "drop" else set()
             for c in dict.fromkeys([*quasi, *sensitive]):
                 dom = (sch.get("domains") or {}).get(c) or []
@@ -333,7 +348,7 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
             spec = replace(spec, columns=cols)
         table = load_table(input_path, dataset, quasi, sensitive, "category", n_rows, schema=spec,
                            allow_continuous_sa=True)
-    return rel, table
+    return table
 
 
 def _edges_spec(edges):

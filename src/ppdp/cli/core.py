@@ -9,6 +9,7 @@ import numpy as np
 
 from . import cli
 from .common import DATASET_NAMES, file_options, load_release_and_source
+from .engine import engine_options
 
 
 @cli.command()
@@ -38,7 +39,9 @@ def datasets():
 @click.option("-n", "--rows", "n_rows", type=int, default=None, help="The source was a seeded sample of this many rows.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False),
               help="Write the table (query text, group values, estimate, se, lower, upper[, exact]) to FILE.csv or FILE.parquet.")
-def query(release, sql, workload, estimator, level, input_path, dataset, n_rows, out):
+@file_options
+@engine_options("query")
+def query(release, sql, workload, estimator, level, input_path, dataset, n_rows, out, engine="local", **file_spec):
     """Estimate counts on a release, with standard errors and intervals.
 
     SQL is a condition, WHERE condition, or SELECT [cols,] COUNT(*) [FROM t] [WHERE condition]
@@ -54,11 +57,19 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
         raise PpdpError(f"--level must be in (0, 1), got {level}")
     if out is not None and not str(out).lower().endswith((".csv", ".parquet")):
         raise PpdpError(f"--out {out!r}: the file name ends in .csv or .parquet")
-    if input_path is not None or dataset is not None:
-        rel, table = load_release_and_source(release, input_path, dataset, n_rows)
+    if engine != "local" and (input_path is not None or dataset is not None):
+        raise PpdpError(f"--input/--dataset (exact counts) need the release in memory; use --engine local, not {engine}")
+    if engine != "local":
+        rel = table = None
+    elif input_path is not None or dataset is not None:
+        rel, table = load_release_and_source(release, input_path, dataset, n_rows, **file_spec)
     else:
         from ..releases.base import load_release
 
+        given = [k for k, v in file_spec.items() if v not in (None, (), False)]
+        if given:
+            raise PpdpError(f"--{given[0].replace('_path', '').replace('_', '-')} describes the source table; "
+                            "give it with --input FILE")
         rel, table = load_release(release), None
     if workload is None:
         stmts = [sql]
@@ -72,6 +83,9 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
                     raise QueryError(f"statement {i + 1}: {e}") from None
         except QueryError as e:
             raise QueryError(f"--workload: {e}") from None
+    if engine != "local":
+        _query_streamed(release, stmts, estimator, engine, out)
+        return
     try:
         frame = query_table(rel, stmts, estimator=estimator, source=table, level=level)
     except ParameterError as e:
@@ -103,7 +117,8 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
                    "only the custodian keeps, e.g. which values are fake.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @file_options
-def verify(release, input_path, dataset, n_rows, custodian, as_json, **file_spec):
+@engine_options("verify")
+def verify(release, input_path, dataset, n_rows, custodian, as_json, engine="local", **file_spec):
     """Re-check a release's certificate from its files (exit 1 if it fails or the release is
     not fit for publication, e.g. a seeded test run; exit 2 if it is malformed, or the
     custodian file cannot be read)."""
@@ -111,6 +126,8 @@ def verify(release, input_path, dataset, n_rows, custodian, as_json, **file_spec
     from ..errors import PpdpError
     from ..releases.custodian import load_custodian
 
+    if engine != "local":
+        _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, engine, file_spec)
     kept = None
     if custodian is not None:
         try:
@@ -133,15 +150,78 @@ def verify(release, input_path, dataset, n_rows, custodian, as_json, **file_spec
     raise SystemExit(0 if rep.ok and fit else 1)
 
 
+def _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, engine, file_spec):
+    """``verify --engine spark|stream``: the streamed verifier, in bounded memory."""
+    from pathlib import Path
+
+    from ..errors import PpdpError
+    from ..releases.base import VerifyReport
+    from ..releases.storage import read_json
+    from .common import release_source
+    from .engine import verify_on_engine
+
+    if custodian is not None:
+        raise PpdpError(f"--custodian is checked in memory; use --engine local, not {engine}")
+    manifest = read_json(Path(release) / "manifest.json", "manifest")
+    table = release_source(manifest["schema"], input_path, dataset, n_rows,
+                           missing_values=manifest.get("missing_values"), **file_spec)
+    got = verify_on_engine(release, table)
+    rep = VerifyReport(list(got["problems"]), list(got["checks"]), dict(got["facts"]))
+    fit = manifest.get("fit_for_publication") is True
+    if as_json:
+        click.echo(json.dumps({"ok": rep.ok, "fit_for_publication": fit, "problems": rep.problems, "checks": rep.checks,
+                               "facts": rep.facts}, indent=2, default=str))
+    else:
+        click.echo(str(rep))
+        if not fit:
+            click.echo("NOT fit for publication: a seeded test run (whoever knows the seed can undo the randomisation); "
+                       "publish again without --seed")
+    raise SystemExit(0 if rep.ok and fit else 1)
+
+
+def _query_streamed(release, stmts, estimator, engine, out):
+    """``query --engine spark|stream``: WHERE counts on a randomized release, streamed."""
+    import pandas as pd
+
+    from ..errors import PpdpError
+    from .engine import query_on_engine
+
+    est = query_on_engine(release, stmts, estimator)
+    frame = pd.DataFrame({"query": [s if isinstance(s, str) else s.text for s in stmts], "estimate": est})
+    if out:
+        try:
+            if str(out).lower().endswith(".csv"):
+                frame.to_csv(out, index=False)
+            else:
+                frame.to_parquet(out, index=False)
+        except OSError as e:
+            raise PpdpError(f"--out {out!r}: cannot write ({e.strerror or e})") from None
+        click.echo(f"answered {len(stmts)} statement(s) ({engine} engine, streamed) → {out}")
+        return
+    click.echo(frame.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+    click.echo(f"# {estimator or 'the default linear estimator'}, streamed over the release's parts "
+               f"({engine} engine): estimates only, no intervals (use --engine local for them)")
+
+
+#: what the demo's custodian declares as needing no protection: EDU's three commonest values
+#: (children, high-school graduates, some college) are no secret worth a bucket of their own
+DEMO_NOT_SENSITIVE = {"edu": ("Children", "High school graduate", "Some college but no degree")}
+
+
 @cli.command()
 @click.option("--dataset", type=click.Choice(DATASET_NAMES), default="edu", show_default=True)
 @click.option("--theta", type=float, default=8.0, show_default=True)
 @click.option("--queries", "n_queries", type=int, default=1000, show_default=True)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default="ppdp-demo-release", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def demo(dataset, theta, n_queries, out, seed):
+@click.option("--not-sensitive", multiple=True, metavar="VALUE",
+              help="A sensitive-attribute value the custodian declares as needing no protection (repeatable; "
+                   "default for edu: its three commonest values, as docs/tutorial.md declares them).")
+def demo(dataset, theta, n_queries, out, seed, not_sensitive):
     """The main job on bundled data: publish a table under F'-privacy, verify it, and
-    answer an anatomy workload (prints the verify result and a utility summary)."""
+    answer an anatomy workload (prints the verify result and a utility summary). Safe by
+    default: the values that need protecting are declared (every value but ``--not-sensitive``),
+    and a release that would disclose one of them with certainty is refused."""
     import time
 
     from .. import datasets as ds
@@ -153,8 +233,12 @@ def demo(dataset, theta, n_queries, out, seed):
 
     t = ds.load(dataset)
     click.echo(f"{dataset}: {t.n_rows:,} rows, SA = {t.sa} ({len(t.domain(t.sa))} values)")
+    common = tuple(not_sensitive) or DEMO_NOT_SENSITIVE.get(dataset, ())
+    protected = [v for v in t.domain(t.sa) if v not in common]
+    if common:
+        click.echo(f"declared as needing no protection: {', '.join(common)}; the other {len(protected)} values are sensitive")
     t0 = time.perf_counter()
-    rel = publish(t, FPrivacy(theta=theta), seed=seed)
+    rel = publish(t, FPrivacy(theta=theta, sensitive_values=protected if common else None), seed=seed)
     t1 = time.perf_counter()
     rel.save(out, overwrite=True)  # replaces an earlier demo release, never anything else
     rep = verify(load_release(out), t)
@@ -180,7 +264,8 @@ def export(release, fmt, out):
     """Copies of a release's tables for tools without Parquet or ppdp: CSV (text cells a
     spreadsheet would run as formulas get a leading ') or Parquet. Histogram cells and
     partitions get one label column per dimension (<dim>_label, <dim>_lo_label, …) beside the
-    integer cell indices; the release's README.md is copied and describes the columns."""
+    integer cell indices; a README.md whose recipes read the copies, and the manifest, are written
+    beside them."""
     from pathlib import Path
 
     import pyarrow as pa
@@ -212,5 +297,7 @@ def export(release, fmt, out):
             path = d / f"{name}.parquet"
             pq.write_table(pa.table(cols), path, compression="zstd")
         written.append(path)
-    (d / README_NAME).write_text(render_readme(rel.manifest), encoding="utf-8")
-    click.echo(f"exported {len(written)} table(s) as {fmt} → {d}/: " + ", ".join(p.name for p in written) + f", {README_NAME}")
+    (d / README_NAME).write_text(render_readme(rel.manifest, fmt), encoding="utf-8")
+    (d / "manifest.json").write_text(json.dumps(rel.manifest, indent=2, default=str), encoding="utf-8")
+    click.echo(f"exported {len(written)} table(s) as {fmt} → {d}/: " + ", ".join(p.name for p in written)
+               + f", {README_NAME}, manifest.json")

@@ -32,12 +32,16 @@ from .common import input_options
                    "(adult, occ, edu) or DIM=LABEL,LABEL,… (repeatable). Default: the --schema file's declared "
                    "domains and bins, or the bundled table's documented domains with --dataset.")
 @click.option("--max-posterior", type=float, default=None,
-              help="Recommend only a model whose audited largest posterior is at most this (0 < p ≤ 1).")
+              help="The bound you accept: recommend only a model whose audited posterior on every sensitive value is "
+                   "at most this (0 < p ≤ 1).")
+@click.option("--sensitive-value", "sensitive_value", multiple=True,
+              help="A sensitive value that needs protecting (repeatable or commas; default: sensitive_values in the "
+                   "schema, else every value). A model disclosing one of them with certainty is never recommended.")
 @click.option("--level", type=float, default=0.95, show_default=True, help="Confidence level of the intervals over trials.")
 @click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, epsilons, domains, max_posterior, level,
-             no_verify, out, schema=None):
+             no_verify, out, schema=None, sensitive_value=()):
     """Publish every --model on the table (several seeded trials), answer ONE shared workload,
     and write a report that decides: each model's guarantee (claim, largest posterior, records
     disclosed with certainty) next to its error with intervals over trials, and a recommendation.
@@ -73,6 +77,14 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
         from ..schema import public_domains
 
         public = public_domains(table, schema, table.column_names) or None
+    declared = [x.strip() for v in sensitive_value for x in str(v).split(",") if x.strip()] or (
+        list(schema.sensitive_values) if schema is not None and schema.sensitive_values is not None else None)
+    if declared is not None:
+        known = {str(v) for c in table.sensitive for v in table.domain(c)}
+        bad = [v for v in declared if v not in known]
+        if bad:
+            raise PpdpError(f"--sensitive-value {bad[0]!r} is not a value of the sensitive column "
+                            f"(values: {', '.join(sorted(known)[:12])})")
     check_out_dir(out)
     ctx = click.get_current_context()
     ds = ctx.params.get("dataset")
@@ -81,7 +93,8 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
     try:
         ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
                  selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify,
-                 dataset_info=info, epsilons=eps, public_domains=public, max_posterior=max_posterior, level=level)
+                 dataset_info=info, epsilons=eps, public_domains=public, max_posterior=max_posterior, level=level,
+                 sensitive_values=declared)
     except OSError as e:
         raise PpdpError(f"--out {str(out)!r}: cannot write the results ({e.strerror or e})") from None
     allb = ev.summary[ev.summary["bin"] == "all"].set_index("model")
@@ -95,6 +108,8 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
                    f"{r['mean_abs_err']:9.3f} {r['max_posterior']:8.3g} {r['records_certain']:8.0f} {r['publish_s']:7.2f}"
                    + (f"  ({r['error']})" if r["error"] else ""))
     rec = ev.recommendation
+    for p in rec.get("passed_over") or []:
+        click.echo(f"passed over: {p['model']} — {p['why']}")
     click.echo(f"recommendation: {rec['model']} — {rec['reason']}" if rec.get("model") else f"no recommendation: {rec.get('reason')}")
     click.echo(f"wrote {out}/report.html, models.csv, summary.csv, results.csv, workload.jsonl")
 

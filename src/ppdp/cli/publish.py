@@ -27,6 +27,7 @@ from ..validation import Labels, Optional, to_json
 from . import cli
 from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_custodian_out, check_new_out,
                      file_option_params, input_schema, load_table)
+from .engine import engine_params
 
 #: file suffixes that make a positional argument the INPUT table
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
@@ -62,7 +63,7 @@ DEST_PREFIX = "p_"
 def parameter_options(cls) -> list[click.Option]:
     """One click option per parameter of ``cls``, from its constraint, default and help."""
     defaults = cls.param_defaults()
-    taken = {o for p in _input_params() for o in getattr(p, "opts", ())} | {"-h", "--help"}
+    taken = {o for p in _input_params(cls) for o in getattr(p, "opts", ())} | {"-h", "--help"}
     opts = []
     for name, con in cls._parameter_constraints.items():
         default = defaults.get(name, inspect.Parameter.empty)
@@ -89,7 +90,11 @@ def parameter_options(cls) -> list[click.Option]:
 
 
 # ------------------------------------------------------------------------- input group
-def _input_params() -> list[click.Parameter]:
+def _input_params(cls=None) -> list[click.Parameter]:
+    declare = ([] if cls is not None and "sensitive_values" in cls._parameter_constraints else [
+        click.Option(["--sensitive-value", "sensitive_value"], multiple=True,
+                     help="A sensitive value that needs protecting (repeatable, several after one flag, or commas; "
+                          "default: sensitive_values in the schema, else every value).")])
     return [
         click.Argument(["input_path"], metavar="[INPUT]", required=False, type=click.Path(dir_okay=False)),
         click.Option(["--dataset"], type=click.Choice(DATASET_NAMES), help="Use a bundled table instead of INPUT."),
@@ -112,9 +117,10 @@ def _input_params() -> list[click.Parameter]:
         click.Option(["--custodian", "custodian"], type=click.Path(dir_okay=False), default=None,
                      help="Where to write the custodian-side file (the seed, which values are fake …; never "
                           "handed out) instead of beside the release (<out>.custodian.json); not inside --out."),
-        click.Option(["--allow-full-disclosure"], is_flag=True, default=False,
-                     help="Publish even if the release discloses the sensitive value of every record "
-                          "(recorded in the manifest)."),
+        click.Option(["--allow-disclosure", "--allow-full-disclosure", "allow_disclosure"], is_flag=True, default=False,
+                     help="Publish even if the release discloses a sensitive value of some records with certainty "
+                          "(recorded in the manifest; verify re-derives it)."),
+        *declare,
         click.Option(["--allow-low-utility"], is_flag=True, default=False,
                      help="Publish an ε-DP histogram even if its noisy total is mostly noise at this --epsilon "
                           "(recorded in the manifest)."),
@@ -209,8 +215,7 @@ def _time_limited(mech) -> float | None:
     return float(limit) if limit and getattr(mech, "method", None) == "optimal" else None
 
 
-def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclosure: bool = False,
-                           allow_low_utility: bool = False):
+def _publish_with_progress(table, mech, seed, seconds: float, **publish_kw):
     """Run publish while a progress bar shows elapsed time against the solver's time limit."""
     import threading
     import time
@@ -231,8 +236,7 @@ def _publish_with_progress(table, mech, seed, seconds: float, allow_full_disclos
     th = threading.Thread(target=tick, daemon=True)
     th.start()
     try:
-        return do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure,
-                          allow_low_utility=allow_low_utility)
+        return do_publish(table, mech, seed=seed, **publish_kw)
     finally:
         done.set()
         th.join()
@@ -325,21 +329,26 @@ def _check_protected(cls, mech, table, allow: bool) -> None:
 
 
 def _make_command(cls) -> click.Command:
-    params = _input_params() + parameter_options(cls)
-    greedy = {"--quasi", "--sensitive"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
+    params = _input_params(cls) + engine_params("publish") + parameter_options(cls)
+    greedy = {"--quasi", "--sensitive", "--sensitive-value"} | {o for name, con in cls._parameter_constraints.items() if _greedy(con)
                                            for o in option_names(cls, name)}
     has_dims = "dims" in cls._parameter_constraints
     doc = (inspect.getdoc(cls) or cls.__name__).strip()
     first = doc.split("\n\n")[0].replace("\n", " ")
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
-    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_full_disclosure=False,
-                 allow_no_quasi=False, custodian=None, allow_low_utility=False, **values):
+    def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_disclosure=False,
+                 allow_no_quasi=False, custodian=None, sensitive_value=(), allow_low_utility=False, **values):
         from ..api import publish as do_publish
+        from ..releases.base import load_release
         from .common import finish_publish
+        from .engine import check_engine, finish_engine_publish, publish_on_engine, spark_master
 
         spec = {k: values.pop(k) for k in FILE_OPTION_KEYS if k in values}
+        engine, master = values.pop("engine", "local"), values.pop("spark_master", None)
         check_new_out(out)
+        if engine != "local":
+            check_engine(engine, custodian, master)
         check_custodian_out(custodian, out)
         if dataset is not None and "domains" in cls._parameter_constraints and not values.get(DEST_PREFIX + "domains"):
             values[DEST_PREFIX + "domains"] = (dataset,)  # a bundled table: its documented (public) domains
@@ -370,11 +379,29 @@ def _make_command(cls) -> click.Command:
             if more:
                 mech = build_mechanism(cls, values, {**extra, **more})
         _check_protected(cls, mech, table, allow_no_quasi)
+        if engine != "local":
+            if "sensitive_values" not in cls._parameter_constraints and (sensitive_value or (sch is not None and sch.sensitive_values)):
+                raise PpdpError(f"--sensitive-value: --engine {engine} treats every sensitive value as sensitive; "
+                                "declare the values with --engine local, or drop the declaration")
+            try:
+                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_disclosure,
+                                  allow_low_utility=allow_low_utility)
+            except ParameterError as e:
+                raise _flag_error(cls, e) from None
+            done = load_release(out)
+            if (warning := (done.manifest.get("utility") or {}).get("warning")):
+                click.echo(f"warning: {warning}", err=True)
+            rep = finish_engine_publish(out)
+            for line in summary_lines(done, set(getattr(rep, "facts", {}) or {})):
+                click.echo(line)
+            return
         seconds = _time_limited(mech)
+        declared = _split(sensitive_value) or (sch.sensitive_values if sch is not None else None)
+        kw = {"allow_disclosure": allow_disclosure, "allow_low_utility": allow_low_utility,
+              "sensitive_values": None if declared is None or cls.family in ("histogram", "answers") else list(declared)}
         try:
-            release = (_publish_with_progress(table, mech, seed, seconds, allow_full_disclosure, allow_low_utility)
-                       if seconds else do_publish(table, mech, seed=seed, allow_full_disclosure=allow_full_disclosure,
-                                                  allow_low_utility=allow_low_utility))
+            release = (_publish_with_progress(table, mech, seed, seconds, **kw) if seconds
+                       else do_publish(table, mech, seed=seed, **kw))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
         warning = (release.manifest.get("utility") or {}).get("warning")

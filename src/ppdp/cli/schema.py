@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import click
@@ -97,9 +98,14 @@ def infer(input_path, out, encoding):
         if numeric:
             vals = present.astype(float)
             lo, hi = float(vals.min()), float(vals.max())
-            role = "drop" if k > 0.5 * n and k > 100 else "quasi"
-            why = ("nearly every value distinct: an identifier or a weight?" if role == "drop"
-                   else "numeric, binned below" if k > 20 else "numeric, few values: used value by value")
+            role, why = "quasi", "numeric, binned below" if k > 20 else "numeric, few values: used value by value"
+            if k > 0.5 * n and k > 100:
+                role, why = "drop", "nearly every value distinct: an identifier or a weight?"
+            elif weight_like(name, k, n):
+                role, why = "drop", (f"weight-like ({k} distinct values"
+                                     + (", a weight's name" if _WEIGHT_NAME.search(name) else "")
+                                     + "): a survey weight or an exact amount is nothing an adversary knows about a "
+                                       "person; to publish it anyway, set role = \"quasi\" and bins")
             out_lines.append(f"role = {_toml(role)}   # guessed: {why}")
             out_lines.append(f"type = \"numeric\"   # every value is a number ({k} distinct, {lo:g} … {hi:g}{miss})")
             if role == "quasi" and k > 20:
@@ -109,7 +115,7 @@ def infer(input_path, out, encoding):
         else:
             if name == sa:
                 role, why = "sensitive", f"the last text column with few values ({k})"
-            elif k > _DOMAIN_MAX and k > 0.5 * n:
+            elif k > _DOMAIN_MAX and (k > 0.2 * n or k > 1000):
                 role, why = "drop", f"{k} distinct values: an identifier?"
             else:
                 role, why = "quasi", f"text, {k} distinct values"
@@ -126,6 +132,17 @@ def infer(input_path, out, encoding):
                    f"{sum(1 for ln in out_lines if ln.startswith('[columns.'))} columns — review the roles")
     else:
         click.echo(result)
+
+
+#: column names of sampling weights (wgt, weight, wt, pwt, perwt, fnlwgt, wt_final …)
+_WEIGHT_NAME = re.compile(r"(?i)(wgt|weight|(^|[^a-z])p?(er)?wt(\d|[^a-z]|$))")
+
+
+def weight_like(name: str, k: int, n: int) -> bool:
+    """A numeric column with many distinct values — more than 1,000, or more than a fifth of
+    the rows (and over 100) — or over 100 under a weight's name: a survey weight, or an amount
+    so fine that no adversary knows it to the unit."""
+    return k > 100 and (k > 1000 or k > 0.2 * n or bool(_WEIGHT_NAME.search(name)))
 
 
 def _toml(v) -> str:

@@ -95,22 +95,41 @@ def _require_spark():
 DIRECT_READ_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+#: the address a local session's driver and block manager bind to: a local session has no
+#: reason to be reachable from the network
+LOOPBACK = "127.0.0.1"
+
 def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle_partitions: int | None = None,
-                  jvm_options: str | None = None):
-    """A local-mode SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM
-    (in local mode the executors run inside it); ``jvm_options``: the driver JVM's extra
-    options (None: the JVM's defaults; :data:`DIRECT_READ_JVM_OPTIONS` when the publications
-    read files directly)."""
+                  jvm_options: str | None = None, master: str | None = None, host: str | None = None):
+    """A SparkSession (Java 17+) with Arrow enabled; ``memory`` caps the driver JVM (in local
+    mode the executors run inside it); ``jvm_options``: the driver JVM's extra options (None:
+    the JVM's defaults; :data:`DIRECT_READ_JVM_OPTIONS` when the publications read files
+    directly).
+
+    ``master``: None (or ``local[…]``) for a local-mode session of ``cores`` threads, or a
+    cluster's master URL (``spark://host:7077``, ``yarn`` …). A local session binds its driver
+    and block manager to the loopback address (``spark.driver.host`` and
+    ``spark.driver.bindAddress`` = 127.0.0.1, and ``SPARK_LOCAL_IP`` when the environment does
+    not set it), so nothing it opens listens on the network. ``host``: the address the driver
+    advertises and binds instead — needed with a cluster master, whose executors must reach
+    the driver (then nothing is set for you; docs/spark.md)."""
     _require_spark()
     import sys
 
     from pyspark.sql import SparkSession
 
+    master = master or f"local[{cores}]"
+    local = master.startswith("local")
+    bind = host if host is not None else (LOOPBACK if local else None)
+    if bind == LOOPBACK:
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)  # read by the JVM at launch: no interface lookup
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors use this interpreter (with NumPy, ppdp)
     builder = SparkSession.builder
     if jvm_options:
         builder = builder.config("spark.driver.extraJavaOptions", jvm_options)
-    return (builder.master(f"local[{cores}]").appName(app)
+    if bind is not None:
+        builder = builder.config("spark.driver.host", bind).config("spark.driver.bindAddress", bind)
+    return (builder.master(master).appName(app)
             .config("spark.pyspark.python", sys.executable)
             .config("spark.driver.memory", memory)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -120,6 +139,7 @@ def local_session(cores: int = 2, app: str = "ppdp", memory: str = "1g", shuffle
             .config("spark.sql.files.maxPartitionBytes", "16m")
             .config("spark.hadoop.mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")  # ppdp shows its own (ppdp.kernels.progress)
             .config("spark.python.daemon.module", DAEMON_MODULE)
             .getOrCreate())
 
@@ -539,7 +559,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
             overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False,
-            direct: bool | None = None) -> dict:
+            direct: bool | None = None, allow_low_utility: bool = False) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
     ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
 
@@ -556,7 +576,8 @@ def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int 
     if fam == "randomized":
         return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist, direct=direct)
     if fam == "histogram":
-        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct)
+        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct,
+                                 allow_low_utility=allow_low_utility)
     raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
 
 

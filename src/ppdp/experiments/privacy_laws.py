@@ -236,7 +236,7 @@ def figure5(tables: dict, cfg: dict, out: Path, progress) -> list[dict]:
         stats, secs, proven = [], [], []
         for seed in cfg["release_seeds"]:
             t0 = time.perf_counter()
-            rel = ppdp.publish(t, mech, seed=seed)
+            rel = ppdp.publish(t, mech, seed=seed, allow_disclosure=True)  # the paper's setting, measured, never handed out
             secs.append(time.perf_counter() - t0)
             stats.append(_re_stats(act, rel.answer(wl)))
             proven.append(rel.certificate.get("proven_optimal", ""))

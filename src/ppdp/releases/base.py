@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import PpdpError, ReleaseError
+from ..kernels.progress import stage
 from ..kernels.rng import CSPRNG_NAME
 from ..validation import check_level
 from .custodian import load_custodian, save_custodian  # noqa: F401  (load_custodian: re-exported)
@@ -182,13 +183,16 @@ class Release:
         """Estimated counts for every query of the workload (float64 array of shape (n,)).
 
         ``estimator``: ``None`` (the mechanism's default), a registered name, or an Estimator object."""
-        return np.asarray(self.estimator(estimator).answer(self, workload), dtype=np.float64)
+        with stage("answer"):
+            return np.asarray(self.estimator(estimator).answer(self, workload), dtype=np.float64)
 
     def estimate(self, workload, estimator=None, level: float = 0.95):
         """Estimated counts with standard errors and intervals (an
         :class:`~ppdp.estimators.Estimates`), one entry per query of the workload. ``level`` in
         (0, 1); ``Estimates.kind`` says what the interval promises."""
-        return self.estimator(estimator).estimate(self, workload, level=check_level(level))
+        level = check_level(level)
+        with stage("answer"):
+            return self.estimator(estimator).estimate(self, workload, level=level)
 
     def count(self, query, estimator=None) -> float:
         """Estimated count of one query (a Query or a WHERE string)."""

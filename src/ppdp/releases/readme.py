@@ -323,8 +323,44 @@ _RECIPES = {"bucketized": _recipe_bucketized, "randomized": _recipe_randomized, 
             "answers": _recipe_answers}
 
 
-def render_readme(manifest: Mapping[str, Any]) -> str:
-    """The README.md of a release, from its manifest alone (deterministic)."""
+def render_readme(manifest: Mapping[str, Any], fmt: str = "parquet") -> str:
+    """The README.md of a release, from its manifest alone (deterministic). ``fmt="csv"``: the
+    README of ``ppdp export --format csv``, whose recipes read the exported CSV files."""
+    text = _render_readme(manifest)
+    return text if fmt == "parquet" else _as_csv(manifest, text)
+
+
+def _as_csv(manifest: Mapping[str, Any], text: str) -> str:
+    """The README's files and recipes turned to the CSV copies: label columns read as text
+    (a label such as `1` stays the text `1`), every other column as a number."""
+    import re
+
+    def labels(stem: str) -> list[str]:
+        return [c for c, t, _ in _columns(manifest, stem) if t.endswith("label") or t == "text"]
+
+    def duck(m: re.Match) -> str:
+        cols = labels(m.group(1))
+        types = ", ".join(f"{sql_text(c)}: 'VARCHAR'" for c in cols)
+        opts = f", types = {{{types}}}" if cols else ""
+        return f"read_csv('{m.group(1)}.csv', header = true, quote = '\"'{opts})"
+
+    def pandas(m: re.Match) -> str:
+        cols = labels(m.group(1))
+        dtype = f", dtype={{{', '.join(f'{c!r}: str' for c in cols)}}}" if cols else ""
+        return f'pd.read_csv("{m.group(1)}.csv"{dtype}, keep_default_na=False)'
+
+    text = re.sub(r"'(\w+)\.parquet'", duck, text)
+    text = re.sub(r'pd\.read_parquet\("(\w+)\.parquet"\)', pandas, text)
+    text = re.sub(r"### `(\w+)\.parquet`", r"### `\1.csv`", text)
+    note = ("These are the CSV copies of the release's tables written by `ppdp export --format csv`, beside its "
+            "`manifest.json`; the recipes below read them. A text cell a spreadsheet would run as a formula (one "
+            "beginning with `=`, `+`, `-` or `@`, not a number) carries a leading `'`. The release itself, with "
+            "its Parquet files, is what `ppdp verify` checks.")
+    head, _, rest = text.partition("\n\n")
+    return f"{head}\n\n{note}\n\n{rest}"
+
+
+def _render_readme(manifest: Mapping[str, Any]) -> str:
     fam = str(manifest.get("family"))
     mech = manifest.get("mechanism")
     try:

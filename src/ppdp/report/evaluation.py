@@ -82,8 +82,11 @@ def _posterior_text(row) -> str:
     if row["max_posterior"] != row["max_posterior"]:
         return "–"
     text = f"{row['max_posterior']:.3g}"
+    sens = row.get("max_posterior_sensitive", math.nan)
     prot = row.get("max_posterior_protected", math.nan)
-    if prot == prot:
+    if sens == sens and abs(sens - row["max_posterior"]) > 1e-12:
+        text += f" (sensitive values: {sens:.3g})"
+    elif prot == prot:
         text += f" (protected values: {prot:.3g})"
     return text
 
@@ -92,9 +95,11 @@ def _certain_text(row) -> str:
     c, n = row["records_certain"], row["n_published"]
     if c != c:
         return "–"
-    if n == n and n > 0:
-        return f"{int(c):,} of {int(n):,} ({c / n:.1%})"
-    return f"{int(c):,}"
+    text = f"{int(c):,} of {int(n):,} ({c / n:.1%})" if n == n and n > 0 else f"{int(c):,}"
+    s = row.get("records_certain_sensitive", math.nan)
+    if c and s == s:
+        text += f"; of a sensitive value: {int(s):,}" if s else "; none of a sensitive value"
+    return text
 
 
 def _legend_outside(ax, n: int) -> None:
@@ -153,8 +158,21 @@ def write_evaluation_report(ev, path: Path) -> Path:
                      rule=rec.get("rule"))
     else:
         rep.decision("No recommendation:", f"{rec.get('reason', 'no model qualifies')}.", rule=rec.get("rule"))
-    for _, row in models[models["error"] != ""].iterrows():
-        rep.paragraph(f"{row['model']}: {row['error']}", css="bad")
+    sens = m.get("sensitive_values")
+    cap = m.get("max_posterior")
+    rep.paragraph("Judged against the sensitive values "
+                  + ("declared: every value (none declared)" if sens is None else f"declared: {', '.join(sens) or 'none'}")
+                  + "; a model that discloses one of them for any record with certainty is never recommended"
+                  + (f", nor one whose audited posterior on one of them exceeds {cap:g}" if cap is not None else
+                     "; no posterior bound was given (--max-posterior P, the largest posterior you accept), so only "
+                     "certainty is excluded") + ".")
+    passed = rec.get("passed_over") or []
+    if passed:
+        rep.heading("Passed over")
+        rep.items([(p["model"], p["why"] + ".") for p in passed])
+    elif len(models[models["error"] != ""]):
+        for _, row in models[models["error"] != ""].iterrows():
+            rep.paragraph(f"{row['model']}: {row['error']}", css="bad")
 
     # ------------------------------------------------------------------ privacy next to error
     rep.heading("Privacy and error per model")
@@ -179,9 +197,10 @@ def write_evaluation_report(ev, path: Path) -> Path:
     rep.note(f"Error: per trial, the mean over the workload's queries (relative error over queries with a true "
              f"count > 0); shown is the mean over trials with its {level:.0%} Student-t interval over trials. "
              "Largest posterior: the highest probability the audit (ppdp audit) finds an adversary assigns to "
-             "a sensitive value of a record, over the trials and over every value (in brackets: over the values "
-             "the claim protects, when it protects only some). Records disclosed with certainty: the release's "
-             "stated disclosure (records whose sensitive value a receiver learns for sure).")
+             "a sensitive value of a record, over the trials and over every value (in brackets: over the declared "
+             "sensitive values, or the values the claim protects, when these are fewer). Records disclosed with "
+             "certainty: the release's stated disclosure (records whose value a receiver learns for sure), and how "
+             "many of them hold a sensitive value — what publish refuses.")
 
     # ------------------------------------------------------------------ parameters in words
     rep.heading("What each parameter means")

@@ -1,0 +1,5 @@
+"""``python -m ppdp.cli …``: the ``ppdp`` command."""
+
+from . import main
+
+main()
