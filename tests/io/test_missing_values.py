@@ -161,7 +161,7 @@ def releases(custodian, tmp_path_factory):
     csv, sch_path, _ = custodian
     t = read_table(csv, load_schema(sch_path))
     return {"sdr": ppdp.publish(t, ppdp.SDR(rho1=0.3, rho2=0.8), seed=1),
-            "fprivacy": ppdp.publish(t, ppdp.FPrivacy(theta=2), seed=1)}
+            "fprivacy": ppdp.publish(t, ppdp.FPrivacy(theta=2), seed=1, sensitive_values=[">50K"])}
 
 
 OPS = {"=": operator.eq, "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
