@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .claims import state_disclosure
 from .errors import PpdpError, ReleaseError
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
             sensitive_values: Sequence[str] | None = None, allow_disclosure: bool = False,
-            allow_full_disclosure: bool = False) -> Release:
+            allow_full_disclosure: bool = False, allow_low_utility: bool = False) -> Release:
     """Publish ``table`` under ``mechanism``.
 
     Without ``seed`` the randomness comes from a cryptographically secure generator
@@ -41,6 +41,12 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     ``--sensitive-value``, schema ``sensitive_values``) declares which SA values need
     protecting; by default those the mechanism protects (F'-privacy's ``sensitive_values``),
     else every value. ``allow_full_disclosure`` is the former name of ``allow_disclosure``.
+
+    An ε-DP histogram whose noisy total is mostly noise at its ε is refused (InfeasibleError)
+    unless ``allow_low_utility=True`` (CLI ``--allow-low-utility``); a release of doubtful use
+    carries a plain-words warning in ``manifest["utility"]`` (:func:`ppdp.claims.dp.utility_check`,
+    which reads the noisy counts only). Rows left out for a missing value (a column's
+    ``missing = "drop"``) are stated in ``manifest["missing_values"]``.
     """
     from .mechanisms.base import Mechanism
     from .table import Table
@@ -60,10 +66,30 @@ def publish(table: Table, mechanism: Mechanism, seed: int | None = None, *,
     bins = recorded_bins(release.domains)
     if bins:  # the edges of every binned column, for receivers and range queries
         release.manifest["schema"]["bins"] = bins
+    if release.family == "histogram":
+        from .claims.dp import state_utility
+
+        state_utility(release, bool(allow_low_utility))
+    if table.missing_dropped:
+        _state_missing(release, table.missing_dropped)
     if table.drawn_with_replacement:  # people repeat: independent randomizations of one person add up
         release.manifest["fit_for_publication"] = False
         release.manifest["sampling"] = "with replacement (people repeat): a test release, not fit for publication"
     return release
+
+
+def _state_missing(release: Release, dropped: Mapping) -> None:
+    """Rows left out because a column drops its missing values: every row read is accounted for
+    (exact counts outside ε-DP; an ε-DP histogram keeps them in the custodian-side file only —
+    an exact count is not differentially private)."""
+    info: dict[str, Any] = {"policy": "drop", "columns": sorted(dropped.get("by_column", {}))}
+    if release.family == "histogram":
+        release.custodian["missing_values"] = dict(dropped)
+        info["counts"] = "not published (an exact count is not ε-DP); in the custodian-side file"
+    else:
+        info.update({"rows_read": int(dropped["rows_read"]), "rows_dropped": int(dropped["rows_dropped"]),
+                     "missing_by_column": {c: int(v) for c, v in dropped.get("by_column", {}).items()}})
+    release.manifest["missing_values"] = info
 
 
 def stamp_manifest(release: Release, mechanism: Mechanism, seed: int | None) -> Release:

@@ -9,11 +9,12 @@ A schema is a TOML file (read with the standard library's ``tomllib``)::
     encoding = "utf-8"
     na = ["?"]              # missing markers besides the empty cell
     strip = true            # strip spaces around values (names are always stripped)
-    missing = "category"    # missing values: "error" or an explicit category
+    missing = "category"    # missing values of every column: "error", "category" or "drop"
 
     [columns.age]
     role = "quasi"          # quasi | sensitive | drop (a column left out is dropped)
     type = "numeric"        # numeric | text (default: numeric when every value is a number)
+    missing = "drop"        # this column's missing values (overrides file.missing)
     bins = [17, 25, 35, 45, 55, 65, 91]             # explicit edges, or
     # bins = { width = 10, min = 10, max = 100 }   # equal width over a public range, or
     # bins = { count = 9, min = 10, max = 100 }    # so many equal bins over a public range, or
@@ -29,6 +30,16 @@ Reading goes through ``pyarrow.csv`` (one-character separators) or ``pandas.read
 separators); the encoded table is a :class:`ppdp.Table`. A binned column's labels are its bins
 (``[lo, hi)``, the last ``[lo, hi]``); :func:`bin_edges` recovers the edges from the labels, so
 a release's domains (and the ``bins`` its schema records) name them for every receiver.
+
+Missing values (an empty cell or a ``na`` marker) follow a policy per column — the column's
+``missing`` key, else ``file.missing`` (``--missing`` on the command line sets every column):
+``"error"`` refuses the table, ``"category"`` keeps them as the label ``"(missing)"`` (last in
+the domain), ``"drop"`` leaves out every row with a missing value in that column (counted:
+:attr:`ppdp.Table.missing_dropped`). Outside differential privacy the ``(missing)`` label is
+in a column's domain exactly when the column holds a missing value. An ε-DP histogram's
+cells must not depend on the data, so there the ``(missing)`` cell is in a dimension's domain
+exactly when the column's policy is ``"category"`` (:func:`public_domains`), whether or not a
+row is missing — declare the policy per column to keep the cube small.
 """
 
 from __future__ import annotations
@@ -45,16 +56,18 @@ import numpy as np
 import pandas as pd
 
 from .errors import PpdpError, SchemaError
-from .table import MISSING_LABEL, Table
+from .table import MISSING_LABEL, Binning, Table
 
 ROLES = ("quasi", "sensitive", "drop")
 TYPES = ("numeric", "text")
+#: what to do with a column's missing values
+MISSING_POLICIES = ("error", "category", "drop")
 #: a numeric sensitive attribute with more distinct values than this is continuous: refused
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
 _FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing")
-_COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values")
+_COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
 _BIN_KEYS = ("width", "count", "min", "max", "quantiles")
 
 
@@ -111,6 +124,8 @@ class ColumnSpec:
     domain: tuple[str, ...] | None = None
     bins: BinSpec | None = None
     sensitive_values: tuple[str, ...] | None = None
+    #: this column's missing-value policy (None: the file's)
+    missing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -169,9 +184,21 @@ class Schema:
         given = [sv for c in self.sensitive if (sv := self.columns[c].sensitive_values) is not None]
         return tuple(v for sv in given for v in sv) if given else None
 
+    def missing_policy(self, column: str) -> str:
+        """The column's missing-value policy: its own ``missing``, else the file's."""
+        spec = self.columns.get(column)
+        return spec.missing if spec is not None and spec.missing is not None else self.file.missing
+
     def with_file(self, **changes) -> "Schema":
-        """A copy whose file options are changed (flags given on the command line win)."""
-        return replace(self, file=replace(self.file, **{k: v for k, v in changes.items() if v is not None}))
+        """A copy whose file options are changed (flags given on the command line win: a
+        ``missing`` given here replaces every column's own policy too)."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        if given.get("missing") is not None and given["missing"] not in MISSING_POLICIES:
+            raise SchemaError(f"--missing: must be one of {', '.join(MISSING_POLICIES)}, got {given['missing']!r}")
+        cols = self.columns
+        if "missing" in given:
+            cols = {c: replace(s, missing=None) for c, s in cols.items()}
+        return replace(self, file=replace(self.file, **given), columns=cols)
 
     def with_roles(self, quasi: Sequence[str], sensitive: Sequence[str]) -> "Schema":
         """A copy in which exactly ``quasi`` and ``sensitive`` have those roles (others dropped)."""
@@ -248,8 +275,8 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
             bad("file.strip", f"must be true or false, got {fdoc['strip']!r}")
         fo["strip"] = fdoc["strip"]
     if "missing" in fdoc:
-        if fdoc["missing"] not in ("error", "category"):
-            bad("file.missing", f"must be \"error\" or \"category\", got {fdoc['missing']!r}")
+        if fdoc["missing"] not in MISSING_POLICIES:
+            bad("file.missing", f"must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {fdoc['missing']!r}")
         fo["missing"] = fdoc["missing"]
     if fo.get("header") is False and "names" not in fo:
         bad("file.names", "required when file.header = false (the file has no row of names)")
@@ -281,7 +308,10 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
                 bad(f"{key}.sensitive_values", "only a column with role = \"sensitive\" has protected values")
             if domain is not None and (unknown := [v for v in sv if v not in domain]):
                 bad(f"{key}.sensitive_values", f"{unknown[0]!r} is not in its domain")
-        cols[str(name)] = ColumnSpec(role, typ, domain, bins, sv)
+        miss = spec.get("missing")
+        if miss is not None and miss not in MISSING_POLICIES:
+            bad(f"{key}.missing", f"must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {miss!r}")
+        cols[str(name)] = ColumnSpec(role, typ, domain, bins, sv, miss)
     names = fo.get("names")
     if names is not None and (unknown := [c for c in cols if c not in names]):
         bad(f"columns.{unknown[0]}", f"is not one of file.names {list(names)}")
@@ -508,6 +538,21 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "input", n_rows: int |
         idx = np.sort(np.random.default_rng(seed).choice(len(df), size=n_rows, replace=False))
         df = df.iloc[idx]
     na = tuple(schema.file.na)
+    policy = {c: schema.missing_policy(c) for c in cols}
+    dropped: dict[str, int] = {}
+    rows_read = len(df)
+    drop_cols = [c for c in cols if policy[c] == "drop"]
+    if drop_cols:
+        gone = np.zeros(len(df), dtype=bool)
+        for c in drop_cols:
+            m = missing_mask(df[c], na)
+            dropped[c] = int(m.sum())
+            gone |= m
+        if gone.any():
+            df = df.loc[~gone]
+        if len(df) == 0:
+            raise PpdpError(f"{where}: every row has a missing value in a column whose missing values are dropped "
+                            f"({', '.join(drop_cols)}); nothing is left to publish")
     bins: dict[str, tuple[float, ...]] = {}
     for c, spec in schema.bins.items():
         if c not in cols:
@@ -528,9 +573,19 @@ def encode(df: pd.DataFrame, schema: Schema, where: str = "input", n_rows: int |
                                      and c not in declared and looks_numeric(df[c], na)]
     domains = {c: d for c, d in schema.domains.items() if c in cols}
     t = Table.from_pandas(df, quasi=quasi, sensitive=sensitive, columns=cols, bins=bins or None,
-                          domains=domains or None, missing=schema.file.missing, na_values=na,
-                          numeric=declared)
+                          domains=domains or None, missing={c: ("error" if p == "drop" else p) for c, p in policy.items()},
+                          na_values=na, numeric=declared)
+    if drop_cols:
+        t.missing_dropped = {"rows_read": rows_read, "rows_dropped": rows_read - t.n_rows, "by_column": dropped}
     return t
+
+
+def missing_mask(s: pd.Series, na: Sequence[str] = ()) -> np.ndarray:
+    """Which cells of a column are missing: None/NaN, the empty string or a ``na`` marker."""
+    m = s.isna().to_numpy()
+    if s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+        m = m | s.isin(["", *na]).to_numpy()
+    return m
 
 
 def _numberlike(x) -> bool:
@@ -586,6 +641,32 @@ def bin_edges(domain: Sequence[str]) -> tuple[float, ...] | None:
     return tuple(edges)
 
 
+def _bin_labels(edges: Sequence[float]) -> list[str]:
+    return Binning(tuple(edges)).labels
+
+
+def label_numbers(domain: Sequence[str], numeric: np.ndarray | Sequence[float] | None = None) -> np.ndarray | None:
+    """The number of each label of a numeric domain, NaN for the missing label: ``numeric``
+    when given; else each bin's lower edge (a binned domain) or each label read as a number
+    (a domain of numbers). None for a text domain. A missing label makes a column's recorded
+    numbers None, yet its other labels keep their order and bins: this recovers them."""
+    if numeric is not None:
+        return np.asarray(numeric, dtype=float)
+    edges = bin_edges(domain)
+    labels = [x for x in domain if x != MISSING_LABEL]
+    if edges is not None:
+        nums = iter(edges[:-1])
+    else:
+        try:
+            vals = [float(x) for x in labels]
+        except ValueError:
+            return None
+        if not labels or not all(math.isfinite(v) for v in vals):
+            return None
+        nums = iter(vals)
+    return np.asarray([math.nan if x == MISSING_LABEL else next(nums) for x in domain], dtype=float)
+
+
 def continuous_sensitive(table: Table, limit: int = CONTINUOUS_SA_VALUES) -> list[tuple[str, int]]:
     """The sensitive attributes that are numeric, not binned, with more than ``limit`` values."""
     out = []
@@ -598,11 +679,16 @@ def continuous_sensitive(table: Table, limit: int = CONTINUOUS_SA_VALUES) -> lis
 
 def public_domains(table: Table, schema: Schema, columns: Sequence[str]) -> dict[str, list[str]]:
     """The declared (public) domain of each column the schema declares one for, with the
-    missing category when missing values are a category (a histogram's cells)."""
+    missing category exactly when the column's declared policy is ``"category"`` (a
+    histogram's cells: the declaration decides, never the rows)."""
     out = {}
     for c in columns:
-        d = schema.domains.get(c)
+        d: Sequence[str] | None = schema.domains.get(c)
+        category = schema.missing_policy(c) == "category"
+        if d is None and category and c in table.column_names:
+            edges = bin_edges(table.domain(c))  # a binned column: its bins and the missing cell
+            d = None if edges is None else _bin_labels(edges)
         if d is None:
             continue
-        out[c] = list(d) + ([MISSING_LABEL] if schema.file.missing == "category" else [])
+        out[c] = list(d) + ([MISSING_LABEL] if category else [])
     return out

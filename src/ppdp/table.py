@@ -285,6 +285,12 @@ class Table:
     #: never fit for publication (``ppdp.publish`` marks it so)
     drawn_with_replacement: bool = False
 
+    #: rows left out because a column's missing values are dropped (set by
+    #: :func:`ppdp.schema.read_table`): ``{"rows_read", "rows_dropped", "by_column": {column: n}}``
+    #: (``by_column`` counts each column's missing cells among the rows read); None when no
+    #: column drops its missing values
+    missing_dropped: dict | None = None
+
     def take(self, indices: np.ndarray) -> "Table":
         idx = np.asarray(indices)
         return Table(
@@ -347,7 +353,7 @@ class Table:
         columns: Sequence[str] | None = None,
         bins: Mapping[str, Sequence[float]] | None = None,
         domains: Mapping[str, Sequence[str]] | None = None,
-        missing: str = "error",
+        missing: str | Mapping[str, str] = "error",
         na_values: Sequence[str] = ("?",),
         numeric: Sequence[str] | None = None,
     ) -> "Table":
@@ -357,13 +363,16 @@ class Table:
         number or a missing entry is an error); every other column is text, kept exactly. Left
         out (None), the columns of a numeric dtype are the numeric ones. ``bins`` maps numeric
         columns to explicit edges; ``domains`` fixes a column's label order (values outside it
-        are an error); ``missing`` is ``"error"`` or ``"category"`` — an empty field, None/NaN or
-        an entry of ``na_values`` is missing.
+        are an error); ``missing`` is ``"error"`` or ``"category"``, for every column or per
+        column (a mapping; a column left out: ``"error"``) — an empty field, None/NaN or an entry
+        of ``na_values`` is missing.
         """
         if not isinstance(df, pd.DataFrame):
             raise SchemaError(f"from_pandas() needs a pandas DataFrame, got {type(df).__name__}")
-        if missing not in ("error", "category"):
-            raise SchemaError(f"missing must be 'error' or 'category', got {missing!r}")
+        per_col = dict(missing) if isinstance(missing, Mapping) else None
+        for m in (per_col.values() if per_col is not None else [missing]):
+            if m not in ("error", "category"):
+                raise SchemaError(f"missing must be 'error' or 'category', got {m!r}")
         quasi, sensitive = _names(quasi, "quasi"), _names(sensitive, "sensitive")
         if any(not isinstance(c, str) for c in df.columns):
             df = df.rename(columns=str)
@@ -385,7 +394,8 @@ class Table:
         for c in columns:
             is_num = _numeric_dtype(df[c]) if declared is None else c in declared
             codes[c], doms[c], nums[c] = _encode_column(
-                df[c], c, (bins or {}).get(c), (domains or {}).get(c), missing, na, is_num
+                df[c], c, (bins or {}).get(c), (domains or {}).get(c),
+                per_col.get(c, "error") if per_col is not None else str(missing), na, is_num
             )
         return cls(codes, doms, quasi, sensitive, numeric=nums)
 
@@ -686,8 +696,8 @@ def _encode_column(s: pd.Series, name: str, bins, domain, missing: str, na_value
     if isna.any() and missing == "error":
         raise SchemaError(
             f"column {name!r} has {int(isna.sum())} missing value(s) (empty, None/NaN or one of {list(na_values)}); "
-            f"to keep them as the category {MISSING_LABEL!r}, give --missing category (or missing = \"category\" "
-            f"under [file] in a --schema file)"
+            f"to keep them as the category {MISSING_LABEL!r} or leave their rows out, give --missing category|drop "
+            f"(or missing = \"category\" / \"drop\" under [columns.{name}] or [file] in a --schema file)"
         )
     keep = [i for i in range(len(uniques)) if code_of[i] >= 0]
     nums = None

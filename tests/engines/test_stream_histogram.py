@@ -78,3 +78,15 @@ def test_undeclared_domain_is_refused_before_any_pass(source, tmp_path):
     with pytest.raises(ppdp.errors.SchemaError, match="not declared"):
         publish_stream(path, ppdp.CellHistogram(1.0, ["age", "sex"]), tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_streamed_histogram_refuses_a_budget_too_small(source, tmp_path):
+    """The streaming engine applies the same ε floor as ppdp.publish: refused, nothing written;
+    allowed with allow_low_utility, and the manifest says so."""
+    _, path = source
+    mech = ppdp.CellHistogram(1e-4, DIMS, domains="occ")
+    with pytest.raises(ppdp.errors.InfeasibleError, match="allow-low-utility"):
+        publish_stream(path, mech, tmp_path / "low", seed=5)
+    assert not (tmp_path / "low").exists()
+    m = publish_stream(path, mech, tmp_path / "ok", seed=5, allow_low_utility=True)
+    assert m["utility"]["allowed_low_utility"] is True

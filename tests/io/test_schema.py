@@ -135,7 +135,7 @@ def test_flags_equal_the_schema_file(tmp_path):
     ("[file]\nheader = 'no'\n", "file.header"),
     ("[file]\nheader = false\n", "file.names"),
     ("[file]\nencoding = 'klingon'\n", "file.encoding"),
-    ("[file]\nmissing = 'drop'\n", "file.missing"),
+    ("[file]\nmissing = 'omit'\n", "file.missing"),
     ("[columns.sa]\nrole = 'quasi'\nsensitive_values = ['x']\n", "columns.sa.sensitive_values"),
     ("nonsense = 1\n", "unknown key nonsense"),
     ("[file\n", "not valid TOML"),

@@ -51,7 +51,8 @@ from . import Claim
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
            "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
-           "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION"]
+           "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "state_utility", "LOW_UTILITY_REFUSE",
+           "LOW_UTILITY_WARN"]
 
 #: false-alarm probability of the goodness-of-fit test of a release against its source table
 FIT_ALPHA = 1e-6
@@ -404,6 +405,102 @@ def published_total(cells: np.ndarray, partitions: np.ndarray) -> int:
     c = np.asarray(partitions if len(partitions) else cells, dtype=np.float64)
     total = float(c.sum()) if len(c) else 0.0
     return max(0, int(round(total))) if math.isfinite(total) else 0
+
+
+# ---------------------------------------------------------------------------- utility
+#: refused (unless allowed) when the expected error of the noisy total is at least this share of it
+LOW_UTILITY_REFUSE = 0.5
+#: warned when the expected error of the noisy total is at least this share of it
+LOW_UTILITY_WARN = 0.05
+
+
+def utility_check(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Can a histogram release give useful answers at its ε? Judged from public quantities and
+    the release's own noisy counts only — ε and its split (the certificate), the number of cells
+    and partitions, and the noisy total ``n_published`` — never from the true count: the verdict
+    is a post-processing of the release and discloses nothing the release does not.
+
+    ``total_sd``: the standard deviation of the noisy total's noise — the sum of the released
+    counts it adds up (√k · the discrete Laplace SD at that step's ε, k partitions or cells), or,
+    for a release whose cells are post-processed (least squares, consistency, …), the SD of one
+    count measured with the whole ε (a lower bound on any ε-DP total). ``cell_sd``: one released
+    cell's noise SD (:func:`expected_error` where known, else the SD at the cell step's ε).
+    ``verdict``: ``"refuse"`` when ``total_sd ≥ LOW_UTILITY_REFUSE × noisy total`` (the total —
+    and so every answer — is mostly noise), ``"warn"`` when ``total_sd ≥ LOW_UTILITY_WARN × noisy
+    total`` or a cell's noise exceeds the mean noisy cell count, else ``"ok"``; ``message``: the
+    verdict in plain words (None when ok)."""
+    cert = manifest.get("certificate") or {}
+    params = manifest.get("params") or {}
+    eps = float(cert["epsilon"])
+    n_hat = max(int(manifest.get("n_published", 0)), 0)
+    m = int(cert.get("n_cells") or 1)
+    parts = int(cert.get("n_partitions") or 0)
+    eps_cells, eps_parts = float(cert.get("epsilon_cells") or 0.0), float(cert.get("epsilon_partitions") or 0.0)
+    mech = str(manifest.get("mechanism", ""))
+    if parts and eps_parts > 0:
+        total_sd = math.sqrt(parts * discrete_laplace_variance(eps_parts))
+    elif mech == "cells" and eps_cells > 0:
+        total_sd = math.sqrt(m * discrete_laplace_variance(eps_cells))
+    else:
+        total_sd = math.sqrt(discrete_laplace_variance(eps))
+    cell_sd = None
+    try:
+        got = expected_error(mech, params, cert.get("shape") or [m], cert.get("noisy_total"), cert.get("storage", "dense"))
+        cell_sd = None if got is None else float(got["cell_sd"])
+    except (PpdpError, KeyError, TypeError, ValueError):
+        cell_sd = None
+    if cell_sd is None:
+        cell_sd = math.sqrt(discrete_laplace_variance(eps_cells if eps_cells > 0 else eps))
+    mean_cell = n_hat / m
+    share = math.inf if n_hat == 0 else total_sd / n_hat
+    if share >= LOW_UTILITY_REFUSE:
+        verdict = "refuse"
+        message = (f"at ε = {eps:g} the noisy total's expected error (SD {total_sd:,.0f}) is {_share(share)} of the "
+                   f"noisy total itself ({n_hat:,}): every answer would be mostly noise (refused at "
+                   f"{LOW_UTILITY_REFUSE:.0%} and above)")
+        if n_hat == 0:
+            message = (f"at ε = {eps:g} the noisy total is 0 against an expected error (SD) of {total_sd:,.0f}: every "
+                       f"answer would be mostly noise (refused when the SD is {LOW_UTILITY_REFUSE:.0%} of the noisy "
+                       "total or more)")
+    elif share >= LOW_UTILITY_WARN or cell_sd >= mean_cell:
+        verdict = "warn"
+        parts_txt = []
+        if share >= LOW_UTILITY_WARN:
+            parts_txt.append(f"the noisy total's expected error (SD {total_sd:,.0f}) is {_share(share)} of the noisy total "
+                             f"({n_hat:,})")
+        if cell_sd >= mean_cell:
+            parts_txt.append(f"one cell's noise (SD {cell_sd:,.1f}) exceeds the average noisy cell count "
+                             f"({mean_cell:,.2f} over {m:,} cells): single cells are mostly noise, ask about ranges "
+                             "or marginals that cover many cells")
+        message = f"low utility at ε = {eps:g}: " + "; ".join(parts_txt)
+    else:
+        verdict, message = "ok", None
+    return {"verdict": verdict, "message": message, "epsilon": eps, "noisy_total": n_hat, "total_sd": total_sd,
+            "cell_sd": cell_sd, "n_cells": m, "mean_noisy_cell": mean_cell,
+            "refuse_share": LOW_UTILITY_REFUSE, "warn_share": LOW_UTILITY_WARN}
+
+
+def state_utility(release, allow: bool = False) -> dict[str, Any]:
+    """Refuse (InfeasibleError, unless ``allow``) or annotate an ε-DP histogram release that
+    cannot give useful answers (:func:`utility_check`): a refused-but-allowed or warned release
+    gets ``manifest["utility"]`` (verdict, the warning in plain words, the noise SDs, whether
+    ``--allow-low-utility`` was given). Returns the check."""
+    from ..errors import InfeasibleError
+
+    u = utility_check(release.manifest)
+    if u["verdict"] == "refuse" and not allow:
+        raise InfeasibleError(f"{u['message']}; raise --epsilon (epsilon=…), or pass --allow-low-utility "
+                              "(allow_low_utility=True) to publish it anyway")
+    if u["verdict"] != "ok":
+        release.manifest["utility"] = {"verdict": u["verdict"], "warning": u["message"],
+                                       "noise_sd_of_total": round(u["total_sd"], 3),
+                                       "noise_sd_of_cell": round(u["cell_sd"], 3),
+                                       "allowed_low_utility": bool(allow and u["verdict"] == "refuse")}
+    return u
+
+
+def _share(x: float) -> str:
+    return "more than all" if not math.isfinite(x) or x >= 10 else f"{x:.0%}"
 
 
 # ------------------------------------------------------------------------------- the claim

@@ -84,9 +84,9 @@ def input_options(f):
                                                        "or the schema's)."),
         click.Option(["--sensitive"], multiple=True, help="Sensitive column (repeatable; default: the dataset's or "
                                                            "the schema's)."),
-        click.Option(["--missing"], type=click.Choice(["error", "category"]), default=None,
-                     help="Missing values (empty or a --na marker): an error, or an explicit category  "
-                          "[default: error, or the schema's file.missing]."),
+        click.Option(["--missing"], type=click.Choice(["error", "category", "drop"]), default=None,
+                     help="Missing values (empty or a --na marker) of every column: an error, an explicit category, "
+                          "or drop the row  [default: error, or the schema's per-column / file.missing]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (OCC-n / EDU-n)."),
         click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP),
@@ -279,7 +279,14 @@ def report_release(release, path, cpath):
     rep = verify(release)
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
-    click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
+    if getattr(release, "n_is_estimate", False):  # ε-DP: the exact row count is never published
+        click.echo(f"  rows: noisy total {m['n_published']} (an ε-DP estimate, not the input's row count)")
+    else:
+        click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
+    mv = m.get("missing_values")
+    if isinstance(mv, dict) and "rows_read" in mv:
+        click.echo(f"  missing values: {mv['rows_dropped']} of {mv['rows_read']} rows read left out (a missing value "
+                   f"in {', '.join(mv['columns'])})")
     if m.get("fit_for_publication"):
         click.echo("  randomness: cryptographically secure (fit for publication)")
     else:
@@ -301,12 +308,14 @@ def load_release_and_source(release, input_path=None, dataset=None, n_rows=None,
     from ..releases.base import load_release
 
     rel = load_release(release)
-    return rel, release_source(rel.schema, input_path, dataset, n_rows, **file_spec)
+    return rel, release_source(rel.schema, input_path, dataset, n_rows, missing_values=rel.manifest.get("missing_values"),
+                               **file_spec)
 
 
-def release_source(sch, input_path=None, dataset=None, n_rows=None, **file_spec):
+def release_source(sch, input_path=None, dataset=None, n_rows=None, missing_values=None, **file_spec):
     """The source table of a release whose manifest schema is ``sch``, read as the release
-    records it (see :func:`load_release_and_source`); None without --input/--dataset."""
+    records it (see :func:`load_release_and_source`; ``missing_values``: the manifest's entry,
+    whose columns left out their rows with a missing value); None without --input/--dataset."""
     from ..schema import ColumnSpec, bin_edges
     from ..table import MISSING_LABEL
 
@@ -319,6 +328,8 @@ def release_source(sch, input_path=None, dataset=None, n_rows=None, **file_spec)
             # roles, numeric columns and bins are the release's: the source is read as it was published
             nums = sch.get("numeric") if isinstance(sch.get("numeric"), dict) else {}
             cols = {}
+            mv = missing_values  # columns whose missing values left their rows out
+            drop = set(mv.get("columns", [])) if isinstance(mv, dict) and mv.get("policy") == "drop" else set()
             for c in dict.fromkeys([*quasi, *sensitive]):
                 dom = (sch.get("domains") or {}).get(c) or []
                 edges = bin_edges(dom)
@@ -333,6 +344,7 @@ def release_source(sch, input_path=None, dataset=None, n_rows=None, **file_spec)
                     cols[c] = ColumnSpec(role, typ, declared, None, was.sensitive_values)
             from dataclasses import replace
 
+            cols = {c: replace(s, missing="drop") if c in drop else s for c, s in cols.items()}
             spec = replace(spec, columns=cols)
         table = load_table(input_path, dataset, quasi, sensitive, "category", n_rows, schema=spec,
                            allow_continuous_sa=True)

@@ -164,7 +164,8 @@ def _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, e
     if custodian is not None:
         raise PpdpError(f"--custodian is checked in memory; use --engine local, not {engine}")
     manifest = read_json(Path(release) / "manifest.json", "manifest")
-    table = release_source(manifest["schema"], input_path, dataset, n_rows, **file_spec)
+    table = release_source(manifest["schema"], input_path, dataset, n_rows,
+                           missing_values=manifest.get("missing_values"), **file_spec)
     got = verify_on_engine(release, table)
     rep = VerifyReport(list(got["problems"]), list(got["checks"]), dict(got["facts"]))
     fit = manifest.get("fit_for_publication") is True

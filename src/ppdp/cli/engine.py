@@ -85,7 +85,8 @@ def staged_parquet(table, near) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def publish_on_engine(engine: str, table, mech, out, seed, master=None, allow_full_disclosure: bool = False) -> None:
+def publish_on_engine(engine: str, table, mech, out, seed, master=None, allow_full_disclosure: bool = False,
+                      allow_low_utility: bool = False) -> None:
     """Publish ``table`` under ``mech`` into ``out`` on the Spark or the streaming engine."""
     from ..kernels.progress import stage
 
@@ -103,7 +104,7 @@ def publish_on_engine(engine: str, table, mech, out, seed, master=None, allow_fu
                 if getattr(mech, "family", None) == "bucketized":
                     E.publish_stream_bucketized(src, mech, out, seed, allow_full_disclosure=allow_full_disclosure)
                 else:
-                    E.publish_stream(src, mech, out, seed)
+                    E.publish_stream(src, mech, out, seed, allow_low_utility=allow_low_utility)
             return
         from pyspark.sql import SparkSession
 
@@ -118,7 +119,7 @@ def publish_on_engine(engine: str, table, mech, out, seed, master=None, allow_fu
             with stage(f"publish ({engine} engine)"):
                 sdf, schema = S.read_dataset(session, src)
                 S.publish(sdf, mech, out, schema if mech.family != "histogram" else None, seed,
-                          allow_full_disclosure=allow_full_disclosure)
+                          allow_full_disclosure=allow_full_disclosure, allow_low_utility=allow_low_utility)
         finally:
             if active is None:
                 session.stop()

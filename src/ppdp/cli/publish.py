@@ -103,9 +103,10 @@ def _input_params(cls=None) -> list[click.Parameter]:
                           "default: the dataset's)."),
         click.Option(["--sensitive"], multiple=True,
                      help="Sensitive column (repeatable, several after one flag, or commas; default: the dataset's)."),
-        click.Option(["--missing"], type=click.Choice(["error", "category"]), default=None,
-                     help="Missing values ('?' or empty): an error, or an explicit category  [default: error; "
-                          "category for histogram dimensions read from a file]."),
+        click.Option(["--missing"], type=click.Choice(["error", "category", "drop"]), default=None,
+                     help="Missing values ('?' or empty) of every column: an error, an explicit category, or drop "
+                          "the row (counted in the manifest)  [default: error, or the schema's per-column / "
+                          "file.missing; category for histogram dimensions read from a file without a schema]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (as `ppdp verify -n`)."),
         click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP + " Binned columns are numeric."),
@@ -120,6 +121,9 @@ def _input_params(cls=None) -> list[click.Parameter]:
                      help="Publish even if the release discloses a sensitive value of some records with certainty "
                           "(recorded in the manifest; verify re-derives it)."),
         *declare,
+        click.Option(["--allow-low-utility"], is_flag=True, default=False,
+                     help="Publish an ε-DP histogram even if its noisy total is mostly noise at this --epsilon "
+                          "(recorded in the manifest)."),
         click.Option(["--allow-no-quasi"], is_flag=True, default=False,
                      help="Publish a release without quasi-identifiers (only the sensitive column), or one in "
                           "which none of the protected values (--sensitive-value / sensitive_values) occurs."),
@@ -299,7 +303,7 @@ def _schema_params(cls, mech, sch, table, values) -> dict[str, Any]:
     if "bins" in cons and binned and not _given(values, "bins"):
         out["bins"] = binned
     if "domains" in cons and not _given(values, "domains"):
-        doms = public_domains(table, sch, [d for d in dims if d not in binned])
+        doms = public_domains(table, sch, dims)  # a binned dimension only with its declared missing cell
         if doms:
             out["domains"] = doms
     if "sensitive_values" in cons and not _given(values, "sensitive_values") and sch.sensitive_values is not None:
@@ -334,7 +338,7 @@ def _make_command(cls) -> click.Command:
     paper = f" ({cls.paper})" if getattr(cls, "paper", "") and cls.paper not in first else ""
 
     def callback(input_path, dataset, quasi, sensitive, missing, n_rows, seed, out, numeric=(), allow_disclosure=False,
-                 allow_no_quasi=False, custodian=None, sensitive_value=(), **values):
+                 allow_no_quasi=False, custodian=None, sensitive_value=(), allow_low_utility=False, **values):
         from ..api import publish as do_publish
         from ..releases.base import load_release
         from .common import finish_publish
@@ -380,22 +384,29 @@ def _make_command(cls) -> click.Command:
                 raise PpdpError(f"--sensitive-value: --engine {engine} treats every sensitive value as sensitive; "
                                 "declare the values with --engine local, or drop the declaration")
             try:
-                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_disclosure)
+                publish_on_engine(engine, table, mech, out, seed, spark_master(master), allow_disclosure,
+                                  allow_low_utility=allow_low_utility)
             except ParameterError as e:
                 raise _flag_error(cls, e) from None
+            done = load_release(out)
+            if (warning := (done.manifest.get("utility") or {}).get("warning")):
+                click.echo(f"warning: {warning}", err=True)
             rep = finish_engine_publish(out)
-            for line in summary_lines(load_release(out), set(getattr(rep, "facts", {}) or {})):
+            for line in summary_lines(done, set(getattr(rep, "facts", {}) or {})):
                 click.echo(line)
             return
         seconds = _time_limited(mech)
         declared = _split(sensitive_value) or (sch.sensitive_values if sch is not None else None)
-        kw = {"allow_disclosure": allow_disclosure,
+        kw = {"allow_disclosure": allow_disclosure, "allow_low_utility": allow_low_utility,
               "sensitive_values": None if declared is None or cls.family in ("histogram", "answers") else list(declared)}
         try:
             release = (_publish_with_progress(table, mech, seed, seconds, **kw) if seconds
                        else do_publish(table, mech, seed=seed, **kw))
         except ParameterError as e:
             raise _flag_error(cls, e) from None
+        warning = (release.manifest.get("utility") or {}).get("warning")
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
         rep = finish_publish(release, out, custodian)
         for line in summary_lines(release, set(getattr(rep, "facts", {}) or {})):
             click.echo(line)

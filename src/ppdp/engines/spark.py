@@ -537,7 +537,7 @@ def cube_counts(sdf, mechanism, schema: DatasetSchema):
 
 
 def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | None = None, *, overwrite: bool = False,
-                      direct: bool | None = None) -> dict:
+                      direct: bool | None = None, allow_low_utility: bool = False) -> dict:
     """Any histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
     dpcube-paper) on Spark: the executors aggregate the label combinations' counts
     (:func:`combination_table`); the driver runs the mechanism itself on them — its ε plan,
@@ -549,7 +549,8 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
     clock = PhaseClock()
     table = combination_table(sdf, mechanism, schema, direct)
     clock.lap("statistics")
-    manifest = publish_counted(table, mechanism, out, seed, "spark", overwrite=overwrite)
+    manifest = publish_counted(table, mechanism, out, seed, "spark", overwrite=overwrite,
+                               allow_low_utility=allow_low_utility)
     clock.lap("plan, noise and write")
     return manifest
 
@@ -558,7 +559,7 @@ def publish_histogram(sdf, mechanism, out, schema: DatasetSchema, seed: int | No
 def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int | None = None, *,
             quasi: Sequence[str] = (), sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
             overwrite: bool = False, allow_full_disclosure: bool = False, persist: bool = False,
-            direct: bool | None = None) -> dict:
+            direct: bool | None = None, allow_low_utility: bool = False) -> dict:
     """Publish a Spark DataFrame under any supported mechanism into the release directory
     ``out`` (``ppdp.load_release(out)`` / ``ppdp.verify`` read it). Returns the manifest.
 
@@ -575,7 +576,8 @@ def publish(sdf, mechanism, out, schema: DatasetSchema | None = None, seed: int 
     if fam == "randomized":
         return publish_randomized(sdf, mechanism, out, schema, seed, overwrite=overwrite, persist=persist, direct=direct)
     if fam == "histogram":
-        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct)
+        return publish_histogram(sdf, mechanism, out, schema, seed, overwrite=overwrite, direct=direct,
+                                 allow_low_utility=allow_low_utility)
     raise PpdpError(f"the Spark engine does not publish {getattr(mechanism, 'name', mechanism)!r}")
 
 

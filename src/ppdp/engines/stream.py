@@ -55,6 +55,7 @@ import pyarrow.parquet as pq
 
 from ..claims import state_disclosure
 from ..claims.diverted import DivertedClaim
+from ..claims.dp import state_utility
 from ..errors import InfeasibleError, PpdpError, SchemaError
 from ..kernels.grid import cube_codes, declared_domains
 from ..kernels.rng import publication_rng
@@ -349,7 +350,8 @@ def _batches(source, columns: Sequence[str], chunk_rows: int) -> Iterator[pa.Rec
 
 def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Sequence[str] = (),
                    sensitive: Sequence[str] = (), domains: Mapping[str, Sequence[str]] | None = None,
-                   chunk_rows: int = 2_000_000, part_rows: int = 4_000_000, overwrite: bool = False) -> dict:
+                   chunk_rows: int = 2_000_000, part_rows: int = 4_000_000, overwrite: bool = False,
+                   allow_low_utility: bool = False) -> dict:
     """Publish a Parquet dataset larger than memory under a randomized-family mechanism into
     the partitioned release directory ``out`` — under a bucketization mechanism likewise
     (:func:`publish_stream_bucketized`), or under a histogram mechanism into a release
@@ -357,7 +359,7 @@ def publish_stream(source, mechanism, out, seed: int | None = None, *, quasi: Se
     to the custodian file beside ``out``, as with ``Release.save``)."""
     if getattr(mechanism, "family", None) == "histogram":
         return publish_stream_histogram(source, mechanism, out, seed, domains=domains, chunk_rows=chunk_rows,
-                                        overwrite=overwrite)
+                                        overwrite=overwrite, allow_low_utility=allow_low_utility)
     if getattr(mechanism, "family", None) == "bucketized":
         return publish_stream_bucketized(source, mechanism, out, seed, quasi=quasi, sensitive=sensitive,
                                          domains=domains, chunk_rows=chunk_rows, part_rows=part_rows,
@@ -639,7 +641,7 @@ def counted_combinations(source, dims: Sequence[str], domains: Mapping[str, Sequ
 
 
 def publish_counted(table: CountedTable, mechanism, out, seed: int | None, engine: str, *,
-                    overwrite: bool = False) -> dict:
+                    overwrite: bool = False, allow_low_utility: bool = False) -> dict:
     """A histogram mechanism run on counted label combinations, as ``ppdp.publish`` runs it (its
     ε plan, noise and inference, with the same generator: a seeded release equals the local
     engine's), saved to ``out``; the manifest names the ``engine``. Returns the manifest."""
@@ -652,6 +654,7 @@ def publish_counted(table: CountedTable, mechanism, out, seed: int | None, engin
     rel = mechanism._publish(table, publication_rng(seed))  # the mechanism's own steps
     rel.manifest["engine"] = engine
     state_disclosure(rel)
+    state_utility(rel, allow_low_utility)  # a noisy total that is mostly noise: refused unless allowed
     bins = recorded_bins(rel.domains)
     if bins:
         rel.manifest["schema"]["bins"] = bins
@@ -695,7 +698,7 @@ def publish_stream_bucketized(source, mechanism, out, seed: int | None = None, *
 
 def publish_stream_histogram(source, mechanism, out, seed: int | None = None, *,
                              domains: Mapping[str, Sequence[str]] | None = None, chunk_rows: int = 2_000_000,
-                             overwrite: bool = False) -> dict:
+                             overwrite: bool = False, allow_low_utility: bool = False) -> dict:
     """A histogram mechanism (cells, dpcube, kdtree, consistency, dp, kron, agrid, marginals,
     dpcube-paper) on a Parquet dataset larger than memory: one streamed pass counts the label
     combinations of its dimensions (:func:`counted_combinations`), then the mechanism runs on
@@ -708,7 +711,8 @@ def publish_stream_histogram(source, mechanism, out, seed: int | None = None, *,
         raise SchemaError(f"the domain of {undeclared} is not declared: a differentially private histogram must not "
                           "read its cells off the rows (pass domains= or bins=)")
     table = counted_combinations(source, mechanism.dims, domains, chunk_rows)
-    return publish_counted(table, mechanism, target, seed, "stream", overwrite=overwrite)
+    return publish_counted(table, mechanism, target, seed, "stream", overwrite=overwrite,
+                           allow_low_utility=allow_low_utility)
 
 
 def _verify_stream_histogram(release_dir: Path, manifest: dict, source, chunk_rows: int) -> dict:

@@ -25,7 +25,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import PpdpError, SchemaError
-from ..table import Binning, domain_numeric_values
+from ..schema import label_numbers
+from ..table import MISSING_LABEL, Binning, domain_numeric_values
 
 DENSE_MAX_CELLS = 2**24
 
@@ -93,6 +94,9 @@ def declared_domains(dims: Sequence[str], bins, domains) -> tuple[dict[str, list
     else:
         given = domains
     out = {d: [str(x) for x in given[d]] for d in dims if d in given and d not in bins}
+    # a binned dimension declared with its missing cell: its bins' labels and MISSING_LABEL
+    out.update({d: [str(x) for x in given[d]] for d in dims if d in given and d in bins
+                and list(given[d]) == [*Binning(tuple(float(e) for e in bins[d])).labels, MISSING_LABEL]})
     undeclared = [d for d in dims if d not in bins and d not in out]
     return out, undeclared
 
@@ -114,13 +118,31 @@ def cube_codes(table, dims: Sequence[str], bins: Mapping[str, Sequence[float]] |
     codes: list = []
     for d in dims:
         if bins and d in bins:
-            nv = table.numeric_values(d)
+            nv = label_numbers(table.domain(d), table.numeric_values(d))
             if nv is None:
-                raise SchemaError(f"bins given for {d!r}, but its values are not numeric")
+                raise SchemaError(f"bins given for {d!r}, but its values are not numeric (e.g. "
+                                  f"{[x for x in table.domain(d) if x != MISSING_LABEL][:3]})")
             b = Binning(tuple(bins[d]))
-            codes.append(b.codes(nv[table.codes(d)], d))
-            labels.append(tuple(b.labels))
-            numeric.append(tuple(float(e) for e in b.edges[:-1]))
+            vals = nv[table.codes(d)]
+            miss = np.isnan(vals)
+            with_missing = domains is not None and d in domains and MISSING_LABEL in list(domains[d])
+            c = np.zeros(len(vals), dtype=np.int64)
+            if miss.any():
+                if not with_missing:
+                    raise SchemaError(f"column {d!r} has {int(miss.sum())} missing value(s), but its declared cells are "
+                                      "its bins only: declare the missing cell (missing = \"category\" for the column, "
+                                      "or --missing category) or leave those rows out (missing = \"drop\")")
+                c[~miss] = b.codes(vals[~miss], d)
+                c[miss] = len(b.labels)
+            else:
+                c[:] = b.codes(vals, d)
+            codes.append(c)
+            if with_missing:
+                labels.append((*b.labels, MISSING_LABEL))
+                numeric.append(None)
+            else:
+                labels.append(tuple(b.labels))
+                numeric.append(tuple(float(e) for e in b.edges[:-1]))
             used_bins[d] = list(b.edges)
         elif domains and d in domains:
             declared = [str(x) for x in domains[d]]

@@ -16,7 +16,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import QueryError
-from ..schema import bin_edges
+from ..schema import bin_edges, label_numbers
+from ..table import MISSING_LABEL
 
 
 @dataclass(frozen=True)
@@ -89,16 +90,33 @@ class Predicate:
         dom = domain
         if lookup is None:
             lookup = {lab: i for i, lab in enumerate(dom)}
+        if isinstance(edges, str):
+            edges = bin_edges(dom)
+        if numeric is None and (edges is not None or MISSING_LABEL in lookup):
+            numeric = label_numbers(dom)  # a numeric column with a missing label: NaN there, matched by no range
         if self.kind in ("in", "eq"):
-            found = [lookup.get(v if isinstance(v, str) else normalise_label(v)) for v in self.values]
-            if None in found:
-                missing = self.values[found.index(None)]
-                raise QueryError(f"value {missing!r} is not in the domain of {self.column!r} (e.g. {list(dom)[:5]})")
             m = np.zeros(len(dom), dtype=bool)
-            m[[i for i in found if i is not None]] = True
+            for v in self.values:
+                lab = v if isinstance(v, str) else normalise_label(v)
+                i = lookup.get(lab)
+                if i is not None:
+                    m[i] = True
+                elif lab == MISSING_LABEL:
+                    continue  # IS NULL on a column without missing values: no row
+                elif edges is not None and (k := unit_bin(edges, lab)) is not None:
+                    m[k] = True  # an integer column's unit bin [v, v + 1) is the value v
+                elif edges is not None and is_number(lab):
+                    raise QueryError(f"value {lab!r} of {self.column!r} names no bin: the release knows it only by bins "
+                                     f"with edges {_show_edges(edges)}; use a range on edges "
+                                     f"({self.column} >= lo AND {self.column} < hi) or a bin's label")
+                else:
+                    raise QueryError(f"value {lab!r} is not in the domain of {self.column!r} (e.g. {list(dom)[:5]})")
             return m
         if self.kind == "between":
-            check_bins(self, bin_edges(dom) if isinstance(edges, str) else edges)
+            p = integer_bounds(self, edges) if edges is not None else self
+            if p is not self:
+                return p.mask(dom, numeric, lookup, edges)
+            check_bins(self, edges)
             lo, hi = self.low, self.high
             if self.closed_range and not (numeric is not None and is_number(lo) and is_number(hi)):
                 try:  # BETWEEN on labels: the code range, in either order
@@ -127,6 +145,40 @@ class Predicate:
         raise QueryError(f"unknown predicate kind {self.kind!r}")
 
 
+def _show_edges(edges: Sequence[float]) -> str:
+    if len(edges) <= 12:
+        return ", ".join(f"{e:g}" for e in edges)
+    return f"{', '.join(f'{e:g}' for e in edges[:4])}, …, {', '.join(f'{e:g}' for e in edges[-3:])} ({len(edges) - 1} bins)"
+
+
+def unit_bin(edges: Sequence[float], value) -> int | None:
+    """The index of the bin ``[v, v + 1)`` of ``edges`` when ``value`` is an integer v and that
+    bin is a half-open unit-width bin (on an integer column it holds exactly the value v); else
+    None. The last bin ``[v, v + 1]`` is closed, holds two integers, and names neither."""
+    if not is_number(value) or not float(value).is_integer():
+        return None
+    x = float(value)
+    i = int(np.searchsorted(np.asarray(edges, dtype=float), x))
+    if i < len(edges) - 2 and edges[i] == x and edges[i + 1] == x + 1:
+        return i
+    return None
+
+
+def integer_bounds(p: Predicate, edges: Sequence[float]) -> Predicate:
+    """A range on an integer column binned by unit-width bins, read as integers: an inclusive
+    upper bound ``<= v`` (or BETWEEN's) that names the bin ``[v, v + 1)`` becomes ``< v + 1``,
+    and an exclusive lower bound ``> v`` becomes ``>= v + 1`` — the bins the bounds name. Any
+    other bound is kept (and :func:`check_bins` refuses one that cuts a bin)."""
+    low, high, low_open, high_open = p.low, p.high, p.low_open, p.high_open
+    if high is not None and not high_open and unit_bin(edges, high) is not None:
+        high, high_open = float(high) + 1, True
+    if low is not None and low_open and unit_bin(edges, low) is not None:
+        low, low_open = float(low) + 1, False
+    if (low, high, low_open, high_open) == (p.low, p.high, p.low_open, p.high_open):
+        return p
+    return Predicate(p.column, "between", low=low, high=high, low_open=low_open, high_open=high_open)
+
+
 def check_bins(p: Predicate, edges) -> None:
     """A numeric range on a binned column must not cut a bin: each bin ``[a, b)`` (the last
     ``[a, b]``) lies wholly inside or wholly outside it, else a QueryError names the edges
@@ -146,7 +198,7 @@ def check_bins(p: Predicate, edges) -> None:
         below = a > hi or (a == hi and p.high_open)
         inside = (a > lo or (a == lo and not p.low_open)) and (b < hi or (b == hi and (not last or not p.high_open)))
         if not (above or below or inside):
-            shown = ", ".join(f"{e:g}" for e in edges)
+            shown = _show_edges(edges)
             parts = []
             if math.isfinite(lo):
                 parts.append(f"{p.column} >= {max((e for e in edges if e <= lo), default=edges[0]):g}")

@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 
 from ..errors import QueryError
+from ..table import MISSING_LABEL
 from .model import Predicate, Query
 
 #: longest query text accepted (characters) and deepest bracket nesting
@@ -157,6 +158,9 @@ def parse_where(where: str) -> Query:
         if isinstance(c, exp.EQ):
             col = _column(c.left, where)
             preds[col] = _merge(preds.get(col), Predicate(col, "eq", (_literal(c.right, where),)), where)
+        elif isinstance(c, exp.Is) and isinstance(c.expression, exp.Null):  # NULL: the missing label
+            col = _column(c.this, where)
+            preds[col] = _merge(preds.get(col), Predicate(col, "eq", (MISSING_LABEL,)), where)
         elif isinstance(c, exp.In):
             col = _column(c.this, where)
             if any(c.args.get(k) is not None for k in ("query", "unnest", "field")):

@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from ..errors import QueryError
 from .model import Predicate, Query, Resolver
+from ..table import MISSING_LABEL
 from .parser import MAX_NESTING, MAX_QUERY_CHARS, REFUSED_CLAUSES, parse_where
 
 #: most class combinations a condition may span (before merging), and most expanded queries
@@ -173,7 +174,10 @@ def _condition(node: Any, text: str, lists: Sequence[tuple[str, ...]] = ()) -> t
              else Predicate(col, "between", high=val, high_open=strict))
         return ("atom", p)
     if isinstance(node, exp.Is):
-        raise QueryError(f"IS NULL / IS NOT NULL is not supported (released columns have no NULLs): {node.sql()!r}")
+        if not isinstance(node.expression, exp.Null):
+            raise QueryError(f"IS takes NULL (IS NULL / IS NOT NULL): {node.sql()!r}")
+        # NULL is a missing value: the label MISSING_LABEL (a column without one has no such row)
+        return ("atom", Predicate(_column(node.this, text), "eq", (MISSING_LABEL,)))
     if isinstance(node, (exp.Like, exp.ILike)):
         raise QueryError(f"LIKE is not supported; list the values with IN (…): {node.sql()!r}")
     raise QueryError(f"unsupported condition {node.sql()!r}: use =, <>, IN (…), BETWEEN … AND …, <, <=, >, >= "

@@ -44,9 +44,9 @@ from ..claims.dp import marginal_sets, published_total
 from ..errors import QueryError, ReleaseError
 from ..kernels import grid
 from ..kernels.grid import DENSE_MAX_CELLS, cover_counts
-from ..queries.model import check_bins, is_number, normalise_label
+from ..queries.model import check_bins, integer_bounds, is_number, normalise_label
 from ..schema import bin_edges
-from ..table import domain_numeric_values
+from ..table import MISSING_LABEL, domain_numeric_values
 from .base import Release, VerifyReport, register_family
 
 
@@ -231,6 +231,9 @@ class HistogramRelease(Release):
                     raise QueryError(f"{p.column!r} is not a dimension of this histogram; its dimensions are {dims}")
                 r = None
                 if p.kind == "between":
+                    ej = edges[j]
+                    if ej is not None:  # unit bins of an integer column: the bins the bounds name
+                        p = integer_bounds(p, ej)
                     check_bins(p, edges[j])  # a numeric range must not cut a bin
                     if not p.closed_range:
                         pass  # open or one-sided range: the general mask path below
@@ -385,8 +388,11 @@ class HistogramRelease(Release):
         wrong_num = []
         for d in dims:
             edges = asked.get(d)
-            want_num = ([float(x) for x in edges[:-1]] if edges else
-                        (None if (nv := domain_numeric_values(self.domains.get(d, []))) is None else nv.tolist()))
+            if edges and MISSING_LABEL in self.domains.get(d, []):
+                want_num = None  # bins and the missing cell: no number for every cell
+            else:
+                want_num = ([float(x) for x in edges[:-1]] if edges else
+                            (None if (nv := domain_numeric_values(self.domains.get(d, []))) is None else nv.tolist()))
             got = given_num.get(d)
             if (want_num is None) != (got is None) or (want_num is not None and got is not None and (
                     len(got) != len(want_num) or not np.allclose(np.asarray(got, float), want_num, rtol=0, atol=0))):

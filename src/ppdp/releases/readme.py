@@ -381,6 +381,16 @@ def _render_readme(manifest: Mapping[str, Any]) -> str:
     n_pub = manifest.get("n_published")
     est = " (a noisy estimate, not the exact number)" if fam == "histogram" else ""
     out += [f"Published records: {n_pub}{est}; dropped: {manifest.get('dropped', 0)}.", ""]
+    mv = manifest.get("missing_values")
+    if isinstance(mv, Mapping):
+        cols = ", ".join(f"`{_md(c)}`" for c in mv.get("columns", []))
+        told = (f"{mv['rows_dropped']} of the {mv['rows_read']} rows read" if "rows_read" in mv
+                else "their number is not published (an exact count is not ε-DP)")
+        out += [f"**Missing values**: rows with a missing value in {cols} were left out before publishing; {told}.", ""]
+    util = manifest.get("utility")
+    if isinstance(util, Mapping) and util.get("warning"):
+        allowed = " Published anyway (`--allow-low-utility`)." if util.get("allowed_low_utility") else ""
+        out += [f"**Low utility**: {_md(util['warning'])}.{allowed}", ""]
     out += ["## Files", ""]
     files = manifest.get("files", {})
     for stem in files:

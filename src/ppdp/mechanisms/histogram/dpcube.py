@@ -50,6 +50,7 @@ from ...kernels.grid import (box_counts, check_bins, cube_codes, declared_domain
                              summed_area)
 from ...kernels.noise import EPSILON_FLOOR, Budget
 from ...releases.histogram import HistogramRelease
+from ...table import MISSING_LABEL, Binning
 from ...validation import Edges, FrozenDict, LabelMap, Labels, Optional, Real
 from ..base import Mechanism
 from .kdtree import vopt_kdtree
@@ -147,7 +148,9 @@ class HistogramMechanism(Mechanism):
                                      param="bins")
         doms = params.get("domains")
         if isinstance(doms, Mapping):  # entries for other columns are allowed (a schema-wide mapping) and unused
-            twice = [d for d in doms if d in dims and d in (params.get("bins") or {})]
+            b = params.get("bins") or {}
+            twice = [d for d in doms if d in dims and d in b  # bins + the missing cell is one declaration
+                     and list(doms[d]) != [*Binning(tuple(float(e) for e in b[d])).labels, MISSING_LABEL]]
             if twice:
                 raise ParameterError(f"{twice[0]!r} is declared twice (bins and domains): keep one", param="domains")
 
