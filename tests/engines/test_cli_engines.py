@@ -79,8 +79,12 @@ def test_publish_sdr_streamed_verifies_and_answers_as_in_memory(csv, tmp_path):
 def test_publish_fprivacy_streamed(csv, tmp_path):
     path, schema = csv
     out = tmp_path / "fp"
+    # safe by default on the streaming engine too: θ = 8 leaves the two commonest occupations unbounded
     res = run("publish", "fprivacy", path, "--schema", schema, "--theta", "8", "--engine", "stream", "-o", out)
+    assert res.exit_code == 2 and "refused" in res.output and not out.exists(), res.output
+    res = run("publish", "fprivacy", path, "--schema", schema, "--theta", "8", "--engine", "stream", "--allow-disclosure", "-o", out)
     assert res.exit_code == 0, res.output
+    assert json.loads((out / "manifest.json").read_text())["disclosure"]["disclosure_allowed"] is True
     res = run("verify", out, "--engine", "stream", "--input", path, "--schema", schema)
     assert res.exit_code == 0 and "verify: OK" in res.output, res.output
 

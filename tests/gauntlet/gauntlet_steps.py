@@ -94,13 +94,6 @@ _RANGE_MISSING = ("missing", "a range query on a bucketized or randomized releas
                   "values is refused: 'range bound ... is neither a number on a numeric domain nor a label'",
                   r"range bound '[\d.]+' for '\w+' is neither a number on a numeric domain nor a label")
 KNOWN: dict[tuple[str, str], tuple[str, str, str]] = {
-    ("*", "query-input"): ("cli", "`ppdp query --input` takes no --schema (nor --sep/--na/--encoding)",
-                           r"No such option '--schema'"),
-    ("*", "recipe"): ("cli", "the README copied by `ppdp export --format csv` still reads the release's .parquet files",
-                      r"FileNotFoundError: .*\.parquet"),
-    **{(t, s): _BINNED_MISSING for t in ("chile", "gss_vocab", "slid_fr", "titanic")
-       for s in ("publish:dp", "publish:dpcube", "evaluate-model:dpcube")},
-    **{(t, "query-range"): _RANGE_MISSING for t in ("chile", "gss_vocab", "titanic")},
 }
 
 
