@@ -274,7 +274,9 @@ def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains, tab
     if table is not None and "bins" not in params and "domains" not in params:
         from .schema import bin_edges  # binned columns: their (public) edges, as `ppdp publish --schema` does
 
-        binned = {d: list(e) for d in dims if d in table.column_names and (e := bin_edges(table.domain(d))) is not None}
+        declared = public_domains or {}  # a binned column declared with its missing cell: its bin labels + (missing) as domain
+        binned = {d: list(e) for d in dims if d in table.column_names and d not in declared
+                  and (e := bin_edges(table.domain(d))) is not None}
         if binned:
             params["bins"] = binned
             filled.append("bins of " + "+".join(binned))
