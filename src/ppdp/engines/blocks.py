@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,9 +36,34 @@ from ..releases.bucketized import BucketizedRelease, bucket_statistics, types_di
 from ..releases.custodian import save_custodian
 from ..releases.partitioned import finish_partitioned
 from ..releases.storage import custodian_path, temp_path
+from ..table import Table
 
-if TYPE_CHECKING:
-    from .stream import DatasetSchema
+# ----------------------------------------------------------------------------- schema
+@dataclass(frozen=True)
+class DatasetSchema:
+    """Column roles, ordered domains and numeric values of a dataset, as ``ppdp.Table`` has them."""
+
+    quasi: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    domains: Mapping[str, tuple[str, ...]]
+    numeric: Mapping[str, list | None]
+
+    def table(self) -> Table:
+        """An empty Table with these columns, roles and domains (schema only)."""
+        cols = [*self.quasi, *self.sensitive]
+        return Table({c: np.zeros(0, dtype=np.int32) for c in cols}, {c: list(self.domains[c]) for c in cols},
+                     list(self.quasi), list(self.sensitive),
+                     numeric={c: (None if self.numeric.get(c) is None else np.asarray(self.numeric[c], float)) for c in cols})
+
+    def manifest_schema(self) -> dict:
+        cols = [*self.quasi, *self.sensitive]
+        return {"quasi": list(self.quasi), "sensitive": list(self.sensitive),
+                "domains": {c: list(self.domains[c]) for c in cols},
+                "numeric": {c: _floats(self.numeric.get(c)) for c in cols}}
+
+
+def _floats(values) -> list[float] | None:
+    return None if values is None else [float(x) for x in values]
 
 
 def label_codes(arr: pa.Array | pa.ChunkedArray, domain: Sequence[str], column: str) -> np.ndarray:

@@ -42,7 +42,6 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -69,37 +68,9 @@ from ..releases.partitioned import finish_partitioned, iter_partitioned
 from ..releases.randomized import RandomizedRelease
 from ..releases.storage import temp_path
 from ..table import Table, domain_numeric_values
-from .blocks import FileScan, bucketize, label_codes
+from .blocks import DatasetSchema, FileScan, bucketize, label_codes
 
 META_KEY = b"ppdp"
-
-
-# ----------------------------------------------------------------------------- schema
-@dataclass(frozen=True)
-class DatasetSchema:
-    """Column roles, ordered domains and numeric values of a dataset, as ``ppdp.Table`` has them."""
-
-    quasi: tuple[str, ...]
-    sensitive: tuple[str, ...]
-    domains: Mapping[str, tuple[str, ...]]
-    numeric: Mapping[str, list | None]
-
-    def table(self) -> Table:
-        """An empty Table with these columns, roles and domains (schema only)."""
-        cols = [*self.quasi, *self.sensitive]
-        return Table({c: np.zeros(0, dtype=np.int32) for c in cols}, {c: list(self.domains[c]) for c in cols},
-                     list(self.quasi), list(self.sensitive),
-                     numeric={c: (None if self.numeric.get(c) is None else np.asarray(self.numeric[c], float)) for c in cols})
-
-    def manifest_schema(self) -> dict:
-        cols = [*self.quasi, *self.sensitive]
-        return {"quasi": list(self.quasi), "sensitive": list(self.sensitive),
-                "domains": {c: list(self.domains[c]) for c in cols},
-                "numeric": {c: _floats(self.numeric.get(c)) for c in cols}}
-
-
-def _floats(values) -> list[float] | None:
-    return None if values is None else [float(x) for x in values]
 
 
 def table_order(labels: Sequence[Any], numeric: bool) -> tuple[list[str], list | None]:
