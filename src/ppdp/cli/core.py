@@ -91,13 +91,7 @@ def query(release, sql, workload, estimator, level, input_path, dataset, n_rows,
     except ParameterError as e:
         raise ParameterError(f"--estimator: {e}", param="estimator") if e.param == "estimator" else e from None
     if out:
-        try:
-            if str(out).lower().endswith(".csv"):
-                frame.to_csv(out, index=False)
-            else:
-                frame.to_parquet(out, index=False)
-        except OSError as e:
-            raise PpdpError(f"--out {out!r}: cannot write ({e.strerror or e})") from None
+        _write_frame(frame, out)
         click.echo(f"answered {len(stmts)} statement(s), {len(frame)} row(s) → {out}")
         return
     show = frame.drop(columns=["query"]) if len(stmts) == 1 else frame
@@ -180,23 +174,29 @@ def _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, e
     raise SystemExit(0 if rep.ok and fit else 1)
 
 
+def _write_frame(frame, out) -> None:
+    """``ppdp query --out``: the answers as CSV (by extension) or Parquet; one error line on failure."""
+    from ..errors import PpdpError
+
+    try:
+        if str(out).lower().endswith(".csv"):
+            frame.to_csv(out, index=False)
+        else:
+            frame.to_parquet(out, index=False)
+    except OSError as e:
+        raise PpdpError(f"--out {out!r}: cannot write ({e.strerror or e})") from None
+
+
 def _query_streamed(release, stmts, estimator, engine, out):
     """``query --engine spark|stream``: WHERE counts on a randomized release, streamed."""
     import pandas as pd
 
-    from ..errors import PpdpError
     from .engine import query_on_engine
 
     est = query_on_engine(release, stmts, estimator)
     frame = pd.DataFrame({"query": [s if isinstance(s, str) else s.text for s in stmts], "estimate": est})
     if out:
-        try:
-            if str(out).lower().endswith(".csv"):
-                frame.to_csv(out, index=False)
-            else:
-                frame.to_parquet(out, index=False)
-        except OSError as e:
-            raise PpdpError(f"--out {out!r}: cannot write ({e.strerror or e})") from None
+        _write_frame(frame, out)
         click.echo(f"answered {len(stmts)} statement(s) ({engine} engine, streamed) → {out}")
         return
     click.echo(frame.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
