@@ -133,16 +133,7 @@ def verify(release, input_path, dataset, n_rows, custodian, as_json, engine="loc
     if kept is not None:
         rel.custodian = kept
     rep = _verify(rel, table)
-    fit = rel.manifest.get("fit_for_publication") is True
-    if as_json:
-        click.echo(json.dumps({"ok": rep.ok, "fit_for_publication": fit, "problems": rep.problems, "checks": rep.checks,
-                               "facts": rep.facts}, indent=2, default=str))
-    else:
-        click.echo(str(rep))
-        if not fit:
-            click.echo("NOT fit for publication: a seeded test run (whoever knows the seed can undo the randomisation); "
-                       "publish again without --seed")
-    raise SystemExit(0 if rep.ok and fit else 1)
+    _report_verify(rep, rel.manifest.get("fit_for_publication") is True, as_json)
 
 
 def _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, engine, file_spec):
@@ -162,7 +153,12 @@ def _verify_streamed(release, input_path, dataset, n_rows, custodian, as_json, e
                            missing_values=manifest.get("missing_values"), **file_spec)
     got = verify_on_engine(release, table)
     rep = VerifyReport(list(got["problems"]), list(got["checks"]), dict(got["facts"]))
-    fit = manifest.get("fit_for_publication") is True
+    _report_verify(rep, manifest.get("fit_for_publication") is True, as_json)
+
+
+def _report_verify(rep, fit: bool, as_json: bool):
+    """Print a verify report (text or JSON) and exit: 0 only for a release that passes and is fit
+    for publication."""
     if as_json:
         click.echo(json.dumps({"ok": rep.ok, "fit_for_publication": fit, "problems": rep.problems, "checks": rep.checks,
                                "facts": rep.facts}, indent=2, default=str))
