@@ -467,6 +467,15 @@ _TERM_ROWS = 256
 # per release object (a release's files do not change once loaded): its entries and indexes
 _INDEX: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
+
+def _built_index(release, name: str, cols: tuple[str, ...]):
+    """The release's cached count indexes of kind ``name`` (column tuple → index), and the
+    smallest one over a superset of ``cols`` (its groupings derive the smaller ones), or None."""
+    built = _INDEX.setdefault(release, {}).setdefault(name, {})
+    fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
+    return built, (min(fits, key=lambda ix: len(ix.columns)) if fits else None)
+
+
 #: largest (combinations × keys) of one variance index over every QI column; beyond it the
 #: variance index is built per set of constrained columns
 _MAX_INDEX_CELLS = 60_000_000
@@ -692,11 +701,9 @@ class AnatomyEstimator(Estimator):
         of the columns already built is reused (its groupings derive the smaller ones). The
         rows' combined key is computed a column at a time (:func:`qit_key`), never holding
         every column's codes at once."""
-        cache = _INDEX.setdefault(release, {})
-        built = cache.setdefault("type_index", {})
-        fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
-        if fits:
-            return min(fits, key=lambda ix: len(ix.columns))
+        built, found = _built_index(release, "type_index", cols)
+        if found is not None:
+            return found
         sizes = {c: len(release.domains[c]) for c in cols}
         key = qit_key(release, cols) if cols else None
         index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, types["row_type"],
@@ -788,11 +795,9 @@ class AnatomyEstimator(Estimator):
     def _bucket_index(self, release, order: BucketOrder, cols: tuple[str, ...]) -> CountIndex:
         """QIT rows counted per (combination of ``cols``, bucket), the buckets numbered in
         ``order``; an index over a superset of the columns already built is reused."""
-        cache = _INDEX.setdefault(release, {})
-        built = cache.setdefault("bucket_index", {})
-        fits = [ix for c, ix in built.items() if set(cols) <= set(c)]
-        if fits:
-            return min(fits, key=lambda ix: len(ix.columns))
+        built, found = _built_index(release, "bucket_index", cols)
+        if found is not None:
+            return found
         sizes = {c: len(release.domains[c]) for c in cols}
         rank = order.rank
         keys = rank.astype(np.int32 if len(rank) < 2 ** 31 else np.int64)[bucket_rows(release)["qb"]]

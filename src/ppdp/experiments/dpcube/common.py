@@ -60,10 +60,15 @@ def mae(release, wl, truth, estimator=None):
 
 def weighted_variance(release, x):
     """V = Σ_p x_p · Var_p (true counts) over the released partitions (Xiao et al. §6.2)."""
+    lo, hi, _ = release.partition_boxes()
+    return weighted_variance_boxes(x.reshape(release.shape), lo, hi)
+
+
+def weighted_variance_boxes(x, lo, hi):
+    """V = Σ_p x_p · Var_p of the true counts ``x`` over the partition boxes ``[lo, hi]``."""
     from ...kernels.grid import paint
 
-    lo, hi, _ = release.partition_boxes()
-    pid = paint(release.shape, lo, hi).ravel()
+    pid = paint(x.shape, lo, hi).ravel()
     xr = x.ravel().astype(float)
     n = np.bincount(pid, minlength=len(lo)).astype(float)
     s = np.bincount(pid, weights=xr, minlength=len(lo))

@@ -14,7 +14,7 @@ from ...mechanisms.histogram.dpcube import PAPER_ALPHA1_FRACTION
 if TYPE_CHECKING:
     from ...releases.histogram import HistogramRelease
 
-from .common import DOMAINS, declared_cube, plot
+from .common import DOMAINS, declared_cube, plot, weighted_variance_boxes
 
 
 # ------------------------------------------------------------ the paper's own set-up: Age × Income
@@ -171,17 +171,6 @@ def fig13(out, seed, quick) -> dict:
     return {"partitions": int(len(lo)), "alpha1": a1, "alpha2": a2, "mae": mae}
 
 
-def _weighted_variance_boxes(x, lo, hi):
-    from ...kernels.grid import paint
-
-    pid = paint(x.shape, lo, hi).ravel()
-    xr = x.ravel().astype(float)
-    n = np.bincount(pid, minlength=len(lo)).astype(float)
-    s = np.bincount(pid, weights=xr, minlength=len(lo))
-    q = np.bincount(pid, weights=xr * xr, minlength=len(lo))
-    return float((s * (q / n - (s / n) ** 2)).sum())
-
-
 def figs_14_15_paper(out, quick, seed) -> pd.DataFrame:
     """Figs 14–15 in the paper's set-up: paper-literal DPCube on Age × Income (first 10^4 rows),
     α = 0.2; weighted variance and mean absolute error (uniform and both LS estimates) vs ξ0
@@ -207,7 +196,7 @@ def figs_14_15_paper(out, quick, seed) -> pd.DataFrame:
                                 "mae_ls_weighted": [], "mae_cells": []}
         for tr in range(trials):
             y1, lo, hi, yp, a1, a2 = paper_release(t, PAPER_ALPHA, f, xi0, seed + 31 * tr)
-            acc["weighted_variance"].append(_weighted_variance_boxes(x, lo, hi))
+            acc["weighted_variance"].append(weighted_variance_boxes(x, lo, hi))
             acc["partitions"].append(len(lo))
             for k, cells in (("mae_uniform", uniform_cells(x.shape, lo, hi, yp)), ("mae_ls_unweighted", ls_unweighted_cells(y1, lo, hi, yp)),
                              ("mae_ls_weighted", ls_weighted_cells(y1, lo, hi, yp, a1, a2)), ("mae_cells", y1)):
