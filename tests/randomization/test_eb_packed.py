@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ppdp
+from ppdp.estimators import channel, eb_rows, empirical_bayes
 from ppdp.estimators import randomized as rz
 from ppdp.queries.workloads import anatomy_workload, point_workload
 
@@ -39,8 +40,8 @@ def test_entries_equal_rows():
         q = (1 - p) / member.sum(axis=1)
         prior = rng.dirichlet(np.ones(m), R) * member
         prior[:3] = member[:3] * (np.arange(m) == np.argmax(member[:3], axis=1)[:, None])
-        ref = rz._EBRows(Y, p, q, member, prior, "diagonal")
-        ent = rz._EBEntries(rz._EBCounts(Y, p, q, member), prior)
+        ref = rz.EBRows(Y, p, q, member, prior, "diagonal")
+        ent = rz.EBEntries(rz.EBCounts(Y, p, q, member), prior)
         for rho_ref, rho in [(ref.moments_rho(), ent.moments_rho()),
                              (ref.likelihood_rho(), ent.likelihood_rho()),
                              (ref.likelihood_rho(adjusted=True), ent.likelihood_rho(adjusted=True))]:
@@ -50,8 +51,8 @@ def test_entries_equal_rows():
             assert (ent.predict(rho_ref)[~member] == 0).all()
         # a subset of the rows, gathered from the entries, is those rows' own computation
         r = np.flatnonzero(rng.random(R) < 0.5)
-        sub = rz._EBEntries(rz._EBCounts(Y, p, q, member).subset(r), prior[r])
-        own = rz._EBEntries(rz._EBCounts(Y[r], p[r], q[r], member[r]), prior[r])
+        sub = rz.EBEntries(rz.EBCounts(Y, p, q, member).subset(r), prior[r])
+        own = rz.EBEntries(rz.EBCounts(Y[r], p[r], q[r], member[r]), prior[r])
         for a in ("n", "P0", "d", "sig2", "t"):
             np.testing.assert_array_equal(getattr(sub, a), getattr(own, a))
         for x, y in zip(sub._grid_terms(), own._grid_terms()):
@@ -66,7 +67,7 @@ def test_estimates_equal_whole_rows(mech, monkeypatch):
     rel = ppdp.publish(t, mech, seed=1)
     wl = list(anatomy_workload(t, 200, 0.05, seed=2)) + list(point_workload(t, 60, seed=3))
     fast = rel.estimate(wl)
-    monkeypatch.setattr(rz, "_PACKED_EB", False)
+    monkeypatch.setattr(channel, "PACKED_EB", False)
     ref = rel.estimate(wl)
     for a, b in [(fast.estimate, ref.estimate), (fast.se, ref.se), (fast.lower, ref.lower), (fast.upper, ref.upper)]:
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-8)  # the order of floating-point sums only
@@ -80,12 +81,12 @@ def test_blocks_do_not_change_the_numbers(strength, monkeypatch):
     rel = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=1)
     wl = list(anatomy_workload(t, 200, 0.05, seed=2)) + list(point_workload(t, 60, seed=3))
     est = ppdp.estimators.randomized.EmpiricalBayes(strength=strength)
-    monkeypatch.setattr(rz, "EB_BLOCK_ENTRIES", 1 << 30)
-    monkeypatch.setattr(rz, "EB_SHRINK_ROWS", 1 << 30)
+    monkeypatch.setattr(eb_rows, "EB_BLOCK_ENTRIES", 1 << 30)
+    monkeypatch.setattr(empirical_bayes, "EB_SHRINK_ROWS", 1 << 30)
     whole = rel.estimate(wl, estimator=est)
     for entries, rows in [(7, 5), (64, 1), (1, 1 << 30)]:
-        monkeypatch.setattr(rz, "EB_BLOCK_ENTRIES", entries)
-        monkeypatch.setattr(rz, "EB_SHRINK_ROWS", rows)
+        monkeypatch.setattr(eb_rows, "EB_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(empirical_bayes, "EB_SHRINK_ROWS", rows)
         again = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=1)  # a fresh release: no cached fit
         blocks = again.estimate(wl, estimator=est)
         for a, b in [(blocks.estimate, whole.estimate), (blocks.se, whole.se), (blocks.lower, whole.lower)]:

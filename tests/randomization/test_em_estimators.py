@@ -182,12 +182,12 @@ def test_eb_exact_covariance_against_the_dense_algebra():
     """covariance='exact': the Sherman–Morrison and Lagrange solve equals the pseudo-inverse of the
     dense m × m marginal covariance V = Σ + T of the inversion, and the log pseudo-determinant
     is the sum of the logs of V's non-zero eigenvalues (V·1 = 0: the total is known)."""
-    from ppdp.estimators.randomized import _EBRows  # noqa: PLC2701 (the test reads the helper)
+    from ppdp.estimators.randomized import EBRows
 
     Y, p, q, member, prior = _one_row()
     n, P0, rho = Y.sum(), prior[0], 7.0
     m = Y.shape[1]
-    R = _EBRows(Y, p, q, member, prior, "exact")
+    R = EBRows(Y, p, q, member, prior, "exact")
     z, logdet = R._exact(np.array([rho]))
     pp, qq = p[0], q[0]
     one = np.ones(m)
@@ -204,13 +204,13 @@ def test_eb_exact_covariance_against_the_dense_algebra():
 def test_eb_likelihood_strength_maximises_the_likelihood():
     """strength='likelihood' / 'adjusted': the grid-and-parabola maximiser is within 1e-3 of the
     maximum over a 2,001-point grid of the (adjusted) normal marginal likelihood."""
-    from ppdp.estimators.randomized import _EBRows  # noqa: PLC2701
+    from ppdp.estimators.randomized import EBRows
 
     rng = np.random.default_rng(0)
     for cov in ("diagonal", "exact"):
         for s in range(5):
             Y, p, q, member, prior = _one_row(seed=s, n=int(rng.integers(50, 2000)))
-            R = _EBRows(Y, p, q, member, prior, cov)
+            R = EBRows(Y, p, q, member, prior, cov)
             grid = np.exp(np.linspace(0, np.log(Y.sum()), 2001))
             for adjusted in (False, True):
                 def obj(r):
@@ -274,10 +274,10 @@ def test_eb_auto_strength_is_the_mechanisms_choice(mech, strength):
 
 
 def test_eb_diagonal_likelihood_grid_equals_the_row_form():
-    """The diagonal likelihood on the whole ρ grid (and :meth:`_EBRows.loglik`, which is one of its
+    """The diagonal likelihood on the whole ρ grid (and :meth:`EBRows.loglik`, which is one of its
     columns), over each row's domain entries only, equals the masked whole-row form column by column — rows of sub-tables with a few of the m values, rows
     without records, and degenerate priors (π⁰ = 0 or 1) included."""
-    from ppdp.estimators.randomized import EB_GRID, _EBRows  # noqa: PLC2701
+    from ppdp.estimators.randomized import EB_GRID, EBRows
 
     rng = np.random.default_rng(5)
     R_, m = 300, 7
@@ -288,7 +288,7 @@ def test_eb_diagonal_likelihood_grid_equals_the_row_form():
     prior[:5] = np.eye(m)[rng.integers(0, m, 5)]
     p = rng.uniform(0.2, 0.8, R_)
     q = (1 - p) / member.sum(axis=1)
-    rows = _EBRows(Y, p, q, member, prior, "diagonal")
+    rows = EBRows(Y, p, q, member, prior, "diagonal")
     rhos = np.exp(np.log(np.maximum(rows.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
     grid = rows._diagonal_loglik_grid(np.ascontiguousarray(rhos.T)).T
     def dense(rho):  # the masked whole-row form

@@ -17,7 +17,6 @@ from scipy import stats
 from ..registry import register_estimator
 from ..validation import Parametrized, check_level
 
-
 INTERVAL_KINDS = ("confidence", "certain", "none")
 
 
