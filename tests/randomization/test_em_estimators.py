@@ -7,7 +7,7 @@ import pytest
 
 import ppdp
 from ppdp.errors import ParameterError
-from ppdp.estimators.randomized import EM, NormSub, norm_sub, uniform_em
+from ppdp.estimators.randomized import EM, EmpiricalBayes, NormSub, norm_sub, uniform_em
 from ppdp.queries import answer_exact
 from ppdp.table import Table
 
@@ -142,18 +142,27 @@ def test_eb_shrink_by_hand():
 
 @pytest.mark.parametrize("mech", MECHS, ids=lambda m: m.name)
 def test_eb_contract(mech):
-    """Non-negative, the known totals per predicate kept, one predicate's answer independent of
-    the other queries of the workload, and the whole table's counts left at their maximum-
-    likelihood values (the parent of the whole table is itself)."""
+    """Non-negative, the known totals per predicate kept (the empirical-Bayes counts alone,
+    ``guard="off"``; the guard moves single counts towards Norm-Sub's or EM's, so the default's
+    totals are near, not at, n_P), one predicate's answer independent of the other queries of
+    the workload, and the whole table's counts left at their maximum-likelihood values (the
+    parent of the whole table is itself)."""
     t = _table(6000, seed=3)
     rel = ppdp.publish(t, mech, seed=2)
     est = rel.answer(POINT, estimator="eb")
     assert est.min() >= 0
     n_pred = answer_exact(t, [q.rsplit(" AND s", 1)[0] for q in POINT[::6]])
-    assert np.allclose(est.reshape(-1, 6).sum(axis=1), n_pred)
+    pure = rel.answer(POINT, estimator=EmpiricalBayes(guard="off"))
+    assert pure.min() >= 0 and np.allclose(pure.reshape(-1, 6).sum(axis=1), n_pred)
+    assert np.all(np.abs(est.reshape(-1, 6).sum(axis=1) - n_pred) <= 0.2 * n_pred)
     assert np.allclose(rel.answer(POINT[6:12], estimator="eb"), est[6:12])
     big = [f"s = 'v{v}'" for v in range(6)]  # SA-only: every row of the table
-    assert np.allclose(rel.answer(big, estimator="eb"), rel.answer(big, estimator="mle"), atol=0.5)
+    assert np.allclose(rel.answer(big, estimator=EmpiricalBayes(guard="off")), rel.answer(big, estimator="mle"), atol=0.5)
+    # guarded: each count between the estimators the guard reads (MLE = the parent here, Norm-Sub, EM)
+    alts = np.stack([rel.answer(big, estimator=e) for e in ("mle", "norm-sub", "em")])
+    guarded = rel.answer(big, estimator="eb")
+    slack = 0.5 + 2e-3 * alts.max(axis=0)  # SDR: per sub-table, so between the sums only up to a little
+    assert (alts.min(axis=0) - slack <= guarded).all() and (guarded <= alts.max(axis=0) + slack).all()
     E = rel.estimate(POINT, estimator="eb")
     assert np.array_equal(E.estimate, est) and (E.lower <= est).all() and (est <= E.upper).all()
     assert "closed form" in E.method
@@ -235,7 +244,7 @@ def test_eb_options_contract(opts):
 
     t = _table(6000, seed=3)
     rel = ppdp.publish(t, ppdp.UniformPerturbation(0.2, 0.5), seed=2)
-    e = EmpiricalBayes(**opts)
+    e = EmpiricalBayes(**opts, guard="off")  # the empirical-Bayes counts of these options alone
     est = rel.answer(POINT, estimator=e)
     assert est.min() >= 0
     n_pred = answer_exact(t, [q.rsplit(" AND s", 1)[0] for q in POINT[::6]])

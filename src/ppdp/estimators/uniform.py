@@ -26,8 +26,9 @@ def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, membe
     if method == "eb":
         assert prior is not None
         o = dict(eb or {})
-        return eb_shrink(rows, p, q, member, prior, strength=o.get("strength", "moments"),
-                         covariance=o.get("covariance", "diagonal")), zero
+        X = eb_shrink(rows, p, q, member, prior, strength=o.get("strength", "moments"),
+                      covariance=o.get("covariance", "diagonal"))
+        return (guarded(X, rows, p, q, member, tol, max_iter) if o.get("guard", "on") == "on" else X), zero
     if method == "mle":
         return uniform_mle(rows, p, q, member), zero
     n = rows.sum(axis=1)
@@ -49,11 +50,48 @@ def consistent_estimates(release, masks, model, method: str, tol: float = EM_TOL
     return S.per_query(X).sum(axis=1), its.reshape(S.Y.shape[:2]).max(axis=1)[S.inv]
 
 
+#: :func:`guarded`: the share of the way from the empirical-Bayes count to Norm-Sub's where Norm-Sub's is lower
+GUARD_PULL = 0.5
+#: :func:`guarded`: the signal-to-noise ratio x̂/se above which the count is EM's (unshrunk)
+GUARD_Z = 6.0
+
+
+def guarded(X: np.ndarray, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, tol: float = EM_TOL,
+            max_iter: int = MAX_ITER) -> np.ndarray:
+    """The empirical-Bayes counts ``X`` (R, m) of rows of published counts, guarded entry by entry
+    where the other estimators do better, by public quantities only (the published counts, n and
+    the channel): where Norm-Sub's count x_NS is below the empirical-Bayes count x_EB the count
+    moves :data:`GUARD_PULL` of the way to it (the shrinkage towards the parent lifts counts that
+    are zero or near it, Norm-Sub's projection does not); where the signal-to-noise ratio
+    x_NS / se(x_EB) is at least :data:`GUARD_Z` (se: the inversion's channel standard error,
+    √([x·a(1−a) + (n−x)·b(1−b)]/p²), a = p + q, b = q) the count is EM's — there the channel
+    noise is small beside the count and the shrinkage's bias towards the parent costs more than
+    it saves. Set on OCC point queries (benchmarks/bench_randomized_defaults.py, docs/sdr.md)."""
+    n = rows.sum(axis=1)
+    ns = _fit_rows("norm-sub", rows, p, q, member)[0]
+    out = X - GUARD_PULL * np.maximum(X - ns, 0.0)
+    a, b = (p + q)[:, None], q[:, None]
+    x = np.clip(X, 0.0, n[:, None])
+    se = np.sqrt(np.maximum(x * a * (1 - a) + (n[:, None] - x) * b * (1 - b), 0.0)) / p[:, None]
+    strong = member & (ns >= GUARD_Z * se) & (se > 0)
+    if strong.any():
+        r = np.flatnonzero(strong.any(axis=1))
+        em = uniform_em(rows[r], p[r], q[r], member[r], tol, max_iter)[0]
+        out[r] = np.where(strong[r], em, out[r])
+    return np.where(member, out, 0.0)
+
+
 def _fit(S: UniformSetup, method: str, tol: float = EM_TOL, max_iter: int = MAX_ITER,
          eb: Mapping[str, str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     rows, grp = S.rows
     if method == "eb":
-        return eb_fit(S, **(eb or {})), np.zeros(len(rows), dtype=np.int64)
+        o = dict(eb or {})
+        on = o.pop("guard", "on") == "on"
+        X = eb_fit(S, **o)
+        if on:
+            U, J, m = S.Y.shape
+            X = guarded(X.reshape(U * J, m), rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter).reshape(U, J, m)
+        return X, np.zeros(len(rows), dtype=np.int64)
     X, its = _fit_rows(method, rows, S.p[grp], S.q[grp], S.member[grp], tol, max_iter)
     return X.reshape(S.Y.shape), its
 
@@ -105,7 +143,7 @@ class UniformChannelEstimator(RandomizedEstimator):
         p = self.get_params()
         out = {"tol": p.get("tol", EM_TOL), "max_iter": p.get("max_iter", MAX_ITER)}
         if self.method == "eb":
-            out["eb"] = {k: p[k] for k in ("strength", "covariance", "parents")}
+            out["eb"] = {k: p[k] for k in ("strength", "covariance", "parents", "guard")}
             if out["eb"]["strength"] == "auto":
                 out["eb"]["strength"] = EB_AUTO_STRENGTH.get(release.manifest.get("mechanism"), "moments")
         return out
@@ -330,7 +368,8 @@ class EmpiricalBayes(BootstrapEstimator):
 
     name = method = "eb"
     _parameter_constraints = {**BootstrapEstimator._boot_constraints, "strength": Options("auto", *EB_STRENGTHS),
-                              "covariance": Options(*EB_COVARIANCES), "parents": Options(*EB_PARENTS)}
+                              "covariance": Options(*EB_COVARIANCES), "parents": Options(*EB_PARENTS),
+                              "guard": Options("on", "off")}
     _parameter_help = {**BootstrapEstimator._boot_help,
                        "strength": "Shrinkage strength ρ per row: auto (the default: adjusted for SDR, moments "
                                    "for uniform and global, each chosen on EDU and ADULT), moments (method of "
@@ -339,9 +378,12 @@ class EmpiricalBayes(BootstrapEstimator):
                        "covariance": "Covariance of the inversion and the prior: exact (full m × m, closed form) "
                                      "or diagonal (components treated as independent).",
                        "parents": "average (Bayesian model averaging over the candidate parents by marginal "
-                                  "likelihood) or select (the single best parent)."}
+                                  "likelihood) or select (the single best parent).",
+                       "guard": "on (the default): each count moved half way to Norm-Sub's where that is lower, and "
+                                "EM's where the count is at least 6 standard errors of the channel noise (guarded); "
+                                "off: the empirical-Bayes counts alone."}
 
     def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear", strength: str = "auto",
-                 covariance: str = "diagonal", parents: str = "select") -> None:
+                 covariance: str = "diagonal", parents: str = "select", guard: str = "on") -> None:
         self._set_params(locals())
 
