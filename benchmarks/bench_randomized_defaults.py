@@ -25,6 +25,7 @@ import numpy as np
 
 import ppdp
 from _common import provenance, write_result
+from ppdp.estimators.randomized import EmpiricalBayes
 from ppdp.metrics import relative_error
 from ppdp.queries.workloads import point_workload
 from ppdp.registry import estimators, mechanism
@@ -35,10 +36,13 @@ BINS = {"zero": (0, 0), "1-10": (1, 10), "11-100": (11, 100), "101-1000": (101, 
 def cells(data: str, sample: int) -> list:
     full = ppdp.datasets.load(data)
     small = full if full.n_rows <= sample else ppdp.datasets.load(data, n=sample, seed=0)
+    # A' needs every SA value at most N/ℓ' times: ℓ' = 5, or the largest feasible below it (EDU: 4)
+    top = max(int(small.counts(c).max()) for c in small.sensitive)
+    lp = max(2, min(5, small.n_rows // top))
     return [("uniform(0.1,0.3)", full, ppdp.UniformPerturbation(0.1, 0.3)),
             ("sdr(0.1,0.3)", full, ppdp.SDR(0.1, 0.3)),
             (f"global(l'=5, n={small.n_rows})", small, ppdp.GlobalRandomization(5)),
-            (f"diverted(l'=5, n={small.n_rows})", small, ppdp.Diverted(5))]
+            (f"diverted(l'={lp}, n={small.n_rows})", small, ppdp.Diverted(lp))]
 
 
 def bin_errors(est: np.ndarray, true: np.ndarray) -> dict:
@@ -86,6 +90,8 @@ def run(data: str, releases: int, n_queries: int, workload_seed: int, sample: in
             continue
         dflt = default or mechanism(mech.name).default_estimator
         ests = {n: c() for n, c in estimators("randomized").items() if mech.name in c.mechanisms}
+        if "eb" in ests and "guard" in EmpiricalBayes._parameter_constraints:
+            ests["eb(guard=off)"] = EmpiricalBayes(guard="off")  # the empirical-Bayes counts alone
         wl = point_workload(t, n_queries, seed=workload_seed)
         true = ppdp.queries.answer_exact(t, wl)
         per_rel, cpu, wall = [], {n: 0.0 for n in ests}, {n: 0.0 for n in ests}

@@ -18,7 +18,8 @@ al. 2020) — and each query adds up the values it selects. Consistent, biased n
 **Empirical Bayes** (``"eb"``, the default of uniform perturbation, SDR and A): per distinct QI
 predicate and sub-table, the inversion shrunk towards a parent SA distribution by the best
 linear predictor under a Dirichlet-multinomial model, its strength estimated from the
-predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`eb_fit`).
+predicate's own counts, then projected like Norm-Sub (:func:`eb_shrink`, :func:`eb_fit`), then guarded
+count by count towards Norm-Sub's and EM's counts (:func:`~ppdp.estimators.uniform.guarded`).
 
 **A'** (Fu, Wang, Wang & Wong 2014, §5, §7.2; SPEC §2.4):
 

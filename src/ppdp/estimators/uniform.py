@@ -345,7 +345,11 @@ class EmpiricalBayes(BootstrapEstimator):
     conditions or their conditional-independence combination, whichever has the largest
     marginal likelihood. Chosen on EDU and ADULT point queries, OCC held out (mean relative
     error over counts 1–10 and 11–100 of 10 cells: 2.36 vs Norm-Sub 3.00, MLE 3.06, EM 3.21,
-    inversion 5.91; docs/sdr.md).
+    inversion 5.91; docs/sdr.md). Then guarded count by count (``guard="on"``, the default;
+    :func:`guarded`): half way to Norm-Sub's count where that is lower, EM's count where the
+    count is at least :data:`GUARD_Z` channel standard errors — so that no other estimator is
+    lower in any count bin (OCC, EDU, Adult point queries; docs/sdr.md). ``guard="off"``: the
+    empirical-Bayes counts alone (non-negative, summing to n_P,j).
 
     Options (all chosen against on EDU and ADULT; docs/sdr.md): ``strength`` — ρ by the method
     of moments (``"moments"``), by maximising the normal marginal likelihood (``"likelihood"``)
