@@ -17,6 +17,7 @@ from scipy import stats
 from ..registry import register_estimator
 from ..validation import Parametrized, check_level
 
+
 INTERVAL_KINDS = ("confidence", "certain", "none")
 
 

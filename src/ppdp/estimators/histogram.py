@@ -101,11 +101,11 @@ from scipy import sparse, stats
 
 from ..claims import claim_of
 from ..errors import PpdpError, QueryError
+from ..registry import mechanism as registered_mechanism
 from ..kernels.grid import box_sums, paint, summed_area
 from ..kernels.noise import discrete_laplace_fourth_cumulant, discrete_laplace_variance
 from ..kernels.noise_quantiles import form_summary, halfwidths
 from ..queries import CountIndex, as_workload
-from ..registry import mechanism as registered_mechanism
 from .base import Estimates, Estimator
 from .histogram_marginals import marginal_bounds, marginal_epsilons
 
