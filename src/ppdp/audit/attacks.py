@@ -56,7 +56,8 @@ import pandas as pd
 from ..errors import PpdpError, ReleaseError
 from .attack_records import AttackData, attack_data
 
-__all__ = ["AttackOutcome", "AttackReport", "ATTACKS", "BEATS_RULE", "attack_release", "attack_mechanism", "split_control",
+__all__ = ["AttackOutcome", "AttackReport", "ATTACKS", "BEATS_RULE", "attack_release", "attack_mechanism", "dataset_control",
+           "format_table", "split_control",
            "wilson", "singling_out", "linkability", "inference", "reconstruction"]
 
 ATTACKS = ("singling out", "linkability", "attribute inference", "reconstruction")
@@ -422,3 +423,36 @@ def attack_mechanism(table, mechanism, n_rows: int | None = 2000, n_attacks: int
     rep.notes.insert(0, f"published from a training part of {train.n_rows:,} rows; {control.n_rows:,} rows held back "
                         f"as control (seed {seed})")
     return rep
+
+
+def dataset_control(name: str, n: int, seed: int = 0):
+    """The rows of the bundled table ``name`` that its seeded sample of ``n`` rows
+    (:func:`ppdp.datasets.load` with ``n``, ``seed``: the same draw as ``Table.sample``) left
+    out — at most ``n`` of them, seeded — as held-back control records."""
+    from ..datasets import load
+
+    full = load(name)
+    if n >= full.n_rows:
+        raise PpdpError(f"-n {n}: the sample is the whole table {name!r} ({full.n_rows:,} rows); no row is left for a "
+                        "control part (give a smaller -n or --control)")
+    drawn = np.random.default_rng(seed).choice(full.n_rows, size=n, replace=False)
+    rest = np.setdiff1d(np.arange(full.n_rows), drawn)
+    pick = np.sort(np.random.default_rng([seed, 1]).choice(rest, size=min(n, len(rest)), replace=False))
+    return full.take(pick)
+
+
+def format_table(rep: AttackReport) -> list[str]:
+    """The attack table as terminal lines: success, control and risk with their 95% intervals,
+    the bound and the verdict."""
+    def ci(v, lo, hi):
+        return "–" if v != v else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    lines = [f"  {'attack':20s} {'success [95% CI]':22s} {'control [95% CI]':22s} {'risk [95% CI]':22s} bound"]
+    for o in rep.outcomes:
+        r = o.row()
+        bound = f"{o.bound:.3f} ({o.bound_name})" if o.bound is not None else o.bound_name
+        verdict = "  BEATS THE BOUND" if o.beats else ""
+        lines.append(f"  {o.attack:20s} {ci(r['success'], r['success_lo'], r['success_hi']):22s} "
+                     f"{ci(r['control'], r['control_lo'], r['control_hi']):22s} "
+                     f"{ci(r['risk'], r['risk_lo'], r['risk_hi']):22s} {bound}{verdict}")
+    return lines
