@@ -273,7 +273,7 @@ def _match_counts(records: np.ndarray, data: AttackData, cols: np.ndarray, vals:
     return out
 
 
-def singling_out(data: AttackData, n_attacks: int, rng, n_cols: int = 3, max_tries: int = 20) -> AttackOutcome:
+def singling_out(data: AttackData, n_attacks: int, rng, n_cols: int = 3, max_tries: int = 10) -> AttackOutcome:
     """Multivariate singling out (module doc)."""
     d = len(data.columns)
     k = min(n_cols, d)
@@ -289,6 +289,7 @@ def singling_out(data: AttackData, n_attacks: int, rng, n_cols: int = 3, max_tri
         order = np.argsort(cols, axis=1)  # a canonical form, so a predicate is counted once
         cols, vals, ops = (np.take_along_axis(a, order, axis=1) for a in (cols, vals, ops))
         uniq = _match_counts(data.synth, data, cols, vals, ops) == 1
+        before = len(kept_c)
         for c, v, o in zip(cols[uniq], vals[uniq], ops[uniq]):
             key = (tuple(c), tuple(v), tuple(o))
             if key not in seen:
@@ -296,7 +297,7 @@ def singling_out(data: AttackData, n_attacks: int, rng, n_cols: int = 3, max_tri
                 kept_c.append(c)
                 kept_v.append(v)
                 kept_o.append(o)
-        if len(kept_c) >= n_attacks:
+        if len(kept_c) >= n_attacks or len(kept_c) - before < max(1, n_attacks // 50):  # the release holds no more
             break
     if not kept_c:
         return AttackOutcome("singling out", 0, 0, 0, 0, note="no predicate singles out an attacker record")
