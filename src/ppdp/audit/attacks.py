@@ -277,7 +277,10 @@ def singling_out(data: AttackData, n_attacks: int, rng, n_cols: int = 3, max_tri
     """Multivariate singling out (module doc)."""
     d = len(data.columns)
     k = min(n_cols, d)
-    kept_c, kept_v, kept_o, seen = [], [], [], set()
+    kept_c: list[np.ndarray] = []
+    kept_v: list[np.ndarray] = []
+    kept_o: list[np.ndarray] = []
+    seen: set = set()
     for _ in range(max_tries):
         m = max(4 * n_attacks, 200)
         base = data.synth[rng.integers(0, len(data.synth), m)]
