@@ -8,7 +8,9 @@ population already gives away,
 
     risk = (success_train − success_control) / (1 − success_control),
 
-with 95% Wilson intervals on both success rates and the risk's interval by error propagation.
+with 95% Wilson intervals on both success rates and the risk's interval by error propagation
+(risk and interval clipped to [0, 1]: an attack that does worse on the training records than on
+the control ones shows risk 0).
 The attacks (:mod:`ppdp.audit.attack_records` says which records an attacker takes from each
 release family):
 
@@ -111,7 +113,7 @@ class AttackOutcome:
         t, c = self.train, self.control
         if not (t == t and c == c):
             return math.nan
-        return 0.0 if c >= 1 else (t - c) / (1 - c)
+        return 0.0 if c >= 1 else max(0.0, (t - c) / (1 - c))  # below the control: the release adds nothing
 
     @property
     def risk_ci(self) -> tuple[float, float]:
@@ -122,8 +124,8 @@ class AttackOutcome:
         st = (self.train_ci[1] - self.train_ci[0]) / (2 * Z95)
         sc = (self.control_ci[1] - self.control_ci[0]) / (2 * Z95)
         sr = math.sqrt((st / (1 - c)) ** 2 + (sc * (1 - t) / (1 - c) ** 2) ** 2)
-        r = self.risk
-        return max(0.0, r - Z95 * sr), min(1.0, r + Z95 * sr)
+        r = (t - c) / (1 - c)
+        return min(1.0, max(0.0, r - Z95 * sr)), min(1.0, max(0.0, r + Z95 * sr))
 
     @property
     def beats(self) -> bool:

@@ -80,6 +80,8 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None, 
                      else f"declared: {', '.join(res.sensitive_values) or 'none'}") + ".")
     for n in res.notes:
         rep.note(n)
+    if attacks is not None:
+        attack_section(rep, attacks)
     rep.heading("Posterior vs bound per SA value")
     rep.figure(png, "Left: the adversary's best posterior per SA value over all record classes (red: a violation), the "
                     "bound and the prior. Right: posterior/bound over all record classes.")
@@ -93,8 +95,6 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None, 
         rep.paragraph("An adversary knows the SA value of q random records of each bucket; best posterior on a remaining "
                       "record, without fake values and with σ fake values per bucket (Wang et al. 2011, §6).")
         rep.table(corruption)
-    if attacks is not None:
-        attack_section(rep, attacks)
     rep.provenance({"release": release_path, "mechanism": res.mechanism, "params": m.get("params"),
                     "fit_for_publication": m.get("fit_for_publication"), "n_input": m.get("n_input"), "n_published": m.get("n_published")})
     return rep.write(out / "report.html")
@@ -145,7 +145,7 @@ def attack_table(attacks):
         "formal bound": [("–" if b != b else f"{b:.3f}") for b in t["bound"]],
         "bound from": t["bound_name"],
         "beats bound": ["YES" if x else "no" for x in t["beats_bound"]],
-        "targets": t["targets"],
+        "n": t["targets"],
     }).astype({"attack": object})
 
 
