@@ -89,9 +89,10 @@ def markdown(res: dict) -> str:
         if "error" in r:
             lines.append(f"| {r['table']} | {r['mechanism']} | — | refused: {r['error'][:90]} | | | | |")
             continue
+        label = f"{r['mechanism']}: {r['control_run'].removeprefix('power control: ')}" if r.get("control_run") else r["mechanism"]
         for a in r["attacks"]:
             b = "none" if a["bound"] != a["bound"] else f"{a['bound']:.3f}"
-            lines.append(f"| {r['table']} | {r['mechanism']} | {a['attack']} | {ci(a, 'success')} | {ci(a, 'control')} | "
+            lines.append(f"| {r['table']} | {label} | {a['attack']} | {ci(a, 'success')} | {ci(a, 'control')} | "
                          f"{ci(a, 'risk')} | {b} | {'**yes**' if a['beats_bound'] else 'no'} |")
     return "\n".join(lines)
 
