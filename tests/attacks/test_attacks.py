@@ -151,3 +151,19 @@ def test_evaluate_with_attacks_reports_them_next_to_the_bound(tmp_path):
     html = (tmp_path / "report.html").read_text()
     assert "Attacks next to the bound" in html and (tmp_path / "attacks.csv").exists()
     assert np.isfinite(ok["risk"]).all()
+
+
+@pytest.mark.slow
+def test_inference_success_pooled_over_releases_stays_within_tight_bounds():
+    """Anatomy (ℓ = 4) and A' (ℓ' = 3) give an expected inference success of at most 1/ℓ and 1/ℓ';
+    pooled over 5 releases (seeds 0–4, 300 targets each) the Wilson lower end must stay ≤ the bound."""
+    table = ppdp.datasets.load("occ", n=N, seed=0)
+    for mech, bound in ((ppdp.Anatomy(l=4), 0.25), (ppdp.Diverted(l_prime=3), 1 / 3)):
+        k = n = 0
+        for seed in range(5):
+            train, control = split_control(table, seed=seed)
+            rep = attack_release(ppdp.publish(train, mech, seed=seed), train, control, n_attacks=TARGETS, seed=seed)
+            inf = next(o for o in rep.outcomes if o.attack == "attribute inference")
+            assert inf.bound == pytest.approx(bound)
+            k, n = k + inf.k_train, n + inf.n_train
+        assert wilson(k, n)[0] <= bound, (type(mech).__name__, k, n)
