@@ -167,3 +167,16 @@ def test_inference_success_pooled_over_releases_stays_within_tight_bounds():
             assert inf.bound == pytest.approx(bound)
             k, n = k + inf.k_train, n + inf.n_train
         assert wilson(k, n)[0] <= bound, (type(mech).__name__, k, n)
+
+
+@pytest.mark.slow  # the evaluate report's figures dominate (~15 s on a loaded 2-core machine)
+def test_cli_evaluate_attacks_prints_the_table_and_rejects_a_bad_row_count(tmp_path):
+    run = CliRunner().invoke
+    r = run(cli, ["evaluate", "--dataset", "occ", "-n", "800", "--model", "anatomy:l=4", "--queries", "30", "--trials", "1",
+                  "--attacks", "--attack-rows", "300", "--out", str(tmp_path / "ev")])
+    assert r.exit_code == 0, r.output
+    assert "attribute inference" in r.output and "bound 0.250" in r.output
+    assert (tmp_path / "ev" / "attacks.csv").exists()
+    r = run(cli, ["evaluate", "--dataset", "occ", "-n", "800", "--model", "anatomy:l=4", "--attacks", "--attack-rows", "5",
+                  "--out", str(tmp_path / "ev2")])
+    assert r.exit_code == 2 and "--attack-rows" in r.output
