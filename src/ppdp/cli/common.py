@@ -383,6 +383,8 @@ def release_source(sch, input_path=None, dataset=None, n_rows=None, missing_valu
 
             cols = {c: replace(s, missing="drop") if c in drop else s for c, s in cols.items()}
             spec = replace(spec, columns=cols)
+        if dataset is not None and not sensitive:  # a histogram: its dimensions, the dataset's SA among them
+            return load_table(None, dataset, (), (), "category", n_rows).with_roles(quasi, [])
         table = load_table(input_path, dataset, quasi, sensitive, "category", n_rows, schema=spec,
                            allow_continuous_sa=True)
     return table
