@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...claims.ldp import LDPClaim
-from ...errors import InfeasibleError, ParameterError
+from ...errors import ParameterError
 from ...kernels.subset import draw_subsets
 from ...kernels.transition import gamma_for
 from ...releases.ldp import RECORD, LDPRelease
@@ -96,8 +96,8 @@ class SubsetSelection(Mechanism):
 
     def plan(self, m: int, attribute: str = "the sensitive attribute") -> SubsetPlan:
         if self.k is not None and self.k >= m:
-            raise InfeasibleError(f"k = {self.k} must be below the {m} values of {attribute!r} (a report of every "
-                                  "value carries nothing)")
+            raise ParameterError(f"k = {self.k} must be below the {m} values of {attribute!r} (a report of every "
+                                 "value carries nothing)", param="k")
         claim = LDPClaim.subset(m, self.eps, self.k, self.rho1, self.rho2)
         return SubsetPlan(m, claim.k, claim.epsilon, claim)
 
