@@ -12,7 +12,6 @@ publishes at 4× the claimed ε and requires the audit to flag it.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 

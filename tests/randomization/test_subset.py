@@ -248,3 +248,19 @@ def test_source_fit_catches_an_unrandomized_report(occ, tmp_path):
     state_disclosure(bad)  # the manifest states what these files disclose: only the fit can tell
     rep = ppdp.verify(bad, occ)
     assert not rep.ok and any("fit the declared channel" in p for p in rep.problems), rep.problems
+
+
+def test_a_row_in_evaluate(tmp_path):
+    """``ppdp.evaluate`` compares subset selection with uniform perturbation at the same (ρ1, ρ2):
+    one row each, with the claim, the audited largest posterior (≤ ρ2 on the prior-≤ρ1 values) and the error."""
+    from ppdp.evaluate import evaluate
+
+    t = ppdp.datasets.load("occ", n=20_000, seed=0)
+    res = evaluate(t, ["uniform:rho1=0.1,rho2=0.3", "subset:rho1=0.1,rho2=0.3"], workload="point", n_queries=600,
+                   trials=2, out_dir=tmp_path / "ev", progress=False)
+    models = res["models"] if isinstance(res, dict) else res.models
+    row = models.set_index("name").loc["subset"]
+    assert row["family"] == "ldp" and "local differential privacy" in row["claim"]
+    assert row["records_certain"] == 0 and 0 < row["max_posterior"] < 1
+    assert np.isfinite(row["mean_rel_err"])
+    assert (tmp_path / "ev" / "report.html").exists()
