@@ -264,3 +264,27 @@ def test_a_row_in_evaluate(tmp_path):
     assert row["records_certain"] == 0 and 0 < row["max_posterior"] < 1
     assert np.isfinite(row["mean_rel_err"])
     assert (tmp_path / "ev" / "report.html").exists()
+
+
+def test_readme_recipe_reproduces_the_inversion(release, tmp_path):
+    """The release README's SQL recipe, run with DuckDB on data.parquet, gives ppdp's inversion."""
+    import os
+    import re
+
+    duckdb = pytest.importorskip("duckdb")
+    d = tmp_path / "r"
+    release.save(d)
+    text = (d / "README.md").read_text()
+    sql = re.findall(r"```sql\n(.*?)```", text, flags=re.S)[0]
+    assert "\"age\" = '" in sql and "\"occupation\" = '" in sql
+    for qi, lab, v in (("sex", "Female", "2"), ("race", "White", "19"), ("education", "Bachelors degree(BA AB BS)", "8")):
+        s = re.sub(r"\"age\" = '[^']*'", f"\"{qi}\" = '{lab}'", sql)
+        s = re.sub(r"\"occupation\" = '[^']*'", f"\"occupation\" = '{v}'", s)
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            got = float(duckdb.sql(s).fetchall()[0][0])
+        finally:
+            os.chdir(cwd)
+        want = release.count(f"{qi} = '{lab}' AND occupation = '{v}'", estimator="inversion")
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
