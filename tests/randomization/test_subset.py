@@ -288,3 +288,17 @@ def test_readme_recipe_reproduces_the_inversion(release, tmp_path):
             os.chdir(cwd)
         want = release.count(f"{qi} = '{lab}' AND occupation = '{v}'", estimator="inversion")
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+def test_value_sets_and_queries_without_the_sensitive_attribute(release, occ):
+    """A query on QI only is the exact record count (zero variance); an IN over several values
+    is the sum of the per-value estimates, with the set's own variance (covariances included)."""
+    E = release.estimate(["sex = 'Female'", "sex = 'Female' AND occupation IN ('2', '8', '19')"], estimator="inversion")
+    n_f = float(ppdp.queries.answer_exact(occ, ["sex = 'Female'"])[0])
+    assert E.estimate[0] == pytest.approx(n_f) and E.se[0] == pytest.approx(0.0, abs=1e-3)
+    parts = release.answer([f"sex = 'Female' AND occupation = '{v}'" for v in ("2", "8", "19")], estimator="inversion")
+    assert E.estimate[1] == pytest.approx(parts.sum())
+    _, var_in, _, var_out = set_count_moments(46, 9, release.certificate["epsilon"], 3)
+    p, q = inclusion_probabilities(46, 9, release.certificate["epsilon"])
+    x = min(max(E.estimate[1], 0.0), n_f)
+    assert E.se[1] == pytest.approx(math.sqrt(x * var_in + (n_f - x) * var_out) / (p - q))
