@@ -302,3 +302,17 @@ def test_value_sets_and_queries_without_the_sensitive_attribute(release, occ):
     p, q = inclusion_probabilities(46, 9, release.certificate["epsilon"])
     x = min(max(E.estimate[1], 0.0), n_f)
     assert E.se[1] == pytest.approx(math.sqrt(x * var_in + (n_f - x) * var_out) / (p - q))
+
+
+def test_safe_by_default_disclosure(release, occ, tmp_path):
+    """The refusal of ``publish`` reads the claim's disclosure: none with certainty, so a release
+    declaring sensitive values passes; a manifest understating the largest posterior fails verify."""
+    rel = ppdp.publish(occ, ppdp.SubsetSelection(epsilon=2.0), seed=1, sensitive_values=["2", "8"])
+    d = rel.manifest["disclosure"]
+    assert d["records_certain"] == 0 and d["sensitive_values"] == ["2", "8"] and not d.get("disclosure_allowed")
+    assert ppdp.verify(rel, occ).ok
+
+    def understate(m):
+        m["disclosure"]["max_posterior"] = m["disclosure"]["max_posterior"] / 2
+    rep = ppdp.verify(_tampered(release, tmp_path, "disc", understate), occ)
+    assert not rep.ok and any("understates" in p for p in rep.problems), rep.problems
