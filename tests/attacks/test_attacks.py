@@ -113,6 +113,12 @@ def test_randomized_releases_stay_within_rho2(occ_parts):
         inf = _row(rep, "attribute inference")
         assert inf["bound"] <= 0.5 + 1e-9 and not inf["beats_bound"], inf.to_dict()
         assert set(rep.table["attack"]) == {"singling out", "linkability", "attribute inference"}
+    # power control: ε = 8 published, the claim edited to ε = 0.01 — the attack beats the bound
+    loose = ppdp.publish(train, ppdp.SubsetSelection(epsilon=8.0), seed=1)
+    loose.manifest["params"]["epsilon"] = loose.manifest["certificate"]["epsilon"] = 0.01
+    rep = attack_release(loose, train, control, n_attacks=TARGETS, seed=0)
+    inf = _row(rep, "attribute inference")
+    assert inf["success_lo"] > 0.7 and inf["bound"] < 0.2 and not rep.ok
 
 
 def test_cli_audit_attacks_exit_codes_and_outputs(tmp_path):
@@ -180,3 +186,18 @@ def test_cli_evaluate_attacks_prints_the_table_and_rejects_a_bad_row_count(tmp_p
     r = run(cli, ["evaluate", "--dataset", "occ", "-n", "800", "--model", "anatomy:l=4", "--attacks", "--attack-rows", "5",
                   "--out", str(tmp_path / "ev2")])
     assert r.exit_code == 2 and "--attack-rows" in r.output
+
+
+def test_subset_selection_release_is_attacked_with_its_local_dp_bound(occ_parts):
+    """The ldp family: the attacker's records are each record's QI row with one value drawn from
+    its report; attribute inference is held to cγ/(1+(γ−1)c) (c: the control's upper end); an
+    understated ε (a tampered claim) makes the same attack beat its bound."""
+    train, control = occ_parts
+    rel = ppdp.publish(train, ppdp.SubsetSelection(rho1=0.1, rho2=0.3), seed=1)
+    rep = attack_release(rel, train, control, n_attacks=TARGETS, seed=0)
+    inf = _row(rep, "attribute inference")
+    g = math.exp(rel.manifest["certificate"]["epsilon"])
+    c = inf["control_hi"]
+    assert inf["bound"] == pytest.approx(c * g / (1 + (g - 1) * c))
+    assert rep.ok and inf["success_lo"] < inf["bound"]
+    assert set(rep.table["attack"]) == {"singling out", "linkability", "attribute inference"}

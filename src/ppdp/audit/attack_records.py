@@ -9,6 +9,8 @@ an attacker would use, one documented rule per family:
   tell them apart), so a bucket's records carry exactly its published multiset in a random order.
 - **randomized** (uniform, SDR, global, A'): the published rows — quasi-identifiers as they are
   and the perturbed sensitive value.
+- **ldp** (subset selection): each record's quasi-identifiers with one value drawn uniformly
+  from the k values it reported.
 - **histogram** (ε-DP cubes): records over the histogram's dimensions, as many per cell as the
   reconstruction (:func:`reconstruct_cells`: non-negative least squares over every released
   count — cells, partitions, marginals — rounded to integers) puts there.
@@ -92,7 +94,7 @@ def attack_data(release, train, control, seed: int = 0) -> AttackData:
     rng = np.random.default_rng(seed)
     if fam == "histogram":
         return _histogram_data(release, train, control)
-    if fam not in ("bucketized", "randomized"):
+    if fam not in ("bucketized", "randomized", "ldp"):
         raise ReleaseError(f"no record-level attack applies to a {fam!r} release (it publishes no records or counts "
                            "over records)")
     sch = release.schema
@@ -105,16 +107,30 @@ def attack_data(release, train, control, seed: int = 0) -> AttackData:
     vocab = [_Vocab(release.domains.get(c, [])) for c in cols]
     if fam == "bucketized":
         synth_labels = _bucketized_records(release, quasi, sa, rng)
+    elif fam == "ldp":
+        synth_labels = _ldp_records(release, cols, rng)
     else:
         data = release.tables["data"]
         synth_labels = {c: np.asarray(data.column(c).to_numpy(zero_copy_only=False), dtype=object) for c in cols}
     synth = np.stack([v.encode(synth_labels[c]) for v, c in zip(vocab, cols)], axis=1)
     tr = np.stack([v.encode(_table_labels(train, c)) for v, c in zip(vocab, cols)], axis=1)
     co = np.stack([v.encode(_table_labels(control, c)) for v, c in zip(vocab, cols)], axis=1)
-    notes = [f"attacker's records: {'QIT rows with a sensitive value drawn from their bucket' if fam == 'bucketized' else 'the published rows'}"
+    what = {"bucketized": "QIT rows with a sensitive value drawn from their bucket",
+            "ldp": "each record's QI row with one value drawn from its reported subset"}.get(fam, "the published rows")
+    notes = [f"attacker's records: {what}"
              f" ({len(synth):,}); training records {len(tr):,}, control records {len(co):,}"]
     return AttackData(fam, cols, [v.labels for v in vocab], [v.numeric() for v in vocab], tr, co, synth, len(cols) - 1,
                       notes)
+
+
+def _ldp_records(release, cols, rng) -> dict[str, np.ndarray]:
+    """One row per record of a subset-selection release (k rows each): its QI values and one of
+    its k reported values, drawn uniformly."""
+    data = release.tables["data"]
+    rec = np.asarray(data.column("record").to_numpy(zero_copy_only=False))
+    order = np.lexsort((rng.random(len(rec)), rec))  # by record, random inside
+    first = order[np.flatnonzero(np.r_[True, rec[order][1:] != rec[order][:-1]])]
+    return {c: np.asarray(data.column(c).to_numpy(zero_copy_only=False), dtype=object)[first] for c in cols}
 
 
 def _bucketized_records(release, quasi, sa, rng) -> dict[str, np.ndarray]:

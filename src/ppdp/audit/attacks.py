@@ -369,6 +369,16 @@ def _bounds(release, data: AttackData, outcome: AttackOutcome, guesses: np.ndarr
         outcome.bound = min(1.0, f * outcome.control_ci[1]) if outcome.n_control else None
         outcome.bound_name = f"e^ε × control upper end (ε = {float(eps):g})"
         return
+    if data.family == "ldp" and outcome.attack == "attribute inference":
+        from ..claims import claim_of
+
+        # ε-local DP: posterior odds ≤ e^ε × prior odds, the prior being what the attacker infers
+        # without the record's report — the control's success (its upper end)
+        g = math.exp(float(claim_of(release.manifest).bound()["epsilon"]))
+        c = outcome.control_ci[1] if outcome.n_control else None
+        outcome.bound = None if c is None else float(c * g / (1 + (g - 1) * c))
+        outcome.bound_name = "cγ/(1+(γ−1)c), c = control upper end, γ = e^ε (ε-local DP)"
+        return
     if outcome.attack == "attribute inference" and guesses is not None:
         bx, name = _posterior_bounds(release, data)
         if bx is not None:
