@@ -5,7 +5,8 @@ Two sets of tables, reported separately:
 
 * ``tune`` — UCI Adult (bundled, 48,842 rows, documented domains), the tables the rule's
   constants were set on: ``adult2d`` age × hours_per_week (74 × 99, DPBench's 2-D grid) and
-  ``adult4d`` age × education_num × hours_per_week × sex (74 × 16 × 99 × 2);
+  ``adult4d`` age × education_num × hours_per_week × sex (74 × 16 × 99 × 2), and ``adult3d``
+  age × education_num × hours_per_week (the marginal model's constants were fitted on these two);
 * ``check`` — tables the constants never saw: the census-income cubes ``occ4d`` (OCC: age ×
   education × occupation × sex, 91 × 17 × 46 × 2) and ``edu3d`` (EDU: age × education ×
   major_occupation, 91 × 17 × 15), documented domains; two public tables shipped in PyPI
@@ -50,6 +51,7 @@ GAUNTLET = Path(__file__).resolve().parent.parent / "tests" / "gauntlet"
 CUBES = {
     "adult2d": ("tune", "adult", ["age", "hours_per_week"]),
     "adult4d": ("tune", "adult", ["age", "education_num", "hours_per_week", "sex"]),
+    "adult3d": ("tune", "adult", ["age", "education_num", "hours_per_week"]),
     "occ4d": ("check", "occ", ["age", "education", "occupation", "sex"]),
     "edu3d": ("check", "edu", ["age", "education", "major_occupation"]),
     "gss4d": ("check", ("gss_vocab.csv.gz", "gss_vocab.toml"), ["year", "age", "educGroup", "vocab"]),

@@ -280,7 +280,7 @@ class MarginalsModel(_PostProcessed):
 
 class DefaultHistogram(_PostProcessed):
     """The default ε-DP histogram: a noisy total and :func:`ppdp.claims.dp.dp_choice` choose the
-    Kronecker least squares, adaptive grids or marginals (module docstring)."""
+    Kronecker least squares, adaptive grids or marginals by predicted error (module docstring)."""
 
     name = "dp"
     paper = "ppdp (rule over Li et al. 2015, Qardaji et al. 2013, McKenna et al. 2019)"
