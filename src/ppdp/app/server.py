@@ -34,7 +34,7 @@ from .jobs import Job, Jobs, run
 
 HERE = Path(__file__).parent
 #: one model per family (bucketized, randomized, ε-DP histogram): the default comparison
-DEFAULT_MODELS = ("fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "dp:epsilon=1")
+DEFAULT_MODELS = ("fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1")
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".gz")
 MAX_UPLOAD = 512 << 20
 
@@ -478,6 +478,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
 
     routes = [
         Route("/", index),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
         Route("/api/load", load, methods=["POST"]),
         Route("/api/schema", save_schema, methods=["POST"]),
         Route("/api/schema/upload", upload_schema, methods=["POST"]),
