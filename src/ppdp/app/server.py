@@ -117,9 +117,9 @@ def _error(e: Exception, default_field: str) -> JSONResponse:
     return JSONResponse({"error": " ".join(str(e).split()), "field": field}, status_code=400)
 
 
-def _job_error(job: Job, default_field: str) -> JSONResponse:
-    msg = job.error or "failed"
-    return JSONResponse({"error": msg, "field": field_of(msg, default_field)}, status_code=400)
+def _job_error(job: Job, field: str) -> JSONResponse:
+    """A failed command's own message, next to ``field``."""
+    return JSONResponse({"error": job.error or "failed", "field": field}, status_code=400)
 
 
 def _safe_name(name: str) -> str:
@@ -336,6 +336,11 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             args = ["publish", name, *session.input_args(), *flags, "--out", str(out), "--custodian", str(custodian)]
             if data.get("allow_disclosure"):
                 args.append("--allow-disclosure")
+            seed = str(data.get("seed") or "").strip()
+            if seed:
+                if not re.fullmatch(r"\d{1,18}", seed):
+                    raise BadInput(f"--seed {seed!r}: a whole number ≥ 0 (or leave it empty for a release fit for publication)", "seed")
+                args += ["--seed", seed]
             job = jobs.add(Job("publish", args, session.workdir, [out, custodian],
                                on_done=lambda j: _published(j, spec, out, custodian)))
             return JSONResponse(job.as_dict())

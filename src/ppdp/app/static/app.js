@@ -175,7 +175,7 @@ $("publish-form").addEventListener("submit", async (ev) => {
   clearErrors();
   if ($("schema-table").querySelector("tbody tr") && !(await saveSchema())) return;
   $("publish-box").hidden = true;
-  const {ok, body} = await postJSON("/api/publish", {model: $("model").value, allow_disclosure: $("allow_disclosure").checked});
+  const {ok, body} = await postJSON("/api/publish", {model: $("model").value, seed: $("seed").value, allow_disclosure: $("allow_disclosure").checked});
   if (!ok) { showError(body, "model"); return; }
   $("publish-btn").disabled = true;
   const job = await follow(body, $("publish-progress"), null);
@@ -184,7 +184,8 @@ $("publish-form").addEventListener("submit", async (ev) => {
   const r = job.result;
   $("publish-box").hidden = false;
   const v = r.verify;
-  $("verify-result").textContent = (v.ok ? "verify: OK" : "verify: FAILED") + ` — ${v.checks} checks` +
+  const nChecks = Array.isArray(v.checks) ? v.checks.length : v.checks;
+  $("verify-result").textContent = (v.ok ? "verify: OK" : "verify: FAILED") + ` — ${nChecks} checks passed` +
     (v.ok ? "" : ": " + v.problems.join("; ")) + (r.fit_for_publication ? "; fit for publication" : "; NOT fit for publication");
   $("verify-result").className = "verdict " + (v.ok ? "ok" : "bad");
   $("claim").textContent = r.claim ? "Claim: " + r.claim : "";
@@ -219,7 +220,9 @@ $("query-form").addEventListener("submit", async (ev) => {
   const hr = el("tr"); for (const c of body.columns) hr.appendChild(el("th", c)); head.appendChild(hr);
   const tb = $("answer-table").querySelector("tbody"); tb.innerHTML = "";
   for (const row of body.rows) {
-    const tr = el("tr"); row.forEach((v, i) => tr.appendChild(el("td", fmt(v, 2)))); tb.appendChild(tr);
+    const tr = el("tr");
+    row.forEach((v) => tr.appendChild(el("td", typeof v === "number" ? v.toFixed(2) : fmt(v), typeof v === "number" ? "num" : "")));
+    tb.appendChild(tr);
   }
   $("answer-csv").href = body.csv;
 });
