@@ -68,6 +68,7 @@ from ..queries import split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
 from .base import Estimates, Estimator
 from .diverted_variance import DRAWS, linear_noise_variance, receiver_parts
+from .randomized_profile import METHOD as PROFILE_METHOD, setup_interval
 
 METHODS = ("full-iterative", "full-closed", "iterative", "closed")
 DEFAULT_TOL = 0.01
@@ -1284,16 +1285,24 @@ class _BootstrapEstimator(_UniformChannelEstimator):
     SDR: benchmarks/bench_coverage_randomized.py); it is there to show that."""
 
     _boot_constraints: dict = {"replicates": Integer(0, 100_000), "seed": Integer(0, None),
-                               "interval": Options("linear", "basic")}
+                               "interval": Options("linear", "basic", "profile")}
     _boot_help = {"replicates": "Bootstrap replicates for the standard errors (0: the inversion's closed-form "
                                 "standard error at the fitted counts instead, as for mle; no basic interval then).",
                   "seed": "Seed of the bootstrap replicates (the results are reproducible).",
-                  "interval": "linear: the inversion's normal interval cut to [0, n_P]; basic: the bootstrap's."}
+                  "interval": "linear: the inversion's normal interval cut to [0, n_P]; basic: the bootstrap's; "
+                              "profile: the profile-likelihood interval under the known channel (no narrower)."}
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
         S = self._setup(release, workload)
         B = int(self.get_params().get("replicates", 200))
         kind = self.get_params().get("interval", "linear")
+        if kind == "profile":  # profile-likelihood interval (estimators/randomized_profile.py)
+            if S is None:
+                return Estimates.normal(np.zeros(0), np.zeros(0), PROFILE_METHOD, level)
+            X, _ = _fit(S, self.method, **self._opts(S.release))
+            est, (_, se, _, _), (_, lo, hi) = S.per_query(X).sum(axis=1), _linear_interval(S, X, level), setup_interval(S, level)
+            return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est),
+                             f"se: the inversion's at the {self.method} counts; interval: {PROFILE_METHOD}; widened to hold the estimate", level)
         if B == 0:
             if kind != "linear":
                 raise ParameterError("interval='basic' needs bootstrap replicates (replicates > 0)", param="replicates")
