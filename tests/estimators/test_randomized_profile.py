@@ -89,3 +89,24 @@ def test_release_option_states_its_method():
     E = rel.estimate(wl, estimator=EmpiricalBayes(interval="profile"))
     assert E.kind == "confidence" and "profile likelihood" in E.method
     assert np.all(E.lower <= E.estimate) and np.all(E.estimate <= E.upper) and np.all(E.lower >= 0)
+
+
+def test_auto_takes_profile_only_for_small_samples():
+    """interval="auto" (the default of eb): the profile interval where some sub-table holding the
+    count has n_j·b_j < AUTO_BELOW, the inversion's cut Wald interval elsewhere."""
+    from ppdp.estimators.randomized import UniformSetup
+    from ppdp.estimators.randomized_profile import AUTO_BELOW, setup_interval
+
+    table = ppdp.datasets.load("occ", n=5000, seed=0)
+    wl = point_workload(table, 400, max_dims=5, seed=1)
+    rel = ppdp.publish(table, ppdp.registry.mechanism("uniform")(rho1=0.1, rho2=0.3), seed=0)
+    auto, prof = rel.estimate(wl), rel.estimate(wl, estimator=EmpiricalBayes(interval="profile"))
+    lin = rel.estimate(wl, estimator=EmpiricalBayes(interval="linear"))
+    _, masks = rel.resolve(wl)
+    S = UniformSetup(rel, masks, rel.transition_models()[0])
+    small = setup_interval(S)[3]
+    assert 0 < small.sum() < len(small)  # both regimes occur on this workload
+    assert (S.n_per_query().max(axis=1)[small] * S.q.max() < AUTO_BELOW).all()
+    np.testing.assert_allclose(auto.lower[small], prof.lower[small])
+    np.testing.assert_allclose(auto.upper[~small], lin.upper[~small])
+    assert auto.kind == "confidence" and "n_j·b_j" in auto.method
