@@ -1,5 +1,5 @@
-"""The profile-likelihood interval of uniform-channel releases against the default (the
-inversion's Wald interval cut to [0, n_P]): exact coverage under the channel, coverage on small
+"""The profile-likelihood interval of uniform-channel releases against the inversion's Wald interval
+cut to [0, n_P]: exact coverage under the channel, coverage on small
 predicates of a real table, and cost.
 
 1. Exact coverage for one sub-table of n predicate rows, for every true count x ∈ [0, n], under
@@ -8,11 +8,13 @@ predicates of a real table, and cost.
    (a, b) = (p + q, q) of uniform perturbation (OCC, (ρ1, ρ2) = (0.1, 0.3)), of A (ℓ' = 4) and
    of an SDR sub-table.
 2. Real table, small predicates: OCC (20,000 rows, seed 0), ``--queries`` point queries with up to
-   ``--max-dims`` attributes (workload seed 1), ``--releases`` seeded releases per mechanism;
+   ``--max-dims`` attributes (workload seed 1), ``--releases`` seeded releases per mechanism,
+   ``eb`` with ``interval`` = linear (the former default), auto (the default) and profile;
    coverage of the table's true counts overall, for predicates with n_P < 100 and < 30, and for
    true counts > 100; median width / true count.
 3. CPU-s of ``release.estimate`` for 5,000 point queries on the full OCC table (seed 0), first and
-   second call, default and ``interval="profile"``.
+   second call, each interval option. In 1., "linear" is the Wald interval cut to [0, n]
+   (``interval="linear"``); ``"auto"`` takes the profile where n·b < 5.
 
     python benchmarks/bench_profile_interval.py [--releases 30] [--queries 2000] [--max-dims 6]
 
@@ -37,10 +39,13 @@ PARAMS = {"uniform": dict(rho1=0.1, rho2=0.3), "sdr": dict(rho1=0.1, rho2=0.3), 
 #: (label, a, b): a = p + q, b = q, as published by the releases of PARAMS on OCC
 CHANNELS = [("uniform", 0.0585 + 0.0205, 0.0205), ("global", 0.2333 + 0.0167, 0.0167), ("sdr sub-table", 0.30, 0.07)]
 SIZES = (5, 10, 20, 50, 200, 1000)
+#: the eb interval options compared: "linear" (the former default: the inversion's Wald interval
+#: cut to [0, n_P]), "auto" (the default), "profile"
+VARIANTS = {"linear": "linear", "auto": "auto", "profile": "profile"}
 
 
 def wald_cut(y: np.ndarray, n: int, a: float, b: float, z: float) -> tuple[np.ndarray, np.ndarray]:
-    """The default's interval for one sub-table: the inversion ± z·se at the MLE, cut to [0, n],
+    """The linear interval for one sub-table: the inversion ± z·se at the MLE, cut to [0, n],
     widened to hold the MLE."""
     p = a - b
     inv = (y - n * b) / p
@@ -54,7 +59,7 @@ def exact(n: int, a: float, b: float) -> dict:
     _, plo, phi = profile_interval(y[:, None], np.full((n + 1, 1), float(n)), a, b)
     wlo, whi = wald_cut(y, n, a, b, float(stats.norm.ppf(0.975)))
     out = {}
-    for name, lo, hi in (("profile", plo, phi), ("default", wlo, whi)):
+    for name, lo, hi in (("profile", plo, phi), ("linear", wlo, whi)):
         cov, wid = [], []
         for x in range(n + 1):
             pmf = np.convolve(stats.binom.pmf(np.arange(x + 1), x, a), stats.binom.pmf(np.arange(n - x + 1), n - x, b))
@@ -82,16 +87,16 @@ def main() -> None:
     true = ppdp.queries.answer_exact(table, wl)
     pos = true >= 1
     for mech, kw in PARAMS.items():
-        H: dict = {"default": [], "profile": []}
-        W: dict = {"default": [], "profile": []}
+        H: dict = {k: [] for k in VARIANTS}
+        W: dict = {k: [] for k in VARIANTS}
         nP = None
         for s in range(a.releases):
             rel = ppdp.publish(table, ppdp.registry.mechanism(mech)(**kw), seed=s)
             if nP is None:
                 _, masks = rel.resolve(wl)
                 nP = UniformSetup(rel, masks, rel.transition_models()[0]).n_per_query().sum(axis=1)
-            for name, est in (("default", None), ("profile", EmpiricalBayes(interval="profile"))):
-                E = rel.estimate(wl, estimator=est)
+            for name, opt in VARIANTS.items():
+                E = rel.estimate(wl, estimator=EmpiricalBayes(interval=opt))
                 H[name].append((E.lower <= true) & (true <= E.upper))
                 W[name].append((E.upper - E.lower)[pos] / true[pos])
         assert nP is not None
@@ -111,10 +116,10 @@ def main() -> None:
     for mech, kw in PARAMS.items():
         rel = ppdp.publish(full, ppdp.registry.mechanism(mech)(**kw), seed=0)
         r = {}
-        for name, est in (("default", None), ("profile", EmpiricalBayes(interval="profile"))):
+        for name, opt in VARIANTS.items():
             for call in ("first", "second"):
                 t0 = time.process_time()
-                rel.estimate(wl5, estimator=est)
+                rel.estimate(wl5, estimator=EmpiricalBayes(interval=opt))
                 r[f"{name}_{call}_cpu_s"] = time.process_time() - t0
         res["cost"][mech] = r
         print(f"cost occ {len(full)} rows, 5,000 queries, {mech}: " + ", ".join(f"{k} {v:.2f}" for k, v in r.items()), flush=True)

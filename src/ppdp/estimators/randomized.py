@@ -1291,7 +1291,7 @@ class _BootstrapEstimator(_UniformChannelEstimator):
                   "seed": "Seed of the bootstrap replicates (the results are reproducible).",
                   "interval": "linear: the inversion's normal interval cut to [0, n_P]; basic: the bootstrap's; "
                               "profile: the profile-likelihood interval under the known channel; auto: profile "
-                              "where the normal approximation fails (n_j·b_j < 20), else linear."}
+                              "where the normal approximation fails (n_j·b_j < 5), else linear."}
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
         S = self._setup(release, workload)
@@ -1405,7 +1405,7 @@ class EmpiricalBayes(_BootstrapEstimator):
     unbiased inversion's standard error at the fitted counts, and the interval is the
     inversion's normal interval cut to [0, n_P] and widened to hold the estimate; with
     ``interval="auto"`` (the default) a query whose sub-tables publish few selected values from
-    other rows (n_j·b_j < 20) takes the profile-likelihood interval under the known channel
+    other rows (n_j·b_j < 5) takes the profile-likelihood interval under the known channel
     instead (:mod:`ppdp.estimators.randomized_profile`), where the normal one under-covers. It does not
     use the prior, so it holds given the table whatever the predicate's SA distribution is
     (coverage at least the inversion's; assumptions: records randomized independently given
