@@ -44,7 +44,7 @@ from scipy import stats
 #: else the inversion's Wald interval cut to [0, n_P]. Below it the Wald interval's exact
 #: coverage given the table falls under 0.90 for some true counts (0.57 at n_j = 5 for A, 0.70 at
 #: n_j = 20 for uniform perturbation; benchmarks/bench_profile_interval.py); above it the Wald
-#: interval is kept, narrower by up to 5 % (its minimum exact coverage 0.90–0.93 there).
+#: interval is kept, narrower by up to 5 % (its minimum exact coverage 0.93 or more at the sizes computed).
 AUTO_BELOW = 5.0
 #: bisection steps in log|λ| per interval end (log|λ| over [LOG_LAMBDA_MIN, LOG_LAMBDA_MAX])
 BISECT_STEPS = 64
