@@ -81,8 +81,8 @@ def _pi_at(lam: np.ndarray, y: np.ndarray, n: np.ndarray, p: np.ndarray) -> np.n
     return np.clip(pi, 0.0, 1.0)
 
 
-def profile_interval(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, level: float = 0.95,
-                     bounded: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def profile_interval(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(maximum-likelihood X̂, lower, upper) per query of the profile-likelihood interval for
     X = Σ_j x_j.
 
@@ -91,11 +91,10 @@ def profile_interval(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray,
     value is / is not selected (a = p + q·k, b = q·k). Groups with n = 0 or a = b (no selected
     value in the domain: x_j = 0 there) carry no parameter.
 
-    ``bounded`` (default): every x_j in [0, n_j], the deviance measured from the constrained
-    maximum. ``bounded=False``: the likelihood's own parameter space (π_j ∈ [0, 1], so x_j may
-    leave [0, n_j]) for both the maximum and the profile, and the interval then cut to
-    [0, Σ n_j] — each X is tested by the unconstrained likelihood-ratio test, so the cut keeps
-    its coverage, like the Wald interval cut to [0, n_P]; it can shrink to a point at 0."""
+    The deviance is measured from the maximum over the bounded space (every x_j in [0, n_j]).
+    Measured from the likelihood's own space (π_j ∈ [0, 1]) and cut to [0, Σ n_j] afterwards,
+    like the Wald interval, the interval is up to 7 % narrower but its exact coverage falls to
+    0.84 for some counts (docs/sdr.md)."""
     y = np.atleast_2d(np.asarray(y, dtype=np.float64))
     n = np.atleast_2d(np.asarray(n, dtype=np.float64))
     a = np.broadcast_to(np.asarray(a, dtype=np.float64), y.shape)
@@ -106,11 +105,10 @@ def profile_interval(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray,
     y = np.where(live, np.clip(y, 0.0, n), 0.0)
     p = np.where(live, p, 1.0)
     bb = np.where(live, b, 0.0)
-    lo_pi, hi_pi = (bb, np.where(live, a, 1.0)) if bounded else (np.zeros_like(bb), np.ones_like(bb))
+    lo_pi, hi_pi = bb, np.where(live, a, 1.0)
 
     def x_of(pi: np.ndarray) -> np.ndarray:
-        x = n * (pi - bb) / p
-        return np.where(live, np.clip(x, 0.0, n) if bounded else x, 0.0)
+        return np.where(live, np.clip(n * (pi - bb) / p, 0.0, n), 0.0)
 
     pi_free = np.divide(y, n, out=np.zeros_like(y), where=live)
     pi_hat = np.clip(pi_free, lo_pi, hi_pi)
