@@ -77,14 +77,15 @@ def labels(t: pa.Table, col: str) -> list:
 
 
 def recertify(d: Path) -> None:
-    """What a careful forger does after changing the data: re-derive A''s leak figures and the
-    stated disclosure (the largest posterior is a function of the published counts)."""
+    """What a careful forger does after changing the data: re-derive A''s leak figures (from the
+    certificate's SA counts) and the stated disclosure (the largest posterior is a function of the published counts)."""
     m = manifest(d)
     rel = load_release(d)
     if m["certificate"]["model"] == DivertedClaim.model:
         sas = list(m["schema"]["sensitive"])
         m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
-                                                [rel.published_counts(s) for s in sas]).to_certificate()
+                                                [[m["certificate"]["sa_counts"][s].get(str(v), 0) for v in rel.domains[s]]
+                                                 for s in sas], [rel.domains[s] for s in sas]).to_certificate()
         rel = type(rel)(m, rel.tables)
     m["disclosure"] = disclosure_of(rel)
     write_manifest(d, m)

@@ -148,6 +148,7 @@ class Diverted(Mechanism):
         own = [_kept(table.codes(sa), idx) for sa in table.sensitive]
         plan = self.plan([np.bincount(o, minlength=len(table.domain(sa))) for o, sa in zip(own, table.sensitive)])
         published = dict(zip(table.sensitive, plan.apply(own, rng)))
+        plan_counts = plan.counts  # the SA counts after the dropped rows: the claim's leak figures come from them
         del own, plan
         shuffle = rng.permutation(np.arange(n, dtype=itype))  # the same permutation as rng.permutation(n)
         src_order = shuffle if idx is None else idx[shuffle]  # source rows in published order
@@ -159,7 +160,7 @@ class Diverted(Mechanism):
         del shuffle, src_order
         arrays = [dictionary_column(codes.pop(c), table.domain(c)) for c in cols]
         data = pa.Table.from_arrays(arrays, names=cols)
-        pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
+        claim = DivertedClaim.derive(lp, table.sensitive, n, n_drop, plan_counts, [table.domain(sa) for sa in table.sensitive])
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,
-                    "certificate": DivertedClaim.derive(lp, table.sensitive, n, n_drop, pub).to_certificate()}
+                    "certificate": claim.to_certificate()}
         return RandomizedRelease(manifest, {"data": data})
