@@ -7,6 +7,8 @@ bound, the differential inference demonstration and the corruption attack.
 - :func:`corruption_posterior`, :func:`corruption_table` (``corruption.py``): the corruption
   attack with and without fake values.
 - :func:`write_audit`, :func:`write_differential` (``files.py``): CSV + PNG + HTML report.
+- ``swap_audit.py`` (imported on its own: it publishes through :func:`ppdp.publish`): A''s swap
+  neighbours told apart through publish, against the certificate's ``swap_advantage``.
 """
 
 from .corruption import corruption_posterior, corruption_table

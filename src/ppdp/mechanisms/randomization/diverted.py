@@ -13,7 +13,9 @@ Publishing (``Diverted(l_prime)``):
    value sets depend on the counts only, never on the id draw) — drawn directly as its
    effect, a uniformly random bijection from each value's rows to its groups — and its published SA is
    drawn uniformly from its group's ℓ' values (p = q = 1/ℓ', Theorem 1); the rows are
-   shuffled and only D' and ℓ' are published — never the groups.
+   shuffled and only D' and ℓ' are published — never the groups — with the certificate, whose
+   leak figures come from the SA counts after the dropped rows (published as ``sa_counts``)
+   and ℓ', never from the draw (:mod:`ppdp.kernels.swap_leak`).
 Several sensitive attributes are randomized independently, each with its own groups (§7.2).
 
 The claim is :class:`~ppdp.claims.diverted.DivertedClaim`; the estimators (4-state and full
