@@ -287,7 +287,7 @@ UNDETECTABLE_FOR_KIND = {
            "labels are compared by name, not by position (a CSV read sorts them, a Parquet file keeps its own "
            "order)"}
     for kind in ("uniform", "sdr")
-}  # A' (diverted) forms its decoy groups in domain order: there the swap changes swap_advantage (caught)
+}  # A' (diverted) forms its decoy groups in domain order: its certificate's sa_counts follow that order (caught)
 
 
 @pytest.fixture(scope="module", params=list(KINDS))
