@@ -10,6 +10,8 @@ bound, the differential inference demonstration and the corruption attack.
 - :func:`attack_release`, :func:`attack_mechanism` (``attacks.py``): singling out, linkability,
   attribute inference and histogram reconstruction on training vs held-back control records
   (Giomi et al. 2023), next to each claim's bound.
+- ``swap_audit.py`` (imported on its own: it publishes through :func:`ppdp.publish`): A''s swap
+  neighbours told apart through publish, against the certificate's ``swap_advantage``.
 """
 
 from .attacks import AttackReport, attack_mechanism, attack_release
