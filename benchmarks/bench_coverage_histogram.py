@@ -4,6 +4,8 @@ cost of the DP default's intervals on the 4-D Adult cube.
     python benchmarks/bench_coverage_histogram.py [--releases 100] [--releases-4d 50] [--configs a,b,…]
         [--jobs 2] [--out coverage_histogram]        → benchmarks/results/<out>.json
     python benchmarks/bench_coverage_histogram.py --speed → benchmarks/results/<out>_speed.json
+    python benchmarks/bench_coverage_histogram.py --speed-large → <out>_speed_large.json (every ε-DP
+        mechanism on a 586,080-cell cube)
 
 The same script measures any version of ppdp (it reads only ``ppdp.publish``, ``Release.estimate``
 and the registry): run it with the previous source first on ``PYTHONPATH`` for the BEFORE
@@ -160,6 +162,45 @@ def speed(releases_eps=(0.5, 1.0)) -> dict:
     return out
 
 
+#: a cube of about 10^6 cells (586,080): Adult age × education_num × hours_per_week × race, declared domains
+LARGE = dict(dims=["age", "education_num", "hours_per_week", "race"], domains="adult")
+#: every ε-DP histogram mechanism, on the large cube (ε = 1)
+LARGE_MECHANISMS = ("cells", "agrid", "consistency", "kron", "dpcube", "kdtree", "dp", "marginals")
+
+
+def speed_large(names=LARGE_MECHANISMS) -> dict:
+    """First call (50 queries), then 50 and 5,000 range queries with intervals, per mechanism on
+    the 586,080-cell cube (targets: first call ≤ 20 s, 5,000 queries ≤ 5 s)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    import ppdp
+    from _common import peak_rss_gib
+    from ppdp.queries import as_workload
+    from ppdp.queries.workloads import range_workload
+    from ppdp.registry import mechanism
+
+    table = ppdp.datasets.load("adult")
+    out = {}
+    for name in names:
+        c0 = time.process_time()
+        rel = ppdp.publish(table, mechanism(name)(epsilon=1.0, **LARGE), seed=0)
+        row = {"cells": int(np.prod(rel.shape)), "publish_cpu_s": time.process_time() - c0}
+        doms = {d: rel.domains[d] for d in rel.dims}
+        wl5k = as_workload(range_workload(doms, rel.dims, 5000, seed=1))
+        wl50 = as_workload(range_workload(doms, rel.dims, 50, seed=2))
+        for label, wl in (("first_call_50", wl50), ("warm_50", wl50), ("warm_5000", wl5k)):
+            c, t = time.process_time(), time.perf_counter()
+            e = rel.estimate(wl)
+            row[label + "_cpu_s"], row[label + "_wall_s"] = time.process_time() - c, time.perf_counter() - t
+        row["nan_intervals"] = int(np.sum(~np.isfinite(e.lower) | ~np.isfinite(e.upper)))
+        row["kind"], row["choice"] = e.kind, (rel.certificate.get("choice") or {}).get("algorithm")
+        row["peak_rss_gib"], row["load_average"] = peak_rss_gib(), os.getloadavg()
+        out[name] = row
+        print(name, {k: (round(v, 2) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    return out
+
+
 def main(argv=None) -> dict:
     from _common import provenance, write_result
 
@@ -170,7 +211,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="coverage_histogram")
     ap.add_argument("--speed", action="store_true", help="only the cost on the 4-D cube (→ <out>_speed.json)")
+    ap.add_argument("--speed-large", action="store_true",
+                    help="only the cost of every ε-DP mechanism on a 586,080-cell cube (→ <out>_speed_large.json)")
     a = ap.parse_args(argv)
+    if a.speed_large:
+        res = {"benchmark": "intervals on a 586,080-cell Adult cube, every ε-DP mechanism: first call, 50 and 5,000 "
+                            "queries", "cases": speed_large(), "provenance": provenance()}
+        print(write_result(a.out + "_speed_large", res))
+        return res
     if a.speed:
         res = {"benchmark": "DP default intervals on the 4-D Adult cube: first call, 50 and 5,000 queries",
                "cases": speed(), "provenance": provenance()}

@@ -15,7 +15,8 @@ per release. EM is run with ``replicates=0``: its default interval is the linear
 its bootstrap replicates (they give only ``se``).
 
     python benchmarks/bench_coverage_randomized.py [--releases 100] [--rows 20000] [--queries 200]
-        [--datasets occ,edu,adult] [--mechanisms uniform,sdr,global,diverted] [--name coverage_randomized]
+        [--datasets occ,edu,adult] [--mechanisms uniform,sdr,global,diverted] [--estimators eb,...]
+        [--interval profile] [--name coverage_randomized]
 
 Writes benchmarks/results/<name>.json.
 """
@@ -43,6 +44,15 @@ def estimators_for(mech: str) -> list[str]:
     return [n for n, c in registry.estimators("randomized").items() if not c.mechanisms or mech in c.mechanisms]
 
 
+def make(name: str):
+    """The estimator of a name, with ``[interval=X]`` appended for a variant's interval option."""
+    base, _, opt = name.partition("[interval=")
+    kw = dict(OPTIONS.get(base, {}))
+    if opt:
+        kw["interval"] = opt.rstrip("]")
+    return registry.estimator("randomized", base)(**kw)
+
+
 def run(table, mech: str, names: list[str], wl, true, releases: int) -> dict:
     m = registry.mechanism(mech)(**PARAMS[mech])
     hits: dict = {n: [] for n in names}
@@ -54,7 +64,7 @@ def run(table, mech: str, names: list[str], wl, true, releases: int) -> dict:
         rel = ppdp.publish(table, m, seed=s)
         for n in names:
             t0 = time.perf_counter()
-            E = rel.estimate(wl, estimator=registry.estimator("randomized", n)(**OPTIONS.get(n, {})), level=LEVEL)
+            E = rel.estimate(wl, estimator=make(n), level=LEVEL)
             secs[n] += time.perf_counter() - t0
             hits[n].append((E.lower <= true) & (true <= E.upper))
             ratio[n].append((E.upper - E.lower)[pos] / true[pos])
@@ -72,7 +82,7 @@ def run(table, mech: str, names: list[str], wl, true, releases: int) -> dict:
                   "median_width_over_true": float(np.median(np.concatenate(ratio[n]))),
                   "kind": info[n][0], "method": info[n][1], "s_per_release": secs[n] / releases}
         r = out[n]
-        print(f"  {mech:9s} {n:15s} coverage {r['coverage']:.3f} ± {r['se_between_releases']:.3f}  >100 "
+        print(f"  {mech:9s} {n:24s} coverage {r['coverage']:.3f} ± {r['se_between_releases']:.3f}  >100 "
               f"{r['coverage_gt100']:.3f}  median width/true {r['median_width_over_true']:.2f}  "
               f"{r['s_per_release']:.2f} s/release", flush=True)
     return out
@@ -86,6 +96,8 @@ def main() -> None:
     ap.add_argument("--datasets", default="occ,edu,adult")
     ap.add_argument("--mechanisms", default=",".join(PARAMS))
     ap.add_argument("--estimators", default="", help="comma-separated subset of the estimators (default: all)")
+    ap.add_argument("--interval", default="", help="also run each estimator that has an interval option with "
+                    "interval=this (e.g. profile), as the variant '<name>[interval=profile]'")
     ap.add_argument("--name", default="coverage_randomized", help="result file name (benchmarks/results/<name>.json)")
     a = ap.parse_args()
     mechs = [x for x in a.mechanisms.split(",") if x]
@@ -104,6 +116,9 @@ def main() -> None:
                              "mechanisms": {}}
         for mech in mechs:
             names = [n for n in estimators_for(mech) if not only or n in only]
+            if a.interval:
+                names += [f"{n}[interval={a.interval}]" for n in names
+                          if "interval" in registry.estimator("randomized", n)._parameter_constraints]
             if names:
                 res["tables"][ds]["mechanisms"][mech] = run(table, mech, names, wl, true, a.releases)
     res.update(provenance(seed=0))

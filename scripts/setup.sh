@@ -23,3 +23,5 @@ fi
 python3 -m venv .venv
 .venv/bin/pip install -q -e '.[test]'
 .venv/bin/ppdp demo
+echo
+echo "setup: done. Start the web app (load a table, compare models, publish, query): .venv/bin/ppdp app"

@@ -33,7 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("engines",),
     ("api", ""),  # "": the package itself, ppdp/__init__.py, the public face of api
     ("audit", "evaluate", "report", "experiments"),
-    ("cli", "__main__"),
+    ("cli", "app", "__main__"),  # app: the local web app, built on the CLI's verbs
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -220,6 +220,8 @@ class Evaluation:
     meta: dict
     models: pd.DataFrame = field(default_factory=pd.DataFrame)
     recommendation: dict = field(default_factory=dict)
+    #: with ``attacks=True``: one row per (model, attack) (:func:`attack_rows`)
+    attacks: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def trial_seeds(seed: int, trials: int) -> list[int]:
@@ -333,7 +335,8 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
              seed: int = 0, out_dir: str | Path | None = None, selectivity: float = 0.01, dims: Sequence[str] | None = None,
              verify: bool = True, progress: bool = True, dataset_info: dict | None = None,
              epsilons: Sequence[float] | None = None, public_domains=None, max_posterior: float | None = None,
-             level: float = 0.95, sensitive_values: Sequence[str] | None = None) -> Evaluation:
+             level: float = 0.95, sensitive_values: Sequence[str] | None = None, attacks: bool = False,
+             attack_rows: int = 2000) -> Evaluation:
     """Publish every model ``trials`` times and answer one shared workload (see module doc).
 
     ``epsilons``: run every model that takes an ε (and does not fix one) once per value.
@@ -345,7 +348,9 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
     certainty (a release ``publish`` would refuse) is never recommended. ``max_posterior``: the
     largest posterior on a sensitive value the custodian accepts — the recommendation only
     considers models whose audited posterior on every sensitive value is at most this.
-    ``level``: the confidence level of the intervals over trials."""
+    ``level``: the confidence level of the intervals over trials. ``attacks``: also attack every
+    model (:func:`attack_rows`: a release of a training half of at most ``attack_rows`` rows, the
+    other half held back as control)."""
     from tqdm.auto import tqdm
 
     from .api import publish
@@ -462,9 +467,33 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
             "sensitive_values": sensitive_values,
             "public_domains": public_domains if isinstance(public_domains, (str, type(None))) else "declared"}
     ev = Evaluation(results, summary, runs_df, Path(out_dir) if out_dir else Path("."), meta, model_df, rec_)
+    if attacks:
+        ev.attacks = attack_rows_of(table, specs, wl_dims, public_domains, seed, attack_rows, sensitive_values)
+        meta["attacks"] = {"rows": attack_rows, "seed": seed}
     if out_dir is not None:
         write_evaluation(ev, wl)
     return ev
+
+
+def attack_rows_of(table, specs: Sequence[ModelSpec], wl_dims, public_domains, seed: int, n_rows: int,
+                   sensitive_values=None) -> pd.DataFrame:
+    """One row per (model, attack): each model published on a training half of a seeded subsample
+    (at most ``n_rows`` rows) with the other half held back, attacked by
+    :func:`ppdp.audit.attacks.attack_mechanism`; a model the attacks cannot run on is one row
+    with its error."""
+    from .audit.attacks import attack_mechanism
+
+    parts = []
+    for spec in specs:
+        try:
+            params, _ = _fill_histogram(spec, wl_dims, public_domains, table)
+            rep = attack_mechanism(table, spec.mechanism_class()(**params), n_rows=n_rows, seed=seed,
+                                   sensitive_values=sensitive_values)
+            parts.append(rep.table.assign(model=spec.label, family=rep.family, error=""))
+        except Exception as e:  # a family without record-level attacks, or a table too small
+            parts.append(pd.DataFrame([{"model": spec.label, "attack": "", "error": f"{type(e).__name__}: {e}"}]))
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return out[["model", *[c for c in out.columns if c != "model"]]] if len(out) else out
 
 
 def _bundled() -> list[str]:
@@ -693,6 +722,8 @@ def write_evaluation(ev: Evaluation, workload) -> None:
     ev.runs.to_csv(out / "runs.csv", index=False, float_format="%.6g")
     (out / "meta.json").write_text(json.dumps({**ev.meta, "machine": machine_info()}, indent=2, default=str) + "\n")
     ev.models.to_csv(out / "models.csv", index=False, float_format="%.6g")
+    if len(ev.attacks):
+        ev.attacks.to_csv(out / "attacks.csv", index=False, float_format="%.6g")
     write_report(ev, out / "report.html")
 
 

@@ -200,6 +200,21 @@ class Schema:
             cols = {c: replace(s, missing=None) for c, s in cols.items()}
         return replace(self, file=replace(self.file, **given), columns=cols)
 
+    def with_missing(self, policy: str | None = None, columns: Mapping[str, str] | None = None) -> "Schema":
+        """A copy with missing-value policies given as flags: ``policy`` for the whole file
+        (replacing every column's own), then ``columns`` (column → policy) on top of it."""
+        sch = self.with_file(missing=policy) if policy is not None else self
+        if not columns:
+            return sch
+        bad = [(c, p) for c, p in columns.items() if p not in MISSING_POLICIES]
+        if bad:
+            raise SchemaError(f"--missing {bad[0][0]}={bad[0][1]}: the policy must be one of "
+                              f"{', '.join(MISSING_POLICIES)}")
+        cols = dict(sch.columns)
+        for c, p in columns.items():
+            cols[c] = replace(cols.get(c, ColumnSpec()), missing=p)
+        return replace(sch, columns=cols)
+
     def with_roles(self, quasi: Sequence[str], sensitive: Sequence[str]) -> "Schema":
         """A copy in which exactly ``quasi`` and ``sensitive`` have those roles (others dropped)."""
         cols = {c: replace(s, role="drop") for c, s in self.columns.items()}

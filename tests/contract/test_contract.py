@@ -51,6 +51,7 @@ EXAMPLES: dict[str, tuple[dict, tuple[str, int]]] = {
     "marginals": (dict(epsilon=1.0, dims=["age", "sex", "race"], way=2, domains="adult"), ("adult", 3000)),
     "dp": (dict(epsilon=1.0, dims=["age", "hours_per_week"], domains="adult"), ("adult", 3000)),  # → agrid
     "global": (dict(l_prime=5), ("occ", 3000)),
+    "subset": (dict(rho1=0.1, rho2=0.3), ("occ", 3000)),
     "laplace": (dict(epsilon=0.5, queries=["sex = 'Female'", "age BETWEEN 30 AND 40"]), ("occ", 3000)),
 }
 

@@ -117,6 +117,21 @@ def test_coverage_of_true_counts(mech, est):
         assert ok, f"{mech}/{est}: coverage {label} {cov:.3f} ± {se:.3f} over {RELEASES} releases, below {LEVEL}"
 
 
+#: interval options that are not an estimator's default, checked like the defaults
+#: (estimator, options, the mechanisms it applies to)
+VARIANTS = [("eb", dict(interval="profile"), ("uniform", "sdr", "global"))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("est,opts,mech", [(e, o, m) for e, o, ms in VARIANTS for m in ms])
+def test_coverage_of_interval_variants(est, opts, mech):
+    d = _data()
+    H = _hits(mech, registry.estimator("randomized", est)(**opts))
+    for label, sub in (("overall", None), ("counts > 100", d["true"] > 100)):
+        cov, se, ok = coverage_check(H, sub)
+        assert ok, f"{mech}/{est} {opts}: coverage {label} {cov:.3f} ± {se:.3f} over {RELEASES} releases, below {LEVEL}"
+
+
 @pytest.mark.slow
 def test_check_has_power():
     """Control: the default estimator's intervals shrunk to 60% of their half-width fail the check."""

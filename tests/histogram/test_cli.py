@@ -52,3 +52,16 @@ def test_empty_input_exit_2(tmp_path):
     csv.write_text("age,hours\n")
     r = CliRunner().invoke(cli, ["publish", "cells", str(csv), "--dims", "age", "-e", "1", "-o", str(tmp_path / "x")])
     assert r.exit_code == 2 and "empty" in r.output
+
+
+def test_verify_and_audit_a_histogram_over_the_datasets_sensitive_column(tmp_path):
+    """A histogram's dimensions may include the bundled table's sensitive column: verify and
+    audit against ``--dataset`` read it as a dimension (a histogram has no sensitive column)."""
+    out = tmp_path / "h"
+    r = CliRunner().invoke(cli, ["publish", "cells", "--dataset", "adult", "-n", "500", "--dims", "age,sex,occupation",
+                                 "-e", "1", "--seed", "1", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    v = CliRunner().invoke(cli, ["verify", str(out), "--dataset", "adult", "-n", "500"])
+    assert "verify: OK" in v.output and v.exit_code == 1 and "NOT fit for publication" in v.output, v.output  # seeded
+    a = CliRunner().invoke(cli, ["audit", str(out), "--dataset", "adult", "-n", "500", "-o", str(tmp_path / "a")])
+    assert a.exit_code == 0 and "no violations" in a.output, a.output

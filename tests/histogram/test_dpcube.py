@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import ppdp
 from ppdp.errors import PpdpError, SchemaError
 from ppdp.kernels import grid as grid_mod
-from ppdp.kernels.grid import box_sums, cover_counts, summed_area, tree_levels
+from ppdp.kernels.grid import box_counts, box_sums, cover_counts, summed_area, tree_counts, tree_levels
 from ppdp.kernels.noise import discrete_laplace, discrete_laplace_variance
 from ppdp.mechanisms.histogram import CellHistogram, ConsistentHierarchy, DPCube, HierarchicalKDTree
 from ppdp.mechanisms.histogram.kdtree import vopt_kdtree
@@ -254,6 +254,21 @@ def test_summed_area_box_sums_brute_force():
     hi = np.array([[3, 4, 2], [2, 3, 2], [3, 4, 2]])
     want = [a[l[0]:h[0] + 1, l[1]:h[1] + 1, l[2]:h[2] + 1].sum() for l, h in zip(lo, hi)]
     assert np.allclose(box_sums(summed_area(a), lo, hi), want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=4), fanout=st.sampled_from(["quad", "binary"]),
+       seed=st.integers(0, 2**16))
+def test_tree_counts_are_the_boxes_counts(shape, fanout, seed):
+    """The consistency tree's node counts, summed bottom up, are the exact box counts of every
+    node (what the mechanism measured before: the same noisy release for the same seed)."""
+    x = np.random.default_rng(seed).integers(0, 30, size=tuple(shape))
+    levels = tree_levels(tuple(shape), fanout)
+    sat = summed_area(x)
+    for got, (lo, hi, _) in zip(tree_counts(x, levels), levels, strict=True):
+        assert np.array_equal(got, box_counts(sat, lo, hi))
+    assert tree_levels(tuple(shape), fanout)[0][0] is levels[0][0]  # built once per shape
+    assert not levels[-1][0].flags.writeable
 
 
 @pytest.mark.parametrize("fanout", ["quad", "binary"])

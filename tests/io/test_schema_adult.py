@@ -30,6 +30,7 @@ FLAGS = {
     "global": ["--l-prime", "3"],
     "diverted": ["--l-prime", "3"],
     "sdr": ["--rho1", "0.1", "--rho2", "0.5"],
+    "subset": ["--rho1", "0.1", "--rho2", "0.5"],
     "laplace": ["--epsilon", "1", "--queries", "sex = 'Female' AND age >= 25 AND age < 45"],
     "cells": ["--epsilon", "1", "--dims", "age", "sex", "race"],
     "dpcube": ["--epsilon", "1", "--dims", "age", "sex", "race"],

@@ -27,12 +27,13 @@ CASES = {
 
 
 def recertified(rel):
-    """A forger's release is self-consistent: A''s leak figures re-derived from its own counts."""
+    """A forger's release is self-consistent: A''s leak figures re-derived from its certificate's counts."""
     m = rel.manifest
     if m["certificate"]["model"] == DivertedClaim.model:
         sas = list(m["schema"]["sensitive"])
         m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
-                                                [rel.published_counts(s) for s in sas]).to_certificate()
+                                                [[m["certificate"]["sa_counts"][s].get(str(v), 0) for v in rel.domains[s]]
+                                                 for s in sas], [rel.domains[s] for s in sas]).to_certificate()
     m["disclosure"] = disclosure_of(rel)  # and the stated disclosure, from its own counts
     return rel
 

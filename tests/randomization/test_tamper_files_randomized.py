@@ -77,14 +77,15 @@ def labels(t: pa.Table, col: str) -> list:
 
 
 def recertify(d: Path) -> None:
-    """What a careful forger does after changing the data: re-derive A''s leak figures and the
-    stated disclosure (the largest posterior is a function of the published counts)."""
+    """What a careful forger does after changing the data: re-derive A''s leak figures (from the
+    certificate's SA counts) and the stated disclosure (the largest posterior is a function of the published counts)."""
     m = manifest(d)
     rel = load_release(d)
     if m["certificate"]["model"] == DivertedClaim.model:
         sas = list(m["schema"]["sensitive"])
         m["certificate"] = DivertedClaim.derive(m["certificate"]["l_prime"], sas, m["n_published"], m["dropped"],
-                                                [rel.published_counts(s) for s in sas]).to_certificate()
+                                                [[m["certificate"]["sa_counts"][s].get(str(v), 0) for v in rel.domains[s]]
+                                                 for s in sas], [rel.domains[s] for s in sas]).to_certificate()
         rel = type(rel)(m, rel.tables)
     m["disclosure"] = disclosure_of(rel)
     write_manifest(d, m)
@@ -286,7 +287,7 @@ UNDETECTABLE_FOR_KIND = {
            "labels are compared by name, not by position (a CSV read sorts them, a Parquet file keeps its own "
            "order)"}
     for kind in ("uniform", "sdr")
-}  # A' (diverted) forms its decoy groups in domain order: there the swap changes swap_advantage (caught)
+}  # A' (diverted) forms its decoy groups in domain order: its certificate's sa_counts follow that order (caught)
 
 
 @pytest.fixture(scope="module", params=list(KINDS))

@@ -46,8 +46,9 @@ def _plot_posteriors(res):
     return fig
 
 
-def write_audit(res, release, out_dir, release_path: str = "", corruption=None) -> Path:
-    """Write audit_summary.csv, audit_classes.csv, posterior.png (+ corruption.csv) and report.html."""
+def write_audit(res, release, out_dir, release_path: str = "", corruption=None, attacks=None) -> Path:
+    """Write audit_summary.csv, audit_classes.csv, posterior.png (+ corruption.csv, + attacks.csv
+    for an :class:`~ppdp.audit.attacks.AttackReport`) and report.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_safe_frame(res.summary).to_csv(out / "audit_summary.csv", index=False, float_format="%.6g")
@@ -62,6 +63,9 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None) 
             "headline": res.headline(), "sensitive_values": res.sensitive_values, "records_disclosed": res.exposed,
             "disclosure_allowed": res.disclosure_allowed,
             "machine": machine_info()}
+    if attacks is not None:
+        csv_safe_frame(attacks.table).to_csv(out / "attacks.csv", index=False, float_format="%.6g")
+        meta["attacks"] = attacks.to_dict()
     (out / "audit.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     rep = HtmlReport(f"ppdp audit — {res.mechanism} release")
@@ -69,11 +73,15 @@ def write_audit(res, release, out_dir, release_path: str = "", corruption=None) 
     rep.paragraph(f"Release {release_path or '(in memory)'}: family {res.family}, mechanism {res.mechanism}, "
                   f"params {json.dumps(m.get('params'), default=str)}. Bound: {res.bound_name}.")
     rep.paragraph(verdict, css="ok" if res.ok else "bad")
+    if attacks is not None:
+        rep.paragraph(attacks.headline(), css="ok" if attacks.ok else "bad")
     rep.paragraph("Judged against the sensitive values "
                   + ("declared: every value (none declared)" if res.sensitive_values is None
                      else f"declared: {', '.join(res.sensitive_values) or 'none'}") + ".")
     for n in res.notes:
         rep.note(n)
+    if attacks is not None:
+        attack_section(rep, attacks)
     rep.heading("Posterior vs bound per SA value")
     rep.figure(png, "Left: the adversary's best posterior per SA value over all record classes (red: a violation), the "
                     "bound and the prior. Right: posterior/bound over all record classes.")
@@ -118,3 +126,42 @@ def write_differential(df, out_dir, corruption=None) -> Path:
         rep.table(corruption)
     rep.provenance({"epsilon": eps, "n_samples": int(df["n_samples"].iloc[0]), "seed": int(df["seed"].iloc[0])})
     return rep.write(out / "report.html")
+
+
+def attack_table(attacks):
+    """The attack table as the reports show it: success, control and risk with 95% intervals,
+    the bound and whether the attack beats it."""
+    import pandas as pd
+
+    def ci(v, lo, hi):
+        return "–" if v != v else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    t = attacks.table
+    return pd.DataFrame({
+        "attack": t["attack"],
+        "success on training records [95% CI]": [ci(*r) for r in t[["success", "success_lo", "success_hi"]].to_numpy()],
+        "control (held back) [95% CI]": [ci(*r) for r in t[["control", "control_lo", "control_hi"]].to_numpy()],
+        "risk [95% CI]": [ci(*r) for r in t[["risk", "risk_lo", "risk_hi"]].to_numpy()],
+        "formal bound": [("–" if b != b else f"{b:.3f}") for b in t["bound"]],
+        "bound from": t["bound_name"],
+        "beats bound": ["YES" if x else "no" for x in t["beats_bound"]],
+        "n": t["targets"],
+    }).astype({"attack": object})
+
+
+def attack_section(rep, attacks) -> None:
+    """The attacks next to the bound, as a report section."""
+    from .attacks import BEATS_RULE
+
+    rep.heading("Attacks next to the bound")
+    rep.paragraph("Attacks that do not assume the model (Giomi et al. 2023): each runs on records of the training part "
+                  "the release was published from and on control records held back from it; risk = (success − "
+                  "control)/(1 − control). The formal bound is the claim's: for attribute inference the posterior "
+                  "bound of each guessed value averaged over the guesses, for an ε-DP release e^ε times the control's "
+                  f"upper interval end. Rule: {BEATS_RULE}.")
+    rep.table(attack_table(attacks), bad_rows=list(attacks.table["beats_bound"]))
+    for n in attacks.notes:
+        rep.note(n)
+    for _, r in attacks.table.iterrows():
+        if r["note"]:
+            rep.note(f"{r['attack']}: {r['note']}")

@@ -539,10 +539,61 @@ def _audit_histogram(release, table) -> AuditResult:
     return AuditResult("histogram", release.manifest.get("mechanism", "?"), "none (ε-DP bounds no posterior)", classes, summary, notes)
 
 
+def _audit_ldp(release, table) -> AuditResult:
+    """ε-LDP subset selection: a record class is the set of records whose report holds the value
+    (and, apart, those whose report does not). For a report Y the posterior of v ∈ Y is
+    π_v e^ε / (1 + (e^ε − 1)π(Y)) and of v ∉ Y it is π_v / (1 + (e^ε − 1)π(Y)); the bound is ε-LDP's,
+    π_v e^ε / (1 + (e^ε − 1)π_v), which is ≤ ρ2 for a value of prior ≤ ρ1 when ε = ln γ(ρ1, ρ2)."""
+    from ..kernels.subset import inclusion_probabilities, posterior_bound
+
+    claim = claim_of(release.manifest)
+    eps, k = float(claim.bound()["epsilon"]), int(release.manifest["certificate"]["k"])
+    sa = release.sensitive[0]
+    dom = list(release.domains[sa])
+    m = len(dom)
+    notes = []
+    if table is not None:
+        prior = table.counts(table.sa) / table.n_rows
+    else:
+        n = int(release.manifest["n_published"])
+        p, q = inclusion_probabilities(m, k, eps)
+        est = np.clip((release.support_counts() - n * q) / (p - q), 0, None)
+        prior = est / est.sum() if est.sum() > 0 else np.full(m, 1.0 / m)
+        notes.append("no source table given: priors are the adversary's reconstruction from the release")
+    g = float(np.exp(eps))
+    Y = release.reports()
+    held_max, free_max = np.zeros(m), np.zeros(m)
+    held_sum, held_n = np.zeros(m), np.zeros(m)
+    for lo in range(0, len(Y), 1 << 18):
+        y = np.asarray(Y[lo:lo + (1 << 18)], dtype=np.int64)
+        den = 1.0 + (g - 1.0) * prior[y].sum(axis=1)
+        post = prior[y] * g / den[:, None]
+        np.maximum.at(held_max, y.ravel(), post.ravel())
+        held_sum += np.bincount(y.ravel(), weights=post.ravel(), minlength=m)
+        held_n += np.bincount(y.ravel(), minlength=m)
+        free_max = np.maximum(free_max, prior / den.min())  # v ∉ Y: largest at the smallest denominator
+    bound = np.asarray(posterior_bound(prior, eps), dtype=float)
+    codes = np.concatenate([np.arange(m), np.arange(m)])
+    post = np.concatenate([held_max, np.minimum(free_max, prior * g / (1 + (g - 1) * prior))])
+    b = np.concatenate([bound, bound])
+    viol = post > b + TOL
+    classes = pd.DataFrame({"class": [f"report holds {v}" for v in dom] + [f"report lacks {v}" for v in dom], "code": codes,
+                            "value": np.asarray(dom, object)[codes], "count": np.concatenate([held_n, len(Y) - held_n]),
+                            "posterior": post, "bound": b, "violation": viol})
+    mean = np.divide(held_sum, held_n, out=np.full(m, np.nan), where=held_n > 0)
+    summary = pd.DataFrame({"value": dom, "prior": prior, "bound": bound, "max_posterior": np.maximum(held_max, post[m:]),
+                            "mean_posterior": mean, "n_classes": np.full(m, 2),
+                            "violations": viol[:m].astype(int) + viol[m:].astype(int)})
+    notes.append(f"k-subset selection, k = {k} of m = {m} values, ε = {eps:.4g} (γ = {g:.4g}): a report holding v gives v at "
+                 "most πe^ε/(1+(e^ε−1)π)")
+    return AuditResult("ldp", release.manifest.get("mechanism", "subset"), claim.bound()["name"], classes, summary, notes)
+
+
 #: family → {claim model (None: the family's default) → auditor}
 _AUDITORS: dict[str, dict[str | None, Any]] = {
     "bucketized": {None: _audit_bucketized},  # a bucket's SA shares vs f' (F'-privacy) or 1/ℓ (ℓ-diversity)
     "randomized": {None: _audit_randomized, "(rho1, rho2)-privacy": _audit_rho_privacy, "global randomization": _audit_uniform,
                    "l'-diverted zero-differential privacy": _audit_diverted},
     "histogram": {None: _audit_histogram},  # ε-DP: the noisy-count ratio, no bound
+    "ldp": {None: _audit_ldp},  # ε-LDP subset selection: the posterior of each value per report
 }

@@ -47,8 +47,9 @@ from ..kernels.strategies import expected_range_sd, kron_strategy
 from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
                               discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
 from . import Claim
+from .dp_rule import DP_CELL_SIGNAL, dp_choice
 
-__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "expected_error", "kron_steps", "agrid_steps",
+__all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "DP_CELL_SIGNAL", "expected_error", "kron_steps", "agrid_steps",
            "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "state_utility", "LOW_UTILITY_REFUSE",
@@ -300,48 +301,6 @@ def _marginals_plan(p, shape, noisy_total) -> BudgetPlan:
                       cells_postprocessed=True)
 
 
-#: the default's rule: the data-independent Kronecker strategy when the mean cell holds at least
-#: this many noise scales, N̂·ε/cells ≥ DP_CELL_SIGNAL; else a data-adaptive method
-DP_CELL_SIGNAL = 10.0
-#: the default's rule for marginals: all 2-way marginals when the signal-to-noise of a typical
-#: 2-way marginal cell is at least this, else the 1-way marginals
-DP_MARGINAL_SNR = 0.25
-
-
-def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any]:
-    """The default histogram's choice (published as the certificate's ``choice``; verify
-    re-derives it), from public facts (ε, the cube's shape) and the noisy total N̂ only:
-
-    * the signal of the mean cell, s = N̂·ε/(number of cells) (the mean count in units of the
-      noise scale 1/ε), and, for information, the predicted relative error of ``kron`` on a
-      uniformly random box (√(2/π)·√2/ε·Π score_i ÷ N̂·Π (n_i+2)/(3n_i));
-    * s ≥ :data:`DP_CELL_SIGNAL` (10) or one dimension → ``kron``: the counts stand well above
-      the noise, a data-independent strategy has no model bias to pay;
-    * else, d ≤ 2 → ``agrid`` (adaptive grids, α = 0.3, with 10% of its ε on the 1-way marginals
-      that shape the cells within a sub-box); d ≥ 3 → ``marginals`` inferred with a graphical
-      model, all 2-way marginals when N̂/(mean 2-way marginal size) ÷ (√2·#pairs/ε) ≥
-      :data:`DP_MARGINAL_SNR`, else the 1-way marginals.
-    """
-    e = float(epsilon)
-    d = len(shape)
-    sd = expected_range_sd(kron_strategy(shape), e)
-    mae = math.sqrt(2 / math.pi) * sd
-    answer = max(float(n_hat), 1.0) * math.prod((n + 2) / (3.0 * n) for n in shape)
-    rel = mae / answer
-    signal = max(float(n_hat), 0.0) * e / math.prod(int(n) for n in shape)
-    out: dict[str, Any] = {"predicted_kron_relative_error": rel, "cell_signal": signal}
-    if signal >= DP_CELL_SIGNAL or d == 1:
-        out["algorithm"] = "kron"
-    elif d <= 2:
-        out["algorithm"] = "agrid"
-    else:
-        pairs = marginal_sets(d, 2)
-        mean_size = sum(shape[i] * shape[j] for i, j in pairs) / len(pairs)
-        snr = (max(n_hat, 0) / mean_size) / (math.sqrt(2) * len(pairs) / e)
-        out.update({"algorithm": "marginals", "way": 2 if snr >= DP_MARGINAL_SNR else 1, "marginal_snr": snr})
-    return out
-
-
 def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
     e, total, rest, n_hat = _after_total(p, noisy_total, "the default histogram's rule")
     ch = dp_choice(rest, shape, n_hat)
@@ -554,6 +513,9 @@ def _same_numbers(given: Any, want: Any) -> bool:
             if isinstance(g, bool) or not isinstance(g, (int, float)) or not _close(float(g), float(w)):
                 return False
             if isinstance(w, int) and g != w:
+                return False
+        elif isinstance(w, Mapping):
+            if not _same_numbers(g, w):
                 return False
         elif g != w:
             return False

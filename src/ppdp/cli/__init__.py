@@ -19,6 +19,7 @@ from ..errors import PpdpError
 
 #: top-level command → (sibling module that registers it, its one-line description for ``ppdp --help``)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "app": ("app", "Start the local web app: load a table, compare models, publish and verify, query a release."),
     "audit": ("audit", "Audit a RELEASE: best posterior per record class vs the bound (exit 1 on a violation)."),
     "datasets": ("core", "List the bundled tables with row counts and roles."),
     "demo": ("core", "The main job on bundled data: publish, verify and answer a workload."),

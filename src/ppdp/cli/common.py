@@ -72,7 +72,7 @@ def input_options(f):
         spec = {k: kw.pop(k) for k in FILE_OPTION_KEYS if k in kw}
         sch = input_schema(input_path, dataset, quasi=quasi, sensitive=sensitive, missing=missing, numeric=numeric,
                            **spec)
-        kw["table"] = load_table(input_path, dataset, quasi, sensitive, missing or "error", n_rows, schema=sch,
+        kw["table"] = load_table(input_path, dataset, quasi, sensitive, missing or None, n_rows, schema=sch,
                                  allow_continuous_sa=spec.get("allow_continuous_sa", False))
         kw["schema"] = sch
         return f(*args, **kw)
@@ -84,9 +84,10 @@ def input_options(f):
                                                        "or the schema's)."),
         click.Option(["--sensitive"], multiple=True, help="Sensitive column (repeatable; default: the dataset's or "
                                                            "the schema's)."),
-        click.Option(["--missing"], type=click.Choice(["error", "category", "drop"]), default=None,
-                     help="Missing values (empty or a --na marker) of every column: an error, an explicit category, "
-                          "or drop the row  [default: error, or the schema's per-column / file.missing]."),
+        click.Option(["--missing"], multiple=True, metavar=MISSING_METAVAR,
+                     help="Missing values (empty or a --na marker): an error, an explicit category, or drop the row; "
+                          "POLICY sets every column, COLUMN=POLICY one column (repeatable)  [default: error, or the "
+                          "schema's per-column / file.missing]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (OCC-n / EDU-n)."),
         click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP),
@@ -113,6 +114,41 @@ def parse_bin_flags(values) -> dict[str, tuple[float, ...]]:
     return out
 
 
+MISSING_METAVAR = "[COLUMN=]POLICY"
+
+
+def parse_missing_flags(values) -> tuple[str | None, dict[str, str]]:
+    """``--missing drop --missing income=category`` → ("drop", {"income": "category"}): at most
+    one policy for every column, and one per named column (a string is one flag's value)."""
+    from ..schema import MISSING_POLICIES
+
+    if values is None:
+        return None, {}
+    if isinstance(values, str):
+        values = (values,)
+    whole: str | None = None
+    per: dict[str, str] = {}
+    choices = ", ".join(MISSING_POLICIES)
+    for v in values:
+        col, eq, pol = str(v).rpartition("=")
+        col, pol = col.strip(), pol.strip()
+        if pol not in MISSING_POLICIES:
+            raise PpdpError(f"--missing {v!r}: the policy must be one of {choices} (write POLICY for every column, "
+                            f"or COLUMN=POLICY for one)")
+        if eq and not col:
+            raise PpdpError(f"--missing {v!r}: name the column before '=' (COLUMN=POLICY)")
+        if not eq:
+            if whole is not None and whole != pol:
+                raise PpdpError(f"--missing given twice for every column ({whole} and {pol}); name a column for "
+                                f"the second (COLUMN={pol})")
+            whole = pol
+        elif per.get(col, pol) != pol:
+            raise PpdpError(f"--missing given twice for column {col!r} ({per[col]} and {pol})")
+        else:
+            per[col] = pol
+    return whole, per
+
+
 def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, names=None, na=(), encoding=None,
                  strip=None, bin_specs=(), quasi=(), sensitive=(), missing=None, numeric=(), **_):
     """The schema of an input file: the ``--schema`` file (if any) with the flags applied on
@@ -130,9 +166,10 @@ def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, n
     names_t = tuple(x.strip() for x in names.split(",")) if names is not None else None
     if names_t is not None and (not all(names_t) or len(set(names_t)) != len(names_t)):
         raise PpdpError(f"--names {names!r}: give distinct, non-empty names separated by commas")
+    whole, per_column = parse_missing_flags(missing)
     sch = sch.with_file(sep=parse_sep(sep) if sep is not None else None, header=header, names=names_t,
                         na=tuple(na) if na else None, encoding=check_encoding(encoding) if encoding else None,
-                        strip=strip, missing=missing)
+                        strip=strip).with_missing(whole, per_column)
     if not sch.file.header and sch.file.names is None:
         raise PpdpError("--no-header needs --names A,B,… (or file.names in the schema): the file has no row of names")
     return sch.with_columns(split_names(quasi), split_names(sensitive), split_names(numeric),
@@ -193,7 +230,7 @@ def check_out_dir(out, flag: str = "--out") -> None:
         raise PpdpError(f"{flag} {str(out)!r}: unusable path ({e.strerror or e})") from None
 
 
-def load_table(input_path, dataset, quasi, sensitive, missing="error", n_rows=None, seed=0, numeric=(), schema=None,
+def load_table(input_path, dataset, quasi, sensitive, missing=None, n_rows=None, seed=0, numeric=(), schema=None,
                allow_continuous_sa=False):
     """The input table: a bundled ``dataset`` (roles from the flags) or ``input_path`` read as
     ``schema`` says (see :func:`input_schema`; built from the flags when not given)."""
@@ -346,6 +383,8 @@ def release_source(sch, input_path=None, dataset=None, n_rows=None, missing_valu
 
             cols = {c: replace(s, missing="drop") if c in drop else s for c, s in cols.items()}
             spec = replace(spec, columns=cols)
+        if dataset is not None and not sensitive:  # a histogram: its dimensions, the dataset's SA among them
+            return load_table(None, dataset, (), (), "category", n_rows).with_roles(quasi, [])
         table = load_table(input_path, dataset, quasi, sensitive, "category", n_rows, schema=spec,
                            allow_continuous_sa=True)
     return table

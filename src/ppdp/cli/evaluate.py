@@ -39,9 +39,14 @@ from .common import input_options
                    "schema, else every value). A model disclosing one of them with certainty is never recommended.")
 @click.option("--level", type=float, default=0.95, show_default=True, help="Confidence level of the intervals over trials.")
 @click.option("--no-verify", is_flag=True, help="Skip verifying each release against the table.")
+@click.option("--attacks", "attacks", is_flag=True,
+              help="Also attack every model (singling out, linkability, attribute inference, reconstruction for "
+                   "histograms) on a training half of a seeded subsample against the held-back half, next to its bound.")
+@click.option("--attack-rows", "attack_rows", type=int, default=2000, show_default=True,
+              help="With --attacks: the most rows of the training half (the control half has as many).")
 @click.option("--out", "-o", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed, epsilons, domains, max_posterior, level,
-             no_verify, out, schema=None, sensitive_value=()):
+             no_verify, out, schema=None, sensitive_value=(), attacks=False, attack_rows=2000):
     """Publish every --model on the table (several seeded trials), answer ONE shared workload,
     and write a report that decides: each model's guarantee (claim, largest posterior, records
     disclosed with certainty) next to its error with intervals over trials, and a recommendation.
@@ -64,6 +69,8 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
         raise PpdpError(f"--max-posterior must be in (0, 1], got {max_posterior}")
     if not 0 < level < 1:
         raise PpdpError(f"--level must be in (0, 1), got {level}")
+    if attack_rows < 10:
+        raise PpdpError(f"--attack-rows must be at least 10, got {attack_rows}")
     eps = None
     if epsilons:
         try:
@@ -94,7 +101,7 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
         ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
                  selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify,
                  dataset_info=info, epsilons=eps, public_domains=public, max_posterior=max_posterior, level=level,
-                 sensitive_values=declared)
+                 sensitive_values=declared, attacks=attacks, attack_rows=attack_rows)
     except OSError as e:
         raise PpdpError(f"--out {str(out)!r}: cannot write the results ({e.strerror or e})") from None
     allb = ev.summary[ev.summary["bin"] == "all"].set_index("model")
@@ -107,6 +114,16 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
         click.echo(f"{r['model']:34s} {b['mean_rel_err']:8.4f} {b['median_rel_err']:8.4f} {b['p95_rel_err']:8.4f} "
                    f"{r['mean_abs_err']:9.3f} {r['max_posterior']:8.3g} {r['records_certain']:8.0f} {r['publish_s']:7.2f}"
                    + (f"  ({r['error']})" if r["error"] else ""))
+    if len(ev.attacks):
+        click.echo("attacks (success / control / risk with 95% CI; bound; training half vs held-back half):")
+        for _, a in ev.attacks.iterrows():
+            if a.get("error"):
+                click.echo(f"  {a['model']:34s} no attack: {a['error']}")
+                continue
+            bound = "none" if a["bound"] != a["bound"] else f"{a['bound']:.3f}"
+            click.echo(f"  {a['model']:34s} {a['attack']:20s} {a['success']:.3f} [{a['success_lo']:.3f}, {a['success_hi']:.3f}]"
+                       f" / {a['control']:.3f} / {a['risk']:.3f} [{a['risk_lo']:.3f}, {a['risk_hi']:.3f}]  bound {bound}"
+                       + ("  BEATS THE BOUND" if a["beats_bound"] else ""))
     rec = ev.recommendation
     for p in rec.get("passed_over") or []:
         click.echo(f"passed over: {p['model']} — {p['why']}")

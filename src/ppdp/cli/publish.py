@@ -25,8 +25,8 @@ from .. import registry
 from ..errors import ParameterError, PpdpError
 from ..validation import Labels, Optional, to_json
 from . import cli
-from .common import (DATASET_NAMES, FILE_OPTION_KEYS, NUMERIC_HELP, check_custodian_out, check_new_out,
-                     file_option_params, input_schema, load_table)
+from .common import (DATASET_NAMES, FILE_OPTION_KEYS, MISSING_METAVAR, NUMERIC_HELP, check_custodian_out,
+                     check_new_out, file_option_params, input_schema, load_table, parse_missing_flags)
 from .engine import engine_params
 
 #: file suffixes that make a positional argument the INPUT table
@@ -103,10 +103,11 @@ def _input_params(cls=None) -> list[click.Parameter]:
                           "default: the dataset's)."),
         click.Option(["--sensitive"], multiple=True,
                      help="Sensitive column (repeatable, several after one flag, or commas; default: the dataset's)."),
-        click.Option(["--missing"], type=click.Choice(["error", "category", "drop"]), default=None,
-                     help="Missing values ('?' or empty) of every column: an error, an explicit category, or drop "
-                          "the row (counted in the manifest)  [default: error, or the schema's per-column / "
-                          "file.missing; category for histogram dimensions read from a file without a schema]."),
+        click.Option(["--missing"], multiple=True, metavar=MISSING_METAVAR,
+                     help="Missing values ('?' or empty): an error, an explicit category, or drop the row (counted in "
+                          "the manifest); POLICY sets every column, COLUMN=POLICY one column (repeatable)  [default: "
+                          "error, or the schema's per-column / file.missing; category for histogram dimensions read "
+                          "from a file without a schema]."),
         click.Option(["-n", "--rows", "n_rows"], type=int, default=None,
                      help="Use a seeded sample of this many rows (as `ppdp verify -n`)."),
         click.Option(["--numeric"], multiple=True, help=NUMERIC_HELP + " Binned columns are numeric."),
@@ -366,13 +367,14 @@ def _make_command(cls) -> click.Command:
         if sch is not None and has_dims:
             # a histogram reads its dimensions from the file: all of them published, none sensitive
             sch = sch.with_roles(quasi=list(mech.dims), sensitive=[])
-            if missing is None and not spec.get("schema_path"):
-                sch = sch.with_file(missing="category")
+            whole, per_column = parse_missing_flags(missing)
+            if whole is None and not spec.get("schema_path"):
+                sch = sch.with_missing("category", per_column)
             if isinstance(getattr(mech, "bins", None), Mapping):  # a binned column holds numbers
                 sch = sch.with_columns(numeric=[c for c in mech.bins if c not in sch.bins])
         if sch is not None:
             _refuse_data_dependent_bins(cls, sch, getattr(mech, "dims", None))
-        table = load_table(input_path, dataset, quasi, sensitive, (missing or "error"), n_rows, schema=sch,
+        table = load_table(input_path, dataset, quasi, sensitive, missing or None, n_rows, schema=sch,
                            allow_continuous_sa=bool(spec.get("allow_continuous_sa")))
         if sch is not None:
             more = _schema_params(cls, mech, sch, table, values)

@@ -324,8 +324,8 @@ def publish_randomized(sdf, mechanism, out, schema: DatasetSchema, seed: int | N
         pub = [group_counts[s].sum(axis=0) for s in sens]
         if int(sum(p.sum() for p in pub)) != n_pub * len(sens):
             raise PpdpError(f"the executors wrote {int(pub[0].sum()):,} rows, the plan publishes {n_pub:,}")
-        if isinstance(rp, DivertedRows):  # the claim states the published counts
-            claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, pub)
+        if isinstance(rp, DivertedRows):  # the claim's leak figures come from the SA counts after the dropped rows
+            claim = DivertedClaim.derive(mechanism.l_prime, sens, n_pub, n_drop, rp.plan.counts, [doms[s] for s in sens])
         else:
             claim = rp.claim
         manifest: dict[str, Any] = {"schema": schema.manifest_schema(), "n_input": n, "n_published": n_pub,

@@ -446,7 +446,7 @@ def _apply_stream(source, mechanism, seed, schema: DatasetSchema, rp: "RowPlan",
         os.unlink(path)
     shutil.rmtree(spill_dir)
     claim = rp.claim if not isinstance(rp, DivertedRows) else DivertedClaim.derive(
-        mechanism.l_prime, sens, n_pub, n_drop, pub_counts)
+        mechanism.l_prime, sens, n_pub, n_drop, rp.plan.counts, [schema.domains[s] for s in sens])
     manifest: dict[str, Any] = {"format": "ppdp-release/1", "family": "randomized", "schema": schema.manifest_schema(),
                                 "n_input": n, "n_published": n_pub, "dropped": n_drop, "engine": "stream",
                                 "certificate": claim.to_certificate()}

@@ -11,3 +11,4 @@ from .base import Estimates, Estimator
 __all__ = ["Estimates", "Estimator"]
 
 from . import bucketized  # noqa: E402,F401  (registers the bucketized family's estimators)
+from . import subset  # noqa: E402,F401  (registers the ldp family's estimators)

@@ -29,7 +29,9 @@ constrained QI columns, bucket) by one :class:`~ppdp.queries.CountIndex` keyed b
 buckets numbered so that buckets of one *profile* (same size, observed counts and excluded
 values: their bounds are the same function of n_g(P) and S) are consecutive. For each chunk of
 queries the index hands over n_g(P) (queries × buckets); the per-profile quantities of S are a
-(queries × profiles) matrix product, and each profile's buckets are a column slice.
+(queries × profiles) matrix product, and each profile's buckets are a column slice. The
+one-record buckets of a profile share one column (:class:`BucketOrder`: their terms are
+linear in n_g(P)), which on census tables leaves a small share of the buckets as columns.
 """
 
 from __future__ import annotations
@@ -91,34 +93,61 @@ def sa_count_bounds(selp: np.ndarray, prof: BoundProfiles) -> tuple[np.ndarray, 
 
 
 class BucketOrder:
-    """The buckets renumbered so that each profile's buckets are consecutive: ``rank``
-    (bucket → column), ``starts`` (profile t's columns: starts[t] … starts[t + 1] − 1) and
-    ``column_profile`` (each column's profile)."""
+    """The buckets renumbered as the columns of the bounds' count index.
 
-    def __init__(self, profile: np.ndarray, n_profiles: int):
-        order = np.argsort(profile, kind="stable")
+    A bucket of one record has n_g(P) ∈ {0, 1}, so its three terms are linear in n_g(P) (n·p,
+    n·max(0, c_lo) + (1 − n)·max(0, c_lo − 1), n·min(1, c_hi) + (1 − n)·min(0, c_hi)): the
+    one-record buckets of a profile share one column, whose sum is how many of them meet the
+    query (on census tables most buckets hold one record). The other buckets have a column
+    each, those of one profile consecutive: ``starts`` (profile t's columns: starts[t] …
+    starts[t + 1] − 1, empty for a profile of one-record buckets), ``column_profile`` (each
+    of those columns' profile), ``n_dense`` of them; then one column per profile in
+    ``single`` (profiles of one-record buckets, ``single_count`` buckets each). ``rank``:
+    bucket → column; ``n_columns`` in all."""
+
+    def __init__(self, profile: np.ndarray, n_profiles: int, size: np.ndarray | None = None):
+        profile = np.asarray(profile, dtype=np.int64)
+        one = np.zeros(n_profiles, dtype=bool) if size is None else np.asarray(size) == 1
+        dense = ~one[profile]
+        order = np.flatnonzero(dense)[np.argsort(profile[dense], kind="stable")]
+        self.n_dense = len(order)
         self.rank = np.empty(len(profile), dtype=np.int64)
-        self.rank[order] = np.arange(len(profile))
+        self.rank[order] = np.arange(self.n_dense)
         self.column_profile = profile[order]
         self.starts = np.searchsorted(self.column_profile, np.arange(n_profiles + 1))
+        self.single = np.flatnonzero(one)
+        col_of = np.full(n_profiles, -1, dtype=np.int64)
+        col_of[self.single] = self.n_dense + np.arange(len(self.single))
+        self.rank[~dense] = col_of[profile[~dense]]
+        self.single_count = np.bincount(profile[~dense], minlength=n_profiles)[self.single].astype(np.float64)
+        self.n_columns = self.n_dense + len(self.single)
 
 
 def bound_reducer(sel: np.ndarray, prof: BoundProfiles, order: BucketOrder):
     """``reduce(queries, N)`` for :meth:`~ppdp.queries.CountIndex.sums`: from n_g(P) (``N``:
-    queries × buckets, columns in ``order``) the (len(queries) × 3) numbers Anatomy's
-    estimate Σ_g n_g(P)·p_g(S), the lower and the upper bound Σ_g of the per-bucket bounds."""
+    queries × columns of ``order``) the (len(queries) × 3) numbers Anatomy's estimate
+    Σ_g n_g(P)·p_g(S), the lower and the upper bound Σ_g of the per-bucket bounds."""
     selp_all = np.asarray(sel, dtype=np.float64)
     T = prof.n_profiles
     counts = np.diff(order.starts)
+    nd, single, cnt = order.n_dense, order.single, order.single_count
 
     def reduce(queries: np.ndarray, N: np.ndarray) -> np.ndarray:
         out = np.zeros((len(queries), 3))
         for a in range(0, len(queries), _BLOCK_ROWS):
             b = min(len(queries), a + _BLOCK_ROWS)
-            n = N[a:b]
+            n = N[a:b, :nd]
             selp = selp_all[queries[a:b]]
             c_lo, c_hi = sa_count_bounds(selp, prof)
             p_s = selp @ prof.p.T
+            if len(single):  # one-record buckets, a column per profile: linear in their count
+                k = N[a:b, nd:]
+                lo1, hi1 = c_lo[:, single], c_hi[:, single]
+                out[a:b, 0] += (k * p_s[:, single]).sum(axis=1)
+                out[a:b, 1] += (k * np.maximum(lo1, 0.0) + (cnt - k) * np.maximum(lo1 - 1.0, 0.0)).sum(axis=1)
+                out[a:b, 2] += (k * np.minimum(hi1, 1.0) + (cnt - k) * np.minimum(hi1, 0.0)).sum(axis=1)
+            if not nd:
+                continue
             shift = c_lo - prof.size[None, :]  # n_g(P) + shift = the lower bound before max(0, ·)
             if n.shape[0] * n.shape[1] > _SLICE_CELLS * T:
                 for t in range(T):
@@ -131,9 +160,9 @@ def bound_reducer(sel: np.ndarray, prof: BoundProfiles, order: BucketOrder):
                     out[a:b, 1] += np.maximum(blk + shift[:, t:t + 1], 0.0).sum(axis=1)
                     out[a:b, 2] += np.minimum(blk, c_hi[:, t:t + 1]).sum(axis=1)
             else:
-                out[a:b, 0] = (n * np.repeat(p_s, counts, axis=1)).sum(axis=1)
-                out[a:b, 1] = np.maximum(n + np.repeat(shift, counts, axis=1), 0.0).sum(axis=1)
-                out[a:b, 2] = np.minimum(n, np.repeat(c_hi, counts, axis=1)).sum(axis=1)
+                out[a:b, 0] += (n * np.repeat(p_s, counts, axis=1)).sum(axis=1)
+                out[a:b, 1] += np.maximum(n + np.repeat(shift, counts, axis=1), 0.0).sum(axis=1)
+                out[a:b, 2] += np.minimum(n, np.repeat(c_hi, counts, axis=1)).sum(axis=1)
         return out
 
     return reduce

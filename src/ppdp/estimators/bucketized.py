@@ -789,7 +789,7 @@ class AnatomyEstimator(Estimator):
                 excluded = release.fake_excluded() if release.fake_values else None
                 p, _, _ = bucket_profiles(obs, sizes, release.fake_values, excluded)
                 prof = BoundProfiles.build(obs, sizes, excluded, p, np.arange(b["n_buckets"]))
-            cache["bounds"] = (prof, BucketOrder(prof.profile, prof.n_profiles))
+            cache["bounds"] = (prof, BucketOrder(prof.profile, prof.n_profiles, prof.size))
         return cache["bounds"]
 
     def _bucket_index(self, release, order: BucketOrder, cols: tuple[str, ...]) -> CountIndex:
@@ -803,7 +803,7 @@ class AnatomyEstimator(Estimator):
         keys = rank.astype(np.int32 if len(rank) < 2 ** 31 else np.int64)[bucket_rows(release)["qb"]]
         key = qit_key(release, cols) if cols else None
         index = CountIndex(LazyColumns(cols, _qit_loader(release)), sizes, keys,
-                           n_keys=len(rank), row_key=key)
+                           n_keys=order.n_columns, row_key=key)
         built[cols] = index
         return index
 

@@ -13,6 +13,7 @@ from ..validation import Integer, Options, Real
 from .base import Estimates
 from .channel import EM_TOL, MAX_ITER, RandomizedEstimator, UniformSetup, norm_sub, uniform_em, uniform_mle
 from .empirical_bayes import EB_AUTO_STRENGTH, EB_COVARIANCES, EB_PARENTS, EB_STRENGTHS, eb_fit, eb_priors, eb_shrink
+from .randomized_profile import AUTO_METHOD, METHOD as PROFILE_METHOD, setup_interval
 
 
 def _fit_rows(method: str, rows: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray,
@@ -252,23 +253,34 @@ class BootstrapEstimator(UniformChannelEstimator):
     SDR: benchmarks/bench_coverage_randomized.py); it is there to show that."""
 
     _boot_constraints: dict = {"replicates": Integer(0, 100_000), "seed": Integer(0, None),
-                               "interval": Options("linear", "basic")}
+                               "interval": Options("auto", "linear", "basic", "profile")}
     _boot_help = {"replicates": "Bootstrap replicates for the standard errors (0: the inversion's closed-form "
                                 "standard error at the fitted counts instead, as for mle; no basic interval then).",
                   "seed": "Seed of the bootstrap replicates (the results are reproducible).",
-                  "interval": "linear: the inversion's normal interval cut to [0, n_P]; basic: the bootstrap's."}
+                  "interval": "linear: the inversion's normal interval cut to [0, n_P]; basic: the bootstrap's; "
+                              "profile: the profile-likelihood interval under the known channel; auto: profile "
+                              "where the normal approximation fails (n_j·b_j < 5), else linear."}
 
     def estimate(self, release, workload, level: float = 0.95) -> Estimates:
         S = self._setup(release, workload)
         B = int(self.get_params().get("replicates", 200))
         kind = self.get_params().get("interval", "linear")
+        if kind == "profile" or (kind == "auto" and B == 0):  # profile-likelihood interval (estimators/randomized_profile.py)
+            how = f"se: closed form, the inversion's at the {self.method} counts; interval: " + (PROFILE_METHOD if kind == "profile" else AUTO_METHOD)
+            if S is None:
+                return Estimates.normal(np.zeros(0), np.zeros(0), how, level)
+            X, _ = _fit(S, self.method, **self._opts(S.release))
+            est, (_, se, wlo, whi), (_, lo, hi, small) = S.per_query(X).sum(axis=1), _linear_interval(S, X, level), setup_interval(S, level)
+            if kind == "auto":
+                lo, hi = np.where(small, lo, wlo), np.where(small, hi, whi)
+            return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), how + "; widened to hold the estimate", level)
         if B == 0:
             if kind != "linear":
                 raise ParameterError("interval='basic' needs bootstrap replicates (replicates > 0)", param="replicates")
             return self._linear_estimate(S, level)
         method = (f"se: parametric bootstrap over the channel's randomness ({B} replicates, re-estimated by "
                   f"{self.method}); interval: " + ("the inversion's normal interval cut to [0, n_P] and widened to "
-                                                   "hold the estimate" if kind == "linear" else
+                                                   "hold the estimate" if kind in ("linear", "auto") else
                                                    "basic bootstrap interval cut to [0, n_P]"))
         if S is None:
             return Estimates.normal(np.zeros(0), np.zeros(0), method, level)
@@ -293,7 +305,7 @@ class BootstrapEstimator(UniformChannelEstimator):
         se = reps.std(axis=1, ddof=1)
         a = (1 - level) / 2
         qlo, qhi = np.quantile(reps, [a, 1 - a], axis=1)
-        if kind == "linear":
+        if kind in ("linear", "auto"):
             _, _, lo, hi = _linear_interval(S, X, level)
             return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
         nP = S.n_per_query().sum(axis=1)
@@ -330,7 +342,7 @@ class NormSub(BootstrapEstimator):
     _parameter_constraints = dict(BootstrapEstimator._boot_constraints)
     _parameter_help = dict(BootstrapEstimator._boot_help)
 
-    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear") -> None:
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "auto") -> None:
         self._set_params(locals())
 
 
@@ -363,7 +375,10 @@ class EmpiricalBayes(BootstrapEstimator):
 
     Uncertainty: by default (``replicates=0``) closed form, as for :class:`MLE` — ``se`` is the
     unbiased inversion's standard error at the fitted counts, and the interval is the
-    inversion's normal interval cut to [0, n_P] and widened to hold the estimate. It does not
+    inversion's normal interval cut to [0, n_P] and widened to hold the estimate; with
+    ``interval="auto"`` (the default) a query whose sub-tables publish few selected values from
+    other rows (n_j·b_j < 5) takes the profile-likelihood interval under the known channel
+    instead (:mod:`ppdp.estimators.randomized_profile`), where the normal one under-covers. It does not
     use the prior, so it holds given the table whatever the predicate's SA distribution is
     (coverage at least the inversion's; assumptions: records randomized independently given
     the table, the normal approximation of a sum of n_P,j Bernoulli terms). ``replicates > 0``:
@@ -387,7 +402,7 @@ class EmpiricalBayes(BootstrapEstimator):
                                 "EM's where the count is at least 6 standard errors of the channel noise (guarded); "
                                 "off: the empirical-Bayes counts alone."}
 
-    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "linear", strength: str = "auto",
+    def __init__(self, replicates: int = 0, seed: int = 0, interval: str = "auto", strength: str = "auto",
                  covariance: str = "diagonal", parents: str = "select", guard: str = "on") -> None:
         self._set_params(locals())
 

@@ -18,6 +18,7 @@ from one summed-area table (prefix sums along every axis) by inclusion–exclusi
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
@@ -271,10 +272,26 @@ def tree_levels(shape, fanout: str = "quad") -> list[tuple[np.ndarray, np.ndarra
     (up to 2^d children: the quadtree of 2-D data, Cormode et al. 2012); ``"binary"``: a box
     is halved on its widest dimension only (ties → earlier), a binary kd-tree. Halves: the
     lower one gets ⌊ext/2⌋ cells.
+
+    The tree depends only on the shape: the last few are kept (read-only arrays), so the
+    claim's plan, the measurement and every bootstrap replay of a release build it once.
     """
     if fanout not in ("quad", "binary"):
         raise PpdpError(f"fanout must be 'quad' or 'binary', got {fanout!r}")
-    shape = np.asarray(shape, np.int64)
+    return list(_tree_levels(tuple(int(n) for n in shape), fanout))
+
+
+@functools.lru_cache(maxsize=4)
+def _tree_levels(shape: tuple[int, ...], fanout: str) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    levels = _build_tree_levels(shape, fanout)
+    for arrays in levels:
+        for a in arrays:
+            a.setflags(write=False)
+    return tuple(levels)
+
+
+def _build_tree_levels(shape_t: tuple[int, ...], fanout: str) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    shape = np.asarray(shape_t, np.int64)
     D = len(shape)
     lo, hi, parent = np.zeros((1, D), np.int64), (shape - 1)[None, :], np.full(1, -1)
     levels = [(lo, hi, parent)]
@@ -306,6 +323,25 @@ def tree_levels(shape, fanout: str = "quad") -> list[tuple[np.ndarray, np.ndarra
             new_parent.append(split[ok])
         lo, hi, parent = np.concatenate(new_lo), np.concatenate(new_hi), np.concatenate(new_parent)
         levels.append((lo, hi, parent))
+
+
+def tree_counts(x: np.ndarray, levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Exact (int64) counts of every node of ``levels`` (:func:`tree_levels`) over the integer
+    cube ``x``: a single-cell node reads its cell, every other node sums its children's counts
+    (bottom up, O(nodes); the same counts as :func:`box_counts` of each level's boxes)."""
+    x = np.asarray(x)
+    out: list[np.ndarray] = [np.empty(0, np.int64)] * len(levels)
+    for lv in range(len(levels) - 1, -1, -1):
+        lo, hi, _ = levels[lv]
+        c = np.zeros(len(lo), np.int64)
+        leaf = np.flatnonzero(np.all(lo == hi, axis=1))
+        if len(leaf):
+            c[leaf] = x[tuple(lo[leaf].T)]
+        if lv + 1 < len(levels):
+            child_parent = levels[lv + 1][2]
+            c += np.rint(np.bincount(child_parent, weights=out[lv + 1], minlength=len(lo))).astype(np.int64)
+        out[lv] = c
+    return out
 
 
 def tree_height(shape: Sequence[int], fanout: str = "quad") -> int:

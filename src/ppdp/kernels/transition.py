@@ -394,49 +394,6 @@ class TransitionModel:
         return np.array([g.p for g in self.groups], dtype=float), np.array([g.q for g in self.groups], dtype=float)
 
 
-# --------------------------------------------------------------------------- A' swap neighbours
-def diverted_leak(counts: np.ndarray, l_prime: int) -> dict:
-    """What A' guarantees without conditioning on its secret id draw, from SA ``counts``.
-
-    Theorem 1 (Fu et al. 2014) holds *given* the tuple ids: swapping a tuple's value with a
-    member of its decoy group leaves the output distribution unchanged. The ids are drawn by the
-    mechanism and kept secret, and the swap partners depend on them, so unconditionally:
-
-    - ``closed_fraction``: the share of tuples whose value v lies in a *closed block* — every
-      decoy group holding any value of V has exactly the ℓ' values V (so they have equal
-      counts); a tuple with such a value publishes uniformly from V whatever the id draw, so swapping it
-      with any holder of another value of V gives the identical output distribution: for these
-      tuples ℓ'-diverted zero-differential privacy holds end to end;
-    - ``swap_advantage``: max over values s of the (ℓ'−1)-th smallest total-variation distance
-      between the rows T[s] and T[s'] (s' ≠ s with tuples) — a lower bound on how well an
-      adversary who knows every row except which of two people holds s and which s' can tell
-      the two tables apart, for the best ℓ'−1 partners of any person (0 only in closed blocks);
-    - ``max_posterior``: the largest posterior P(true v | published u) = g[v, u]/(ℓ' f_u) of an
-      adversary whose prior for a person is the table's frequencies (≤ 1/ℓ' always).
-    """
-    counts = np.asarray(counts, dtype=np.int64)
-    lp = int(l_prime)
-    if int(counts.sum()) // lp == 0:
-        decoy_group_types(counts, lp)  # the schedule's own checks (N a multiple of ℓ', eligibility)
-        return {"closed_fraction": 0.0, "swap_advantage": 1.0, "max_posterior": 1.0}
-    C = types_cooccurrence(*decoy_group_types(counts, lp), len(counts)).astype(np.float64)
-    f = np.diag(C).copy()
-    present = np.flatnonzero(f > 0)
-    Cp = C[np.ix_(present, present)]
-    # closed block: v meets exactly ℓ' values (itself included), each in all of v's groups and v in all of theirs
-    fp = f[present]
-    closed = ((Cp > 0).sum(axis=1) == lp) & np.all((Cp == 0) | ((Cp == fp[:, None]) & (Cp == fp[None, :])), axis=1)
-    T = Cp / (lp * f[present])[:, None]
-    k = len(present)
-    tv = np.empty((k, k))
-    for i in range(k):  # O(k²·k): k is the number of present values (≤ a few hundred)
-        tv[i] = 0.5 * np.abs(T - T[i]).sum(axis=1)
-    np.fill_diagonal(tv, np.inf)
-    adv = float(np.sort(tv, axis=1)[:, lp - 2].max()) if k >= lp else 1.0
-    post = float((Cp / (lp * f[present])[None, :]).max())
-    return {"closed_fraction": float(f[present][closed].sum() / f.sum()), "swap_advantage": adv, "max_posterior": post}
-
-
 # --------------------------------------------------------------------------- verify: fit to the source
 #: false-alarm rate of verify's goodness-of-fit test of a randomized release against its source
 FIT_ALPHA = 1e-6
@@ -914,5 +871,5 @@ def randomize_in_groups(group_of_row: np.ndarray, group_values: np.ndarray, own:
 
 
 __all__ = ["FIT_ALPHA", "TOL", "TransitionGroup", "TransitionModel", "close", "counting_order", "decoy_cooccurrence", "decoy_group_types", "decoy_group_values", "decoy_schedule",
-           "cell_pair_runs", "diverted_leak", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "pairs_fit", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
+           "cell_pair_runs", "diverted_matrix", "largest_posterior", "randomization_fit", "pair_runs", "pairs_fit", "row_groups", "gamma_for", "gamma_from_retention", "group_cooccurrence", "groups_of_rows", "types_cooccurrence", "perturb_local",
            "perturbation_params", "posterior_retained", "random_grouped_order", "random_groups_of_rows", "randomize_in_groups", "receiver_counts", "sa_prime_mask", "slots_by_value", "sorted_runs", "values_of_groups"]

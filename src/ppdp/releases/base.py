@@ -619,7 +619,7 @@ def _read_readme(path: Path) -> str:
 def _import_families() -> None:
     import importlib
 
-    for mod in ("bucketized", "randomized", "histogram", "answers"):
+    for mod in ("bucketized", "randomized", "histogram", "answers", "ldp"):
         try:
             importlib.import_module(f"ppdp.releases.{mod}")
         except ModuleNotFoundError as e:  # a family not built yet

@@ -44,6 +44,11 @@ _FAMILY_FILES: dict[str, dict[str, str]] = {
         "data": "one row per published record: the quasi-identifier labels as they were and the sensitive value(s) "
                 "after randomization (the published value is often not the true one)",
     },
+    "ldp": {
+        "data": "k rows per published record (column `record`): the record's quasi-identifier labels as they were "
+                "and, one per row, the k values of its ε-locally differentially private report (its own value is "
+                "among them only with probability p; see the recipe)",
+    },
     "histogram": {
         "cells": "the noisy cell histogram: one integer column per dimension holding the cell index (see the index → "
                  "label mapping below) and `count`, the noisy count of the cell",
@@ -104,6 +109,10 @@ def _columns(manifest: Mapping[str, Any], stem: str) -> list[tuple[str, str, str
         if cert.get("subtables"):
             cols.append(("subtable", "integer", f"sub-table id, 0 … {len(cert['subtables']) - 1}"))
         return cols
+    if fam == "ldp":
+        return [("record", "integer", "record number 0 … n−1 (k rows each)"),
+                *((c, lab, "quasi-identifier, published unchanged; " + dom(c)) for c in quasi),
+                *((c, lab, "one value of the record's report; " + dom(c)) for c in sens)]
     if fam == "histogram" and stem == "cells":
         return [*((c, "integer", f"cell index 0 … {len(doms.get(c, [])) - 1} of dimension {_md(c)} (mapping below)") for c in quasi),
                 ("count", "number", "noisy count of the cell (can be negative)")]
@@ -321,7 +330,31 @@ answers = pd.read_parquet("answers.parquet").set_index("where")["count"]
 """
 
 
-_RECIPES = {"bucketized": _recipe_bucketized, "randomized": _recipe_randomized, "histogram": _recipe_histogram,
+def _recipe_ldp(manifest: Mapping[str, Any]) -> str:
+    cert = manifest.get("certificate", {})
+    q, lab, sa = _example(manifest)
+    sa = sa or "SA"
+    labels = list(manifest["schema"]["domains"].get(sa, []))
+    k, p, qq = cert.get("k"), cert.get("p"), cert.get("q")
+    S = f"{sql_name(sa)} = {sql_text(labels[0] if labels else 'value')}"
+    P = f"{sql_name(q)} = {sql_text(lab)}"
+    return f"""k-subset selection under ε-local differential privacy (ε = {cert.get('epsilon')}): every record reports
+k = {k} of the values of `{_md(sa)}`, its own with probability p = {p!r} and any other with probability q = {qq!r}.
+For the n records meeting a quasi-identifier condition P, of which c report the value x, the unbiased count is
+
+    x̂ = (c − n · q) / (p − q)
+
+(ppdp's `inversion` estimator; its default, `eb`, shrinks these counts towards the whole table's distribution
+and projects them to be non-negative). The example counts records with {_md(P)} and {_md(S)}:
+
+```sql
+SELECT (SUM(CASE WHEN {S} THEN 1 ELSE 0 END) - COUNT(DISTINCT "record") * {qq!r}) / ({p!r} - {qq!r}) AS estimate
+FROM 'data.parquet' WHERE {P};
+```
+"""
+
+
+_RECIPES = {"bucketized": _recipe_bucketized, "ldp": _recipe_ldp, "randomized": _recipe_randomized, "histogram": _recipe_histogram,
             "answers": _recipe_answers}
 
 

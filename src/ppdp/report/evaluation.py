@@ -202,6 +202,10 @@ def write_evaluation_report(ev, path: Path) -> Path:
              "certainty: the release's stated disclosure (records whose value a receiver learns for sure), and how "
              "many of them hold a sensitive value — what publish refuses.")
 
+    attacks = getattr(ev, "attacks", None)
+    if attacks is not None and len(attacks):
+        attack_section(rep, attacks, m.get("attacks") or {})
+
     # ------------------------------------------------------------------ parameters in words
     rep.heading("What each parameter means")
     items: list[tuple[str | None, str]] = []
@@ -322,3 +326,42 @@ def write_evaluation_report(ev, path: Path) -> Path:
     rep.paragraph("Files: models.csv (this page's model table), workload.jsonl, results.csv, summary.csv, runs.csv, "
                   "meta.json (next to this report).")
     return rep.write(path)
+
+
+def _ci3(v, lo, hi) -> str:
+    return "–" if v != v else f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def attack_section(rep: HtmlReport, attacks: pd.DataFrame, meta: dict) -> None:
+    """Every model's attacks (``Evaluation.attacks``, one row per model and attack) next to its
+    formal bound; a row whose attack beats the bound is marked red."""
+    rep.heading("Attacks next to the bound")
+    rows = meta.get("rows", "?")
+    rep.paragraph("Attacks that do not assume the model (Giomi et al. 2023): every model is published once more on a "
+                  f"training half of a seeded subsample (at most {rows} rows), the other half held back as control; "
+                  "each attack runs on training and on control records, risk = (success − control)/(1 − control). "
+                  "The formal bound is the claim's (attribute inference: the posterior bound of each guessed value, "
+                  "averaged over the guesses; ε-DP: e^ε times the control's upper interval end). An attack beats its "
+                  "bound when the lower end of its 95% interval on the training records lies above the bound.")
+    ok = attacks[attacks.get("error", pd.Series([""] * len(attacks))).fillna("") == ""] if "error" in attacks else attacks
+    if len(ok):
+        tbl = pd.DataFrame({
+            "model": [breakable(x) for x in ok["model"]],
+            "attack": ok["attack"],
+            "success [95% CI]": [_ci3(*r) for r in ok[["success", "success_lo", "success_hi"]].to_numpy(float)],
+            "control [95% CI]": [_ci3(*r) for r in ok[["control", "control_lo", "control_hi"]].to_numpy(float)],
+            "risk [95% CI]": [_ci3(*r) for r in ok[["risk", "risk_lo", "risk_hi"]].to_numpy(float)],
+            "formal bound": ["–" if b != b else f"{b:.3f}" for b in ok["bound"].to_numpy(float)],
+            "bound from": ok["bound_name"],
+            "beats bound": ["YES" if bool(x) else "no" for x in ok["beats_bound"]],
+        }).astype({"model": object, "attack": object})
+        rep.table(tbl, bad_rows=[bool(x) for x in ok["beats_bound"]])
+        beaten = ok[ok["beats_bound"].astype(bool)]
+        if len(beaten):
+            rep.paragraph("An attack beats the bound of: " + ", ".join(f"{r['model']} ({r['attack']})"
+                                                                      for _, r in beaten.iterrows()) + ".", css="bad")
+        else:
+            rep.paragraph("No attack beats its model's bound.", css="ok")
+    if "error" in attacks:
+        for _, r in attacks[attacks["error"].fillna("") != ""].iterrows():
+            rep.note(f"{r['model']}: no attack ran — {r['error']}")

@@ -8,7 +8,7 @@ Both draw every noisy count with the hardened discrete Laplace sampler.
 from __future__ import annotations
 
 from ...claims.dp import POSTPROCESSING, kdtree_total_step
-from ...kernels.grid import box_counts, summed_area, tree_levels
+from ...kernels.grid import box_counts, summed_area, tree_counts, tree_levels
 from ...kernels.noise import Budget, discrete_laplace_variance
 from ...validation import Integer, Optional, Options, Real
 from .dpcube import HistogramMechanism
@@ -104,9 +104,8 @@ class ConsistentHierarchy(HistogramMechanism):
     def _measure(self, budget, rng, x, n_hat):
         plan = self._plan(x.shape)                                      # H levels, ε/H each
         levels = tree_levels(x.shape, self.fanout)                      # select: the tree's nodes, level by level
-        sat = summed_area(x)
-        noisy = [budget.measure(rng, box_counts(sat, lo, hi), step)     # measure every level
-                 for (lo, hi, _), step in zip(levels, plan.cells, strict=True)]
+        noisy = [budget.measure(rng, counts, step)                      # measure every level
+                 for counts, step in zip(tree_counts(x, levels), plan.cells, strict=True)]
         est = tree_least_squares(noisy, [p for _, _, p in levels],      # infer: consistent node estimates
                                  discrete_laplace_variance(plan.epsilon_per_level))
         return plan, leaf_cells(x.shape, levels, est), None, {}

@@ -19,10 +19,12 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   inferred with private-pgm (the maintained ``mbi`` package; McKenna, Sheldon & Miklau 2019):
   the graphical model (maximum entropy) that best fits the noisy marginals. For many cells
   and few rows per cell (high dimensions), far more accurate than any measurement of the cells.
-* ``dp`` — the default: a noisy total (1% of ε) and :func:`ppdp.claims.dp.dp_choice` pick
-  ``kron`` (when the mean cell holds ≥ 10 noise scales, N̂ε/cells ≥ 10), else ``agrid`` (≤ 2
-  dimensions, first-level share α = 0.3) or ``marginals`` (≥ 3 dimensions, 2-way or 1-way by a
-  signal-to-noise rule) with the rest of ε. The choice is in the certificate; verify re-derives it.
+* ``dp`` — the default: a noisy total (1% of ε) and :func:`ppdp.claims.dp.dp_choice` pick,
+  with the rest of ε, the strategy with the smallest predicted mean absolute error on a
+  uniformly random box (:mod:`ppdp.claims.dp_rule`): in ≥ 3 dimensions ``kron`` (closed form)
+  or the 1- or 2-way ``marginals`` (noise plus a model-bias bound); in 2 dimensions ``kron``
+  when N̂ε/cells ≥ 10, else ``agrid`` (α = 0.3, profile 0.1). The choice and the predictions are
+  in the certificate; verify re-derives them.
 
 Every count goes through :meth:`ppdp.kernels.noise.Budget.measure` (the hardened discrete
 Laplace sampler); the ε split is :func:`ppdp.claims.dp.budget_plan`, which verify re-derives.
@@ -278,7 +280,7 @@ class MarginalsModel(_PostProcessed):
 
 class DefaultHistogram(_PostProcessed):
     """The default ε-DP histogram: a noisy total and :func:`ppdp.claims.dp.dp_choice` choose the
-    Kronecker least squares, adaptive grids or marginals (module docstring)."""
+    Kronecker least squares, adaptive grids or marginals by predicted error (module docstring)."""
 
     name = "dp"
     paper = "ppdp (rule over Li et al. 2015, Qardaji et al. 2013, McKenna et al. 2019)"

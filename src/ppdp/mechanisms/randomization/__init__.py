@@ -4,3 +4,4 @@ from .uniform import GlobalRandomization, UniformPerturbation  # noqa: F401
 from .diverted import Diverted  # noqa: E402,F401
 from .sdr import SDR  # noqa: F401
 from .laplace import LaplaceBaseline  # noqa: F401
+from .subset import SubsetSelection  # noqa: E402,F401

@@ -13,7 +13,9 @@ Publishing (``Diverted(l_prime)``):
    value sets depend on the counts only, never on the id draw) — drawn directly as its
    effect, a uniformly random bijection from each value's rows to its groups — and its published SA is
    drawn uniformly from its group's ℓ' values (p = q = 1/ℓ', Theorem 1); the rows are
-   shuffled and only D' and ℓ' are published — never the groups.
+   shuffled and only D' and ℓ' are published — never the groups — with the certificate, whose
+   leak figures come from the SA counts after the dropped rows (published as ``sa_counts``)
+   and ℓ', never from the draw (:mod:`ppdp.kernels.swap_leak`).
 Several sensitive attributes are randomized independently, each with its own groups (§7.2).
 
 The claim is :class:`~ppdp.claims.diverted.DivertedClaim`; the estimators (4-state and full
@@ -148,6 +150,7 @@ class Diverted(Mechanism):
         own = [_kept(table.codes(sa), idx) for sa in table.sensitive]
         plan = self.plan([np.bincount(o, minlength=len(table.domain(sa))) for o, sa in zip(own, table.sensitive)])
         published = dict(zip(table.sensitive, plan.apply(own, rng)))
+        plan_counts = plan.counts  # the SA counts after the dropped rows: the claim's leak figures come from them
         del own, plan
         shuffle = rng.permutation(np.arange(n, dtype=itype))  # the same permutation as rng.permutation(n)
         src_order = shuffle if idx is None else idx[shuffle]  # source rows in published order
@@ -159,7 +162,7 @@ class Diverted(Mechanism):
         del shuffle, src_order
         arrays = [dictionary_column(codes.pop(c), table.domain(c)) for c in cols]
         data = pa.Table.from_arrays(arrays, names=cols)
-        pub = [np.bincount(published[sa], minlength=len(table.domain(sa))) for sa in table.sensitive]
+        claim = DivertedClaim.derive(lp, table.sensitive, n, n_drop, plan_counts, [table.domain(sa) for sa in table.sensitive])
         manifest = {"schema": schema_of(table, table.sensitive), "n_input": n_in, "n_published": n, "dropped": n_drop,
-                    "certificate": DivertedClaim.derive(lp, table.sensitive, n, n_drop, pub).to_certificate()}
+                    "certificate": claim.to_certificate()}
         return RandomizedRelease(manifest, {"data": data})
