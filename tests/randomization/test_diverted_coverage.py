@@ -41,6 +41,7 @@ def _published_by_predicate(rel, wl, sa: str, m: int, n_pred: int) -> np.ndarray
     return Y
 
 
+@pytest.mark.slow
 def test_linear_noise_variance_is_the_mechanisms():
     """300 releases of a 5,000-row EDU sample, 6 predicates × 17 SA values, T from the true
     counts: Var(e_P·w) (the per-row draws and the decoy slots filled without replacement) and
