@@ -114,6 +114,7 @@ def adult_runs():
     return true, np.array(fi, dtype=float), np.array(fc, dtype=float)
 
 
+@pytest.mark.slow
 def test_diverted_default_coverage(adult_runs):
     true, fi, fc = adult_runs
     c_fi, c_fc = fi.mean(), fc.mean()
