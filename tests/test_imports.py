@@ -1,5 +1,6 @@
-"""The import graph of ``src/ppdp``: no cycles, dependencies point down, no private names
-cross a module boundary (DESIGN.md, "target layout").
+"""The import graph of ``src/ppdp``: no cycles (type-only imports included), dependencies point
+down, no private names cross a module boundary (DESIGN.md, "target layout"); and the modules
+themselves: none over 1,000 lines, every one named in docs/architecture.md.
 
 The graph is read from the source with :mod:`ast`, not by importing: every ``import`` and
 ``from … import`` statement counts, at module level and inside functions and methods alike,
@@ -316,3 +317,52 @@ def test_dependencies_point_down_and_private_names_stay_private():
     g = import_graph()
     problems = layering_violations(g) + private_name_violations(g)
     assert not problems, "\n".join(problems)
+
+
+#: the most lines a module under src/ppdp may hold (split by concept beyond it)
+MAX_LINES = 1000
+#: modules allowed past MAX_LINES, relative to src/ppdp (none)
+OVERSIZE_EXEMPT: set[str] = set()
+ARCHITECTURE = SRC.parent / "docs" / "architecture.md"
+
+
+def _relative(mod: str) -> str:
+    return MODULES[mod].relative_to(SRC / ROOT).as_posix()
+
+
+def oversize_modules(limit: int = MAX_LINES, exempt=OVERSIZE_EXEMPT) -> list[str]:
+    out = []
+    for mod in MODULES:
+        n = len(MODULES[mod].read_text().splitlines())
+        if n > limit and _relative(mod) not in exempt:
+            out.append(f"{_relative(mod)}: {n} lines > {limit}; split it by concept")
+    return out
+
+
+def test_no_module_over_the_line_limit():
+    problems = oversize_modules()
+    assert not problems, "\n".join(problems)
+
+
+def test_the_size_check_has_power():
+    """A tighter limit flags modules, and the exemption list holds only modules that exist."""
+    assert oversize_modules(limit=100, exempt=set())
+    assert {_relative(m) for m in MODULES} >= OVERSIZE_EXEMPT
+
+
+def modules_missing_from_architecture(text: str) -> list[str]:
+    """Every module's path under src/ppdp (``releases/bucketized.py``; a package's
+    ``__init__.py`` as ``releases/``) must appear in docs/architecture.md."""
+    out = []
+    for mod in MODULES:
+        rel = _relative(mod)
+        name = rel[: -len("__init__.py")] if rel.endswith("/__init__.py") else rel
+        if rel != "__init__.py" and f"`{name}`" not in text:
+            out.append(name)
+    return out
+
+
+def test_architecture_page_names_every_module():
+    missing = modules_missing_from_architecture(ARCHITECTURE.read_text())
+    assert not missing, "docs/architecture.md does not name these modules (add them to its module index):\n" + "\n".join(missing)
+    assert modules_missing_from_architecture("")  # the check has power

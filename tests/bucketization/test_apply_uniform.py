@@ -35,6 +35,7 @@ def _uniform(counts: np.ndarray) -> float:
     return float(stats.chisquare(counts).pvalue)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("piles", [False, True])
 def test_assignment_and_orders_are_uniform(monkeypatch, piles):
     if piles:  # the cache-friendly path of value_random_order (several piles per value) on a tiny table
@@ -64,6 +65,7 @@ def test_assignment_and_orders_are_uniform(monkeypatch, piles):
         assert _uniform(counts) > LEVEL, (name, counts.tolist())
 
 
+@pytest.mark.slow
 def test_value_random_order_is_a_uniform_order_within_each_value(monkeypatch):
     monkeypatch.setattr(apply, "PILE_ROWS", 1)
     codes = np.array([1, 0, 1, 0, 0, 1, 0], dtype=np.uint8)  # value 0 at rows 1 3 4 6

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ppdp
+import ppdp.releases.bucket_streams as S
 import ppdp.releases.bucketized as B
 from ppdp.mechanisms.bucketization.apply import draw_plan_fakes, draw_plan_fakes_typed
 from ppdp.mechanisms.bucketization.plan import SACounts
@@ -128,13 +129,13 @@ def test_streamed_inference_with_patterns_equals_the_whole_matrix(case, repeat, 
     labels = [f"v{i}" for i in range(obs.shape[1])]
     whole_post = B.receiver_posterior(obs, sizes, sigma, thr, forbidden.dense(), totals)
     whole = B.fake_inference(obs, sizes, thr, forbidden.dense(), totals)
-    for cells in (B.DISTINCT_CELLS, 0):
-        old = B.DISTINCT_CELLS
+    for cells in (S.DISTINCT_CELLS, 0):
+        old = S.DISTINCT_CELLS
         try:
-            B.DISTINCT_CELLS = cells
+            S.DISTINCT_CELLS = cells
             d, inf = B.streamed_inference(chunks, sigma, thr, labels, totals, forbidden=forbidden)
         finally:
-            B.DISTINCT_CELLS = old
+            S.DISTINCT_CELLS = old
         assert d == B.bucket_disclosure(whole_post, sizes, labels)
         assert inf is not None
         assert (inf["contradictions"], inf["bad_buckets"]) == (whole["contradictions"], whole["bad_buckets"])
@@ -344,6 +345,7 @@ def test_real_bucket_types_equal_the_real_counts(learned_releases, monkeypatch):
     types, type_of = rel.real_bucket_types()
     assert np.array_equal(types[type_of], real) and len(np.unique(types, axis=0)) == len(types)
     # a forced hash collision (every row hashed alike) falls back to the sorting unique
-    monkeypatch.setattr(B, "_row_hash_multipliers", lambda width: np.zeros(width, dtype=np.uint64))
+    for module in (B, S):
+        monkeypatch.setattr(module, "row_hash_multipliers", lambda width: np.zeros(width, dtype=np.uint64))
     types, type_of = rel.real_bucket_types()
     assert np.array_equal(types[type_of], real)

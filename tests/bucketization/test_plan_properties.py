@@ -13,6 +13,7 @@
 from functools import lru_cache
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import sparse
@@ -118,9 +119,7 @@ def _brute(o, f, max_bucket):
     return brute_force_two_size(o, f, max_bucket)
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(tables())
-def test_two_size_equals_brute_force_and_prunings_agree(tab):
+def _two_size_equals_brute_force_and_prunings_agree(tab):
     o, f, max_bucket = tab
     oa, fa = np.array(o), np.array(f)
     want = _brute(o, f, max_bucket)
@@ -141,9 +140,21 @@ def test_two_size_equals_brute_force_and_prunings_agree(tab):
     assert s.loss == want and independent_problems(s.counts, o, f) == []         # (e)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(tables())
+def test_two_size_equals_brute_force_and_prunings_agree(tab):
+    """100 examples in the default run; 1000 in the slow set (`test_two_size_equals_brute_force_and_prunings_agree_1000`)."""
+    _two_size_equals_brute_force_and_prunings_agree(tab)
+
+
+@pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(tables())
-def test_multi_size_and_optimal_bounds(tab):
+def test_two_size_equals_brute_force_and_prunings_agree_1000(tab):
+    _two_size_equals_brute_force_and_prunings_agree(tab)
+
+
+def _multi_size_and_optimal_bounds(tab):
     o, f, max_bucket = tab
     oa, fa = np.array(o), np.array(f)
     try:
@@ -160,3 +171,17 @@ def test_multi_size_and_optimal_bounds(tab):
     for s in (two, multi, opt):
         assert independent_problems(s.counts, o, f) == []                         # (e)
         assert s.sizes.max() <= max(max_bucket, 1) or s.n_buckets == 1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(tables())
+def test_multi_size_and_optimal_bounds(tab):
+    """100 examples in the default run; 1000 in the slow set (`test_multi_size_and_optimal_bounds_1000`)."""
+    _multi_size_and_optimal_bounds(tab)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(tables())
+def test_multi_size_and_optimal_bounds_1000(tab):
+    _multi_size_and_optimal_bounds(tab)

@@ -122,6 +122,7 @@ def test_fake_correction_is_exactly_unbiased_by_enumeration(seed, sigma):
         np.testing.assert_allclose(mean.sum(), counts[g].sum(), atol=1e-9)
 
 
+@pytest.mark.slow
 def test_estimator_with_fakes_is_unbiased_statistically():
     """Buckets of an OCC sample fixed, 2,000 independent fake draws (σ = 2): each query's
     mean estimate is within 4.5 standard errors of the fake-free estimate (40 queries, fixed

@@ -29,22 +29,35 @@ def skewed_table(draw):
     return Table(cols, doms, quasi=["a", "b"], sensitive=["s"]), seed
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(skewed_table(), st.sampled_from([1.5, 2.0, 4.0, 8.0]), st.sampled_from(["multi-size", "two-size", "optimal"]),
-       st.integers(0, 1))
-def test_every_fprivacy_release_verifies(case, theta, method, sigma):
+def _every_fprivacy_release_verifies(case, theta, method, sigma):
     t, seed = case
     mech = ppdp.FPrivacy(theta=theta, floor=0.02, method=method, max_bucket=12, fake_values=sigma, time_limit=5.0)
     try:
         rel = ppdp.publish(t, mech, seed=seed, allow_disclosure=True)  # verify re-derives the disclosure too
     except InfeasibleError:  # thresholds infeasible, no setting within max_bucket, or no room for fakes
-        reject()  # not counted: max_examples = 1,000 tables that did publish, each verified
+        reject()  # not counted: max_examples tables that did publish, each verified
     rep = ppdp.verify(rel, t)
     assert rep.ok, rep.problems
     cert = rel.manifest["certificate"]
     assert cert["method"] == method and cert["n_buckets"] == sum(cert["bucket_sizes"].values())
     if method == "optimal":
         assert isinstance(cert["proven_optimal"], bool)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(skewed_table(), st.sampled_from([1.5, 2.0, 4.0, 8.0]), st.sampled_from(["multi-size", "two-size", "optimal"]),
+       st.integers(0, 1))
+def test_every_fprivacy_release_verifies(case, theta, method, sigma):
+    """100 published tables in the default run; 1,000 in the slow set (`test_every_fprivacy_release_verifies_1000`)."""
+    _every_fprivacy_release_verifies(case, theta, method, sigma)
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(skewed_table(), st.sampled_from([1.5, 2.0, 4.0, 8.0]), st.sampled_from(["multi-size", "two-size", "optimal"]),
+       st.integers(0, 1))
+def test_every_fprivacy_release_verifies_1000(case, theta, method, sigma):
+    _every_fprivacy_release_verifies(case, theta, method, sigma)
 
 
 @settings(max_examples=40, deadline=None)

@@ -18,6 +18,7 @@ from ppdp.claims import disclosure_of
 from ppdp.errors import InfeasibleError
 from ppdp.mechanisms.bucketization.apply import st_range_typed, streamed_disclosure
 from ppdp.mechanisms.bucketization.plan import SACounts
+from ppdp.releases import bucket_streams as S
 from ppdp.releases import bucketized as B
 from ppdp.releases.bucketized import BucketizedRelease, bucket_disclosure, receiver_posterior, typed_disclosure
 
@@ -130,18 +131,18 @@ def test_distinct_rows_equal_the_replay_over_chunks(case, repeat, seed):
     cuts = [c * repeat for c in cuts]
     labels = [f"v{i}" for i in range(obs.shape[1])]
     held = B.streamed_inference(_chunked(obs, sizes, cuts), max(sigma, 1), thr, labels, totals)
-    old = B.DISTINCT_CELLS
+    old = S.DISTINCT_CELLS
     try:
-        B.DISTINCT_CELLS = 0
+        S.DISTINCT_CELLS = 0
         replay = B.streamed_inference(_chunked(obs, sizes, cuts), max(sigma, 1), thr, labels, totals)
     finally:
-        B.DISTINCT_CELLS = old
+        S.DISTINCT_CELLS = old
     assert held[0] == replay[0]
     assert held[1]["contradictions"] == replay[1]["contradictions"]
     assert held[1]["bad_buckets"] == replay[1]["bad_buckets"]
     assert np.array_equal(held[1]["bad_values"], replay[1]["bad_values"])
     x = np.concatenate([obs, sizes[:, None]], axis=1)
-    first, inv = B._unique_rows(x)
+    first, inv = S.unique_rows(x)
     assert np.array_equal(x[first][inv], x) and len(first) == len(np.unique(x, axis=0))
 
 
@@ -150,6 +151,6 @@ def test_distinct_rows_give_up_beyond_the_limit():
     obs = np.arange(40, dtype=np.int64).reshape(20, 2) % 7
     sizes = np.arange(20, dtype=np.int64) + 1
     chunks = _chunked(obs, sizes, [5, 10])
-    assert B._distinct_buckets(chunks, 2, 10) is None
-    got = B._distinct_buckets(chunks, 2, 20)
+    assert S._distinct_buckets(chunks, 2, 10) is None
+    got = S._distinct_buckets(chunks, 2, 20)
     assert got is not None and got[2].sum() == 20 and sorted(got[3].tolist()) == list(range(20))

@@ -78,6 +78,7 @@ def test_anatomy_bounds_exact_when_known():
     assert np.array_equal(res["lower"], res["exact"]) and np.array_equal(res["upper"], res["exact"])
 
 
+@pytest.mark.slow
 def test_laplace_answers_coverage():
     t = ppdp.datasets.load("edu", n=2000, seed=0)
     qs = [f"sex = '{s}' AND race = '{r}'" for s in t.domain("sex") for r in t.domain("race")]

@@ -110,6 +110,7 @@ def test_bootstrap_matches_the_closed_form_on_kron(adult):
     assert np.all((stat > lo) & (stat < hi)), (stat, lo, hi)
 
 
+@pytest.mark.slow
 def test_bootstrap_intervals_cover(adult):
     """Coverage of the shipped interval (consistency: its default ``cells`` estimator on
     post-processed cells gets the bootstrap) over 60 fixed-seed releases, 4 fixed queries. Each

@@ -253,6 +253,7 @@ def _cells_and_ranges(dims_values, rng, n_cells, n_ranges, block=None):
     return as_workload(cells), as_workload(ranges)
 
 
+@pytest.mark.slow
 def test_cells_intervals_cover_as_their_exact_law_says(adult):
     """``cells``: the error of a query of k cells is a sum of k discrete Laplace draws, so the
     interval ± h holds the truth with probability exactly P(|S_k| ≤ h) ≥ 0.95. Over 120 releases
@@ -283,6 +284,7 @@ def test_cells_intervals_cover_as_their_exact_law_says(adult):
         assert abs(z) < 3.89, (z, hits.sum() / (R * len(wl)), p.mean())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dpcube-ls", "kron"])
 def test_least_squares_intervals_cover(adult, name):
     """``ls`` on DPCube and ``cells`` on kron (non-integer combinations): pooled hits over 150

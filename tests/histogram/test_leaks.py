@@ -143,6 +143,7 @@ def test_noise_at_the_floor_matches_the_pmf():
     assert (z == 0).sum() <= stats.binom.ppf(1 - 1e-4, n, discrete_laplace_pmf(np.array([0]), e)[0])
 
 
+@pytest.mark.slow
 def test_goodness_of_fit_false_alarm_rate():
     """The Chernoff test's false-alarm rate is at most α (here at α = 0.01: 20,000 honest samples
     of 50 counts, the observed rate ≤ 0.01 plus 4 binomial standard errors)."""

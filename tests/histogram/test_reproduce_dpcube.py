@@ -21,6 +21,7 @@ def quick_run(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_summary_lists_every_setup_difference(quick_run):
     text = (quick_run / "summary.md").read_text()
     assert "## Set-up differences from the paper" in text
@@ -34,6 +35,7 @@ def test_summary_lists_every_setup_difference(quick_run):
         assert section in text
 
 
+@pytest.mark.slow
 def test_figure_files(quick_run):
     for stem in ("fig13_histograms_age_income", "fig16a_age_income_error_vs_epsilon", "usefulness_cells_age_income",
                  "fig10_error_vs_alpha1", "fig15a_paper_error_vs_xi0", "fig17_classification_vs_epsilon"):
@@ -42,6 +44,7 @@ def test_figure_files(quick_run):
     assert len(f13) == 74 * 2 and f13.original.sum() == 10_000   # the paper's first 10^4 rows, Age × Income
 
 
+@pytest.mark.slow
 def test_figure10_has_both_least_squares(quick_run):
     f10 = pd.read_csv(quick_run / "fig10_error_vs_alpha1.csv")
     assert {"ls", "ls_unweighted", "uniform_any_eta5_eq34"} <= set(f10.columns)
@@ -50,6 +53,7 @@ def test_figure10_has_both_least_squares(quick_run):
     assert (f10.ls <= f10.ls_unweighted * 1.05).all()
 
 
+@pytest.mark.slow
 def test_age_income_table_and_usefulness(quick_run):
     t = pd.read_csv(quick_run / "fig16a_age_income_error_vs_epsilon.csv")
     for m in ("cells", "dpcube-default-ls", "dpcube-default-ls-unweighted", "dpcube-paper-uniform",

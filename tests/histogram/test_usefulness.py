@@ -110,6 +110,7 @@ def test_theorem_42_alpha_and_delta_are_inverse():
     assert (U.cell_histogram_delta(a, grid, 10) <= np.minimum(1, U.theorem42_delta(a, grid, 10)) + 1e-15).all()
 
 
+@pytest.mark.slow
 def test_theorem_42_through_the_public_verb():
     """CellHistogram(α = m·ln(m/δ)/ε) on Adult race × sex (m = 10 cells): in 300 releases the
     worst error over every 0/1 linear counting query (max of the positive and the negative

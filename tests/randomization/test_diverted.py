@@ -205,6 +205,7 @@ def test_sa_only_estimate_is_published_count():
         assert est[6] == ppdp.answer_exact(t, wl[6:])[0]  # NSA-only: exact
 
 
+@pytest.mark.slow
 def test_closed_form_unbiased_over_repeated_releases():
     counts = [800, 700, 500, 400, 350, 250]
     t = _table_with_independent_P(counts)

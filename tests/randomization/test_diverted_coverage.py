@@ -41,6 +41,7 @@ def _published_by_predicate(rel, wl, sa: str, m: int, n_pred: int) -> np.ndarray
     return Y
 
 
+@pytest.mark.slow
 def test_linear_noise_variance_is_the_mechanisms():
     """300 releases of a 5,000-row EDU sample, 6 predicates × 17 SA values, T from the true
     counts: Var(e_P·w) (the per-row draws and the decoy slots filled without replacement) and
@@ -113,6 +114,7 @@ def adult_runs():
     return true, np.array(fi, dtype=float), np.array(fc, dtype=float)
 
 
+@pytest.mark.slow
 def test_diverted_default_coverage(adult_runs):
     true, fi, fc = adult_runs
     c_fi, c_fc = fi.mean(), fc.mean()

@@ -70,7 +70,7 @@ def swapped(sa, a, b):
 P_VALUES: dict = {}
 
 
-@pytest.mark.parametrize("sa, m, lp", [([0, 0, 1, 2], 3, 2), ([0, 0, 1, 2, 3, 4], 5, 3)], ids=["xxyz-l2", "5values-l3"])
+@pytest.mark.parametrize("sa, m, lp", [([0, 0, 1, 2], 3, 2), pytest.param([0, 0, 1, 2, 3, 4], 5, 3, marks=pytest.mark.slow)], ids=["xxyz-l2", "5values-l3"])
 def test_every_swap_of_a_person_is_told_apart_through_publish(sa, m, lp):
     # person 0 holds the value in both (different) decoy groups; try every partner of another value
     partners = [b for b in range(len(sa)) if sa[b] != sa[0]]
@@ -86,6 +86,7 @@ def test_every_swap_of_a_person_is_told_apart_through_publish(sa, m, lp):
     assert leak["closed_fraction"] == 0.0 and leak["swap_advantage"] > 0
 
 
+@pytest.mark.slow
 def test_closed_blocks_give_identical_distributions_through_publish():
     # counts (2, 2, 1, 1), ℓ' = 2: groups {v0, v1}, {v0, v1}, {v2, v3} — two closed blocks
     sa, m, lp = [0, 0, 1, 1, 2, 3], 4, 2
@@ -123,6 +124,7 @@ def gof_p(h: Counter, law: dict) -> float:
     return float(stats.chisquare(obs, exp)[1])
 
 
+@pytest.mark.slow
 def test_publish_follows_the_exact_unconditional_law():
     sa, m, lp = [0, 0, 1, 2], 3, 2
     sa2 = swapped(sa, 0, 2)

@@ -74,6 +74,7 @@ COUNTS = [800, 700, 500, 400, 350, 250]
 FRACS = [0.8, 0.7, 0.1, 0.1, 0.05, 0.05]  # the predicate a = 1 sits mostly on the two largest values
 
 
+@pytest.mark.slow
 def test_unbiased_over_repeated_releases_where_the_4_state_model_is_not():
     t = correlated_table(COUNTS, FRACS)
     wl = Workload([Query((Predicate("a", "eq", ("a1",)), Predicate("s", "eq", (f"s{i}",)))) for i in range(6)])
@@ -127,6 +128,7 @@ def test_more_accurate_than_the_4_state_model_on_a_correlated_predicate():
     assert np.mean(err["full-iterative"]) < 0.5 * np.mean(err["iterative"]), err
 
 
+@pytest.mark.slow
 def test_two_sensitive_attributes_tensor_product_unbiased():
     rng = np.random.default_rng(0)
     n = 6000

@@ -73,7 +73,8 @@ def test_estimates_equal_whole_rows(mech, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-8)  # the order of floating-point sums only
 
 
-@pytest.mark.parametrize("strength", ["adjusted", "likelihood", "moments"])
+@pytest.mark.parametrize("strength", [pytest.param("adjusted", marks=pytest.mark.slow),
+                                      pytest.param("likelihood", marks=pytest.mark.slow), "moments"])
 def test_blocks_do_not_change_the_numbers(strength, monkeypatch):
     """The empirical-Bayes fit a block of entries (and of rows) at a time gives exactly the
     numbers of one block: each row's sums are its own, whatever the blocks."""

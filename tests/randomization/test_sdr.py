@@ -86,6 +86,7 @@ def test_posterior_by_simulation():
     assert checked >= 6
 
 
+@pytest.mark.slow
 def test_reconstruction_unbiased():
     t = _small(n=800, seed=3)
     wl = ["s = 'v0'", "s IN ('v1', 'v4')", "a = 'p' AND s = 'v2'", "a IN ('q','r') AND b = 'y' AND s IN ('v3','v5')",

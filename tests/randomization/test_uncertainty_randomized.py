@@ -68,7 +68,7 @@ def test_closed_form_se_matches_the_spread(small):
 
 
 @pytest.mark.parametrize("mech", [ppdp.UniformPerturbation(0.1, 0.3), ppdp.SDR(0.1, 0.3), ppdp.GlobalRandomization(4),
-                                  ppdp.Diverted(4)], ids=lambda m: m.name)
+                                  pytest.param(ppdp.Diverted(4), marks=pytest.mark.slow)], ids=lambda m: m.name)
 def test_default_interval_coverage(small, mech):
     t, wl, true = small
     cov = []
