@@ -99,8 +99,13 @@ class UniformSetup:
         return self.Y.reshape(U * J, m), np.tile(np.arange(J), U)
 
     def per_query(self, X: np.ndarray) -> np.ndarray:
-        """(n_q, J): Σ over each query's selected values of X (U, J, m) of its predicate."""
-        return np.einsum("qjm,qm->qj", X[self.inv], self.sel.astype(np.float64), optimize=True)
+        """(n_q, J): Σ over each query's selected values of X (U, J, m) of its predicate; where a
+        query selects every value of a group's domain, that group's known number n_P,j (the
+        quasi-identifiers are published as they are: such a count is exact, whatever estimator
+        made X)."""
+        out = np.einsum("qjm,qm->qj", X[self.inv], self.sel.astype(np.float64), optimize=True)
+        full = self.k_per_query() >= self.member.sum(axis=1)[None, :]
+        return np.where(full, self.n_per_query(), out) if full.any() else out
 
     def n_per_query(self) -> np.ndarray:
         """(n_q, J): n_P,j, the known number of rows of the query's predicate in each group."""
