@@ -174,7 +174,8 @@ def test_a_frame_from_read_dataset_is_read_directly_with_the_same_claim(spark, s
             assert rel.tables[stem].cast(t.schema).equals(t), stem
 
 
-@pytest.mark.parametrize("mech", [ppdp.FPrivacy(theta=8, fake_values=1), ppdp.FPrivacy(theta=8, fake_values=2),
+@pytest.mark.parametrize("mech", [ppdp.FPrivacy(theta=8, fake_values=1),
+                                  pytest.param(ppdp.FPrivacy(theta=8, fake_values=2), marks=pytest.mark.slow),
                                   ppdp.Anatomy(3)], ids=lambda m: f"{m.name}-{getattr(m, 'fake_values', 0)}")
 def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_time(spark, source, tmp_path, mech,
                                                                                     same_manifest, monkeypatch):

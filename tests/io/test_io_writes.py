@@ -42,6 +42,7 @@ def _siblings(parent: Path) -> set[str]:
     return {p.name for p in parent.iterdir()}
 
 
+@pytest.mark.slow  # eight processes at once (~10 s); CI runs the slow set
 def test_eight_concurrent_cli_publishes_one_wins_seven_exit_2(tmp_path):
     parent = tmp_path / "out"
     parent.mkdir()
