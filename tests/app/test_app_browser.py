@@ -202,12 +202,18 @@ def test_bad_input_through_the_page(page, app):
     print("wrong file:", msg.inner_text())
     assert set(os.listdir(work)) == before  # nothing kept of it
 
-    pg.set_input_files("#file", [])
-    pg.fill("#path", str(FAIR))
+    # a Parquet version of the public table, uploaded: read by the library, its schema inferred
+    import pandas as pd
+
+    pq_file = work.parent / "fair.parquet"
+    pd.read_csv(FAIR, sep="\t").to_parquet(pq_file, index=False)
+    pg.set_input_files("#file", str(pq_file))
     pg.click("#load-btn")
     pg.wait_for_selector("#schema-table tbody tr", timeout=90_000)
-    pg.set_input_files("#schema-file", str(FAIR_SCHEMA))
-    pg.wait_for_selector("#schema-msg:has-text('schema file loaded')", timeout=60_000)
+    assert pg.locator("#schema-table tbody tr").count() == 9
+    assert "Parquet file fair.parquet (6,366 rows)" in pg.inner_text("#load-msg")
+    assert pg.input_value("#schema-table tr[data-name='age'] select[data-key='type']") == "numeric"
+    before = set(os.listdir(work))  # the Parquet file's CSV copy and its inferred schema are kept
     # ε = 0: refused before any work, next to the models
     pg.fill("#models", "dp:epsilon=0")
     pg.click("#compare-btn")

@@ -36,6 +36,7 @@ HERE = Path(__file__).parent
 #: one model per family (bucketized, randomized, ε-DP histogram): the default comparison
 DEFAULT_MODELS = ("fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1")
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_UPLOAD = 512 << 20
 
 
@@ -168,6 +169,15 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 _check_table_name(src.name)
             else:
                 raise BadInput("choose a file to upload, give its path, or pick a bundled table", "file")
+            note = ""
+            if src.name.lower().endswith(PARQUET_SUFFIXES):
+                try:
+                    src, note = await _in_thread(_parquet_as_csv, src, uploaded)
+                except BaseException:
+                    if uploaded:
+                        shutil.rmtree(src.parent, ignore_errors=True)  # nothing kept of a file that cannot be read
+                    raise
+                uploaded = True  # the CSV copy is the app's own file: removed if it cannot be read
             out = session.new_path("inferred", ".toml")
             job = await _in_thread(run, "schema infer", ["schema", "infer", str(src), "--out", str(out)], session.workdir, [out])
             if job.state != "done":
@@ -178,17 +188,36 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             session.schema_path.write_text(text, encoding="utf-8")
             session.source = {"kind": "file", "path": str(src.resolve()), "name": src.name}
             rows = schema_edit.to_rows(text)
-            return JSONResponse({"source": session.source, "schema": rows, "message": job.stdout.strip()})
+            return JSONResponse({"source": session.source, "schema": rows, "message": " ".join(filter(None, [note, job.stdout.strip()]))})
         except PpdpError as e:
             return _error(e, "file")
 
     def _check_table_name(name: str) -> None:
-        low = name.lower()
-        if low.endswith((".parquet", ".pq")):
-            raise BadInput(f"{name}: the app infers a schema from a text table (CSV/TSV, gzip too); for Parquet, use "
-                           "`ppdp publish FILE.parquet --schema …` on the command line", "file")
-        if not low.endswith(TABLE_SUFFIXES):
-            raise BadInput(f"{name}: not a table file (give a .csv, .tsv or .txt file, or one of them gzipped)", "file")
+        if not name.lower().endswith(TABLE_SUFFIXES + PARQUET_SUFFIXES):
+            raise BadInput(f"{name}: not a table file (give a .csv, .tsv, .txt or .parquet file, or a text one "
+                           "gzipped)", "file")
+
+    def _parquet_as_csv(src: Path, uploaded: bool) -> tuple[Path, str]:
+        """A Parquet file read by the library (:func:`ppdp.schema.read_frame`) and written as a CSV file in the
+        working directory: ``ppdp schema infer`` then guesses its schema, and every later step reads that copy
+        (a null cell becomes an empty one, i.e. missing)."""
+        from ..schema import FileOptions, read_frame
+
+        df = read_frame(src, FileOptions())
+        name = re.sub(r"\.(parquet|pq)$", "", src.name, flags=re.I) + ".csv"
+        if uploaded:  # the upload's own directory: the CSV copy replaces it
+            target = src.parent / name
+            df.to_csv(target, index=False)
+            src.unlink()
+            return target, f"Parquet file {src.name} ({len(df):,} rows) read and kept as {name} in the working directory;"
+        target = session.new_path("input") / name
+        target.parent.mkdir()
+        try:
+            df.to_csv(target, index=False)
+        except BaseException:
+            shutil.rmtree(target.parent, ignore_errors=True)
+            raise
+        return target, f"Parquet file {src.name} ({len(df):,} rows) read and written as {target.name} in the working directory;"
 
     async def _load_dataset(name: str, rows: str) -> dict[str, Any]:
         from ..datasets import load as load_dataset
