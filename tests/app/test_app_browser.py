@@ -156,6 +156,14 @@ def test_workflow_on_a_public_table(page, app):
     rel = ppdp.load_release(rel_dir)
     assert pg.inner_text("#claim") == "Claim: " + claim_of(rel.manifest).statement()
     assert ppdp.verify(rel_dir, table).ok
+    # the audit after verify: its headline is the library's audit of the same release against the same table
+    from ppdp.audit import audit_release
+
+    want_audit = audit_release(rel, table)
+    assert pg.inner_text("#audit-headline") == "audit: " + want_audit.headline()
+    assert [n for n in pg.locator("#audit-notes li").all_inner_texts()] == list(want_audit.notes)
+    page_html = pg.request.get(url.rstrip("/") + pg.get_attribute("#audit-link", "href"))
+    assert page_html.ok and "posterior" in page_html.text().lower()
     with pg.expect_download() as dl:
         pg.click("#zip-link")
     names = zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes())).namelist()

@@ -385,6 +385,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             raise PpdpError(f"verify: {ver.error}")
         report = json.loads(ver.stdout)
         manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        audit = _audit(out)
         rid = out.name
         session.releases[rid] = {"dir": out, "custodian": custodian if custodian.exists() else None, "model": spec}
         lines = [ln.strip() for ln in job.stdout.splitlines() if ln.strip()]
@@ -392,9 +393,22 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         return {"release": rid, "model": spec, "publish_output": lines, "claim": claim,
                 "certificate_line": next((ln for ln in lines if ln.startswith("certificate:")), ""),
                 "disclosure_line": next((ln for ln in lines if ln.startswith("disclosure:")), ""),
-                "verify": report, "fit_for_publication": manifest.get("fit_for_publication"),
+                "verify": report, "audit": audit, "fit_for_publication": manifest.get("fit_for_publication"),
                 "files": sorted(p.name for p in out.iterdir()), "custodian": custodian.exists(),
                 "zip": f"/download/{rid}.zip", "custodian_url": f"/download/{rid}.custodian.json" if custodian.exists() else None}
+
+    def _audit(release: Path) -> dict[str, Any]:
+        """``ppdp audit RELEASE`` against the source (the posterior audit: best posterior per record class
+        next to the bound, records disclosed with certainty); its exit 1 (a violation or a disclosure) is a
+        finding to show, not a failure. The attacks that need held-back control records are not run here."""
+        out = session.new_path("audit")
+        job = run("audit", ["audit", str(release), *session.source_args(), "--out", str(out)], session.workdir, [out],
+                  ok_codes=(0, 1))
+        if job.state != "done":
+            return {"error": job.error or "ppdp audit failed"}
+        res = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+        return {"headline": res.get("headline", ""), "notes": list(res.get("notes") or []),
+                "violations": res.get("violations"), "exit": job.returncode, "report": f"/work/{out.name}/report.html"}
 
     def _publish_flags(spec: str) -> tuple[str, list[str]]:
         """A model as ``name:key=value,…`` (evaluate's spelling) → ``ppdp publish NAME`` and its flags."""

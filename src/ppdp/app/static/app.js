@@ -191,6 +191,13 @@ $("publish-form").addEventListener("submit", async (ev) => {
   $("claim").textContent = r.claim ? "Claim: " + r.claim : "";
   $("certificate").textContent = r.certificate_line ? "Certificate: " + r.certificate_line.replace(/^certificate:\s*/, "") : "";
   $("disclosure").textContent = r.disclosure_line ? "Disclosure: " + r.disclosure_line.replace(/^disclosure:\s*/, "") : "";
+  const a = r.audit || {};
+  $("audit-headline").textContent = a.error ? "audit: " + a.error : "audit: " + a.headline;
+  $("audit-headline").className = "verdict " + (!a.error && a.exit === 0 ? "ok" : "bad");
+  const an = $("audit-notes"); an.innerHTML = "";
+  for (const n of (a.notes || [])) an.appendChild(el("li", n));
+  $("audit-link").hidden = !a.report;
+  if (a.report) $("audit-link").href = a.report;
   $("publish-output").textContent = r.publish_output.join("\n");
   $("zip-link").href = r.zip;
   $("custodian-box").hidden = !r.custodian;
