@@ -131,14 +131,21 @@ def test_workflow_on_a_public_table(page, app):
     assert saved["columns"]["affairs"]["role"] == "sensitive"
     shot(pg, "1-schema", "#load")
 
-    # 2 compare: three models (one per family) on one workload; the recommendation is the library's
-    pg.fill("#queries", "300")
+    # 2 compare: three models (one per family) on pasted queries (`ppdp query`'s SQL, as evaluate's
+    # --workload FILE); the recommendation is the library's on the same statements
+    from ppdp.evaluate import sql_workload
+
+    stmts = ["SELECT religious, COUNT(*) FROM t WHERE affairs = '[2, 5)' GROUP BY religious",
+             "SELECT age, COUNT(*) FROM t WHERE affairs = '[0, 0.5)' GROUP BY age", "SELECT COUNT(*) FROM t WHERE educ >= 16"]
+    pg.fill("#sql-workload", ";\n".join(stmts))
     pg.click("#compare-btn")
     wait_job(pg, "#report-box")
     rec = pg.inner_text("#recommendation")
     sch = load_schema(work / "schema.toml")
     table = read_table(FAIR, sch)
-    ev = evaluate(table, ["fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1"], n_queries=300, trials=1, seed=0,
+    assert [ln.strip() for ln in next(work.glob("workload-*.sql")).read_text().split(";")] == stmts
+    ev = evaluate(table, ["fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1"], workload=sql_workload(table, stmts),
+                  n_queries=300, trials=1, seed=0,
                   out_dir=work.parent / "check-evaluate", progress=False,
                   public_domains=public_domains(table, sch, table.column_names) or None,
                   sensitive_values=list(sch.sensitive_values) if sch.sensitive_values is not None else None)
@@ -221,7 +228,22 @@ def test_bad_input_through_the_page(page, app):
     assert pg.locator("#schema-table tbody tr").count() == 9
     assert "Parquet file fair.parquet (6,366 rows)" in pg.inner_text("#load-msg")
     assert pg.input_value("#schema-table tr[data-name='age'] select[data-key='type']") == "numeric"
-    before = set(os.listdir(work))  # the Parquet file's CSV copy and its inferred schema are kept
+    pg.set_input_files("#file", [])
+    pg.fill("#path", str(FAIR))  # the reviewed schema (a sensitive column) for the role check below
+    pg.click("#load-btn")
+    pg.wait_for_selector("#load-msg:has-text('fair.tsv')", timeout=90_000)
+    pg.set_input_files("#schema-file", str(FAIR_SCHEMA))
+    pg.wait_for_selector("#schema-msg:has-text('schema file loaded')", timeout=60_000)
+    before = set(os.listdir(work))  # the Parquet file's CSV copy and the inferred schemas are kept
+    # pasted queries with bad SQL: the CLI's one-line error next to the workload, nothing written
+    pg.fill("#sql-workload", "SELECT sex COUNT(*) FROM t")
+    pg.click("#compare-btn")
+    wl_err = pg.locator(".error[data-for='workload']")
+    wl_err.wait_for(state="visible", timeout=90_000)
+    print("bad SQL:", wl_err.inner_text())
+    assert wl_err.inner_text().startswith("--workload: statement 1: ") and "\n" not in wl_err.inner_text()
+    assert set(os.listdir(work)) == before
+    pg.fill("#sql-workload", "")
     # ε = 0: refused before any work, next to the models
     pg.fill("#models", "dp:epsilon=0")
     pg.click("#compare-btn")

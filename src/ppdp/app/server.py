@@ -50,6 +50,7 @@ class BadInput(PpdpError):
 
 #: words of an error message → the field of the page it concerns (first match wins)
 _FIELDS = (
+    (r"^--workload", "workload"),
     (r"--epsilon|epsilon|ε", "models"),
     (r"--model|model '|unknown model|--theta|--rho|--l-prime|--l\b|parameter", "models"),
     (r"quasi|sensitive column|--sensitive|role|--schema|columns\.|schema file|bins|domain|missing", "schema"),
@@ -303,13 +304,22 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             args = ["evaluate", *session.input_args()]
             for m in models:
                 args += ["--model", m]
-            args += ["--workload", str(data.get("workload") or "anatomy"), "--queries", str(data.get("queries") or 1000),
+            pasted = str(data.get("sql_workload") or "").strip()
+            outputs: list[Path] = []
+            if pasted:  # the pasted statements become evaluate's workload file (`ppdp query --workload`'s syntax)
+                wl_file = session.new_path("workload", ".sql")
+                wl_file.write_text(pasted + "\n", encoding="utf-8")
+                outputs.append(wl_file)
+                workload = str(wl_file)
+            else:
+                workload = str(data.get("workload") or "anatomy")
+            args += ["--workload", workload, "--queries", str(data.get("queries") or 1000),
                      "--trials", str(data.get("trials") or 1)]
             if str(data.get("max_posterior") or "").strip():
                 args += ["--max-posterior", str(data["max_posterior"]).strip()]
             out = session.new_path("evaluate")
             args += ["--out", str(out)]
-            job = jobs.add(Job("evaluate", args, session.workdir, [out], on_done=lambda j: _evaluation(j, out)))
+            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out)))
             return JSONResponse(job.as_dict())
         except PpdpError as e:
             return _error(e, "models")
