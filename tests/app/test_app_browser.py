@@ -297,6 +297,16 @@ def test_workflow_on_a_bundled_table(page, app):
     wait_job(pg, "#publish-box")
     assert pg.inner_text("#verify-result").startswith("verify: OK")
     assert "NOT fit for publication" in pg.inner_text("#verify-result")
+    # a bundled table's sample has held-back control rows: the audit runs the attacks too, as `ppdp audit --attacks`
+    from click.testing import CliRunner
+
+    from ppdp.cli import cli
+
+    rel_dir = work / pg.locator("#release").input_value()
+    direct = CliRunner().invoke(cli, ["audit", str(rel_dir), "--dataset", "adult", "-n", "2000", "--attacks",
+                                      "--out", str(work.parent / "check-audit")])
+    want_head = next(ln for ln in direct.output.splitlines() if ln.startswith("attacks:"))
+    assert pg.inner_text("#audit-attacks").splitlines()[0] == want_head
     assert pg.locator("#custodian-box").is_visible() and "never share it" in pg.inner_text("#custodian-box")
     href = pg.get_attribute("#custodian-link", "href")
     got = pg.request.get(url.rstrip("/") + href)  # the link the page offers, fetched in the page's context

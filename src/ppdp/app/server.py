@@ -412,12 +412,18 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         next to the bound, records disclosed with certainty); its exit 1 (a violation or a disclosure) is a
         finding to show, not a failure. The attacks that need held-back control records are not run here."""
         out = session.new_path("audit")
-        job = run("audit", ["audit", str(release), *session.source_args(), "--out", str(out)], session.workdir, [out],
-                  ok_codes=(0, 1))
+        args = ["audit", str(release), *session.source_args(), "--out", str(out)]
+        assert session.source is not None
+        if session.source["kind"] == "dataset" and session.source.get("rows"):
+            args.append("--attacks")  # a bundled table's sample: its other rows are the held-back control
+        job = run("audit", args, session.workdir, [out], ok_codes=(0, 1))
         if job.state != "done":
             return {"error": job.error or "ppdp audit failed"}
         res = json.loads((out / "audit.json").read_text(encoding="utf-8"))
-        return {"headline": res.get("headline", ""), "notes": list(res.get("notes") or []),
+        lines = job.stdout.splitlines()
+        start = next((i for i, ln in enumerate(lines) if ln.startswith("attacks:")), None)
+        attacks = [] if start is None else [ln for ln in lines[start:] if not ln.startswith("report:")]
+        return {"headline": res.get("headline", ""), "notes": list(res.get("notes") or []), "attacks": attacks,
                 "violations": res.get("violations"), "exit": job.returncode, "report": f"/work/{out.name}/report.html"}
 
     def _publish_flags(spec: str) -> tuple[str, list[str]]:

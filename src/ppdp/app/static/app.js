@@ -197,6 +197,8 @@ $("publish-form").addEventListener("submit", async (ev) => {
   $("audit-headline").className = "verdict " + (!a.error && a.exit === 0 ? "ok" : "bad");
   const an = $("audit-notes"); an.innerHTML = "";
   for (const n of (a.notes || [])) an.appendChild(el("li", n));
+  $("audit-attacks").hidden = !(a.attacks && a.attacks.length);
+  $("audit-attacks").textContent = (a.attacks || []).join("\n");
   $("audit-link").hidden = !a.report;
   if (a.report) $("audit-link").href = a.report;
   $("publish-output").textContent = r.publish_output.join("\n");
