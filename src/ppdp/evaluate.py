@@ -202,6 +202,26 @@ def make_workload(table, kind: str, n_queries: int, seed: int, selectivity: floa
     raise PpdpError(f"unknown workload {kind!r}; choose one of {', '.join(WORKLOADS)}")
 
 
+def sql_workload(table, statements: Sequence[str]):
+    """Count statements in ``ppdp query``'s SQL (a condition, ``WHERE …`` or ``SELECT … COUNT(*)
+    … GROUP BY …``) as a workload on ``table``: each statement expanded into its conjunctive
+    queries on the table's domains (one per group with GROUP BY), as ``query_table`` expands it."""
+    from .queries.sql import QueryError, expand, parse_statement
+    from .queries.workload import Workload
+
+    domains = {c: [str(v) for v in table.domain(c)] for c in table.column_names}
+    numeric = {c: table.numeric_values(c) for c in table.column_names}
+    queries: list = []
+    for i, text in enumerate(statements):
+        try:
+            queries += expand(parse_statement(text), domains, numeric).queries
+        except QueryError as e:
+            raise QueryError(f"--workload: statement {i + 1}: {e}") from None
+    if not queries:
+        raise QueryError("--workload: the statements select no group of the table")
+    return Workload(queries, meta={"generator": f"{len(statements)} SQL count statement(s)", "statements": list(statements)})
+
+
 def selectivity_bin(true: np.ndarray, n_rows: int) -> np.ndarray:
     """Label of each query's selectivity bin (true / N)."""
     return metrics.selectivity_bin(true, n_rows, SELECTIVITY_EDGES)
@@ -331,7 +351,7 @@ def _privacy_of(rel, table, sensitive_values=None) -> dict[str, Any]:
     return out
 
 
-def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy", n_queries: int = 5000, trials: int = 3,
+def evaluate(table, models: Sequence[str | ModelSpec], workload: "str | Sequence[Any]" = "anatomy", n_queries: int = 5000, trials: int = 3,
              seed: int = 0, out_dir: str | Path | None = None, selectivity: float = 0.01, dims: Sequence[str] | None = None,
              verify: bool = True, progress: bool = True, dataset_info: dict | None = None,
              epsilons: Sequence[float] | None = None, public_domains=None, max_posterior: float | None = None,
@@ -348,7 +368,8 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
     certainty (a release ``publish`` would refuse) is never recommended. ``max_posterior``: the
     largest posterior on a sensitive value the custodian accepts — the recommendation only
     considers models whose audited posterior on every sensitive value is at most this.
-    ``level``: the confidence level of the intervals over trials. ``attacks``: also attack every
+    ``workload``: anatomy, point or range (``n_queries`` generated), or a :class:`Workload` of
+    queries (e.g. :func:`sql_workload`). ``level``: the confidence level of the intervals over trials. ``attacks``: also attack every
     model (:func:`attack_rows`: a release of a training half of at most ``attack_rows`` rows, the
     other half held back as control)."""
     from tqdm.auto import tqdm
@@ -367,7 +388,12 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
             raise PpdpError(f"{name} must be an integer, got {v!r}")
     if not isinstance(selectivity, (int, float)) or not 0 < selectivity <= 1:
         raise PpdpError(f"selectivity must be in (0, 1], got {selectivity!r}")
-    if workload not in WORKLOADS:
+    given_wl: Any = None if isinstance(workload, str) else workload  # a Workload (e.g. sql_workload's)
+    if given_wl is not None:
+        workload = "given"
+        if not len(given_wl):
+            raise PpdpError("the workload holds no query")
+    elif workload not in WORKLOADS:
         raise PpdpError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if trials < 1:
         raise PpdpError(f"trials must be ≥ 1, got {trials}")
@@ -400,7 +426,7 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: str = "anatomy"
         check_model_spec(spec)
     if len({s.label for s in specs}) != len(specs):
         raise PpdpError("a model is given twice: " + ", ".join(sorted({s.label for s in specs if [t.label for t in specs].count(s.label) > 1})))
-    wl = make_workload(table, workload, n_queries, seed, selectivity, dims)
+    wl = given_wl if given_wl is not None else make_workload(table, workload, n_queries, seed, selectivity, dims)
     used = workload_columns(wl)
     if workload != "range":  # in the table's declared order: quasi-identifiers, then the sensitive attribute
         roles = [*table.quasi, *table.sensitive]

@@ -131,14 +131,21 @@ def test_workflow_on_a_public_table(page, app):
     assert saved["columns"]["affairs"]["role"] == "sensitive"
     shot(pg, "1-schema", "#load")
 
-    # 2 compare: three models (one per family) on one workload; the recommendation is the library's
-    pg.fill("#queries", "300")
+    # 2 compare: three models (one per family) on pasted queries (`ppdp query`'s SQL, as evaluate's
+    # --workload FILE); the recommendation is the library's on the same statements
+    from ppdp.evaluate import sql_workload
+
+    stmts = ["SELECT religious, COUNT(*) FROM t WHERE affairs = '[2, 5)' GROUP BY religious",
+             "SELECT age, COUNT(*) FROM t WHERE affairs = '[0, 0.5)' GROUP BY age", "SELECT COUNT(*) FROM t WHERE educ >= 16"]
+    pg.fill("#sql-workload", ";\n".join(stmts))
     pg.click("#compare-btn")
     wait_job(pg, "#report-box")
     rec = pg.inner_text("#recommendation")
     sch = load_schema(work / "schema.toml")
     table = read_table(FAIR, sch)
-    ev = evaluate(table, ["fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1"], n_queries=300, trials=1, seed=0,
+    assert [ln.strip() for ln in next(work.glob("workload-*.sql")).read_text().split(";")] == stmts
+    ev = evaluate(table, ["fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1"], workload=sql_workload(table, stmts),
+                  n_queries=300, trials=1, seed=0,
                   out_dir=work.parent / "check-evaluate", progress=False,
                   public_domains=public_domains(table, sch, table.column_names) or None,
                   sensitive_values=list(sch.sensitive_values) if sch.sensitive_values is not None else None)
@@ -156,6 +163,14 @@ def test_workflow_on_a_public_table(page, app):
     rel = ppdp.load_release(rel_dir)
     assert pg.inner_text("#claim") == "Claim: " + claim_of(rel.manifest).statement()
     assert ppdp.verify(rel_dir, table).ok
+    # the audit after verify: its headline is the library's audit of the same release against the same table
+    from ppdp.audit import audit_release
+
+    want_audit = audit_release(rel, table)
+    assert pg.inner_text("#audit-headline") == "audit: " + want_audit.headline()
+    assert [n for n in pg.locator("#audit-notes li").all_inner_texts()] == list(want_audit.notes)
+    page_html = pg.request.get(url.rstrip("/") + pg.get_attribute("#audit-link", "href"))
+    assert page_html.ok and "posterior" in page_html.text().lower()
     with pg.expect_download() as dl:
         pg.click("#zip-link")
     names = zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes())).namelist()
@@ -202,12 +217,33 @@ def test_bad_input_through_the_page(page, app):
     print("wrong file:", msg.inner_text())
     assert set(os.listdir(work)) == before  # nothing kept of it
 
-    pg.set_input_files("#file", [])
-    pg.fill("#path", str(FAIR))
+    # a Parquet version of the public table, uploaded: read by the library, its schema inferred
+    import pandas as pd
+
+    pq_file = work.parent / "fair.parquet"
+    pd.read_csv(FAIR, sep="\t").to_parquet(pq_file, index=False)
+    pg.set_input_files("#file", str(pq_file))
     pg.click("#load-btn")
     pg.wait_for_selector("#schema-table tbody tr", timeout=90_000)
+    assert pg.locator("#schema-table tbody tr").count() == 9
+    assert "Parquet file fair.parquet (6,366 rows)" in pg.inner_text("#load-msg")
+    assert pg.input_value("#schema-table tr[data-name='age'] select[data-key='type']") == "numeric"
+    pg.set_input_files("#file", [])
+    pg.fill("#path", str(FAIR))  # the reviewed schema (a sensitive column) for the role check below
+    pg.click("#load-btn")
+    pg.wait_for_selector("#load-msg:has-text('fair.tsv')", timeout=90_000)
     pg.set_input_files("#schema-file", str(FAIR_SCHEMA))
     pg.wait_for_selector("#schema-msg:has-text('schema file loaded')", timeout=60_000)
+    before = set(os.listdir(work))  # the Parquet file's CSV copy and the inferred schemas are kept
+    # pasted queries with bad SQL: the CLI's one-line error next to the workload, nothing written
+    pg.fill("#sql-workload", "SELECT sex COUNT(*) FROM t")
+    pg.click("#compare-btn")
+    wl_err = pg.locator(".error[data-for='workload']")
+    wl_err.wait_for(state="visible", timeout=90_000)
+    print("bad SQL:", wl_err.inner_text())
+    assert wl_err.inner_text().startswith("--workload: statement 1: ") and "\n" not in wl_err.inner_text()
+    assert set(os.listdir(work)) == before
+    pg.fill("#sql-workload", "")
     # ε = 0: refused before any work, next to the models
     pg.fill("#models", "dp:epsilon=0")
     pg.click("#compare-btn")
@@ -261,6 +297,16 @@ def test_workflow_on_a_bundled_table(page, app):
     wait_job(pg, "#publish-box")
     assert pg.inner_text("#verify-result").startswith("verify: OK")
     assert "NOT fit for publication" in pg.inner_text("#verify-result")
+    # a bundled table's sample has held-back control rows: the audit runs the attacks too, as `ppdp audit --attacks`
+    from click.testing import CliRunner
+
+    from ppdp.cli import cli
+
+    rel_dir = work / pg.locator("#release").input_value()
+    direct = CliRunner().invoke(cli, ["audit", str(rel_dir), "--dataset", "adult", "-n", "2000", "--attacks",
+                                      "--out", str(work.parent / "check-audit")])
+    want_head = next(ln for ln in direct.output.splitlines() if ln.startswith("attacks:"))
+    assert pg.inner_text("#audit-attacks").splitlines()[0] == want_head
     assert pg.locator("#custodian-box").is_visible() and "never share it" in pg.inner_text("#custodian-box")
     href = pg.get_attribute("#custodian-link", "href")
     got = pg.request.get(url.rstrip("/") + href)  # the link the page offers, fetched in the page's context

@@ -136,3 +136,23 @@ def test_cli(tmp_path):
     assert "fprivacy:theta=8" in r.output and (tmp_path / "o" / "report.html").exists()
     r = CliRunner().invoke(cli, ["evaluate", "--dataset", "occ", "--model", "nope:x=1", "--out", str(tmp_path / "p")])
     assert r.exit_code == 2 and "valid models" in r.output
+
+
+def test_cli_sql_workload_file(tmp_path):
+    """--workload FILE: `ppdp query`'s SQL, one query per GROUP BY group; the true counts are the
+    table's own (pandas on the same sample); bad SQL is one line, exit 2, nothing written."""
+    wl = tmp_path / "q.sql"
+    wl.write_text("SELECT sex, COUNT(*) FROM t WHERE age < 30 GROUP BY sex;\n-- a comment\nSELECT COUNT(*) FROM t WHERE race = 'Black';\n")
+    r = CliRunner().invoke(cli, ["evaluate", "--dataset", "occ", "-n", "2000", "--model", "fprivacy:theta=8",
+                                 "--workload", str(wl), "--trials", "1", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    res = pd.read_csv(tmp_path / "o" / "results.csv")
+    df = ppdp.datasets.load("occ", n=2000).to_pandas()
+    age = pd.to_numeric(df["age"])
+    want = [int(((age < 30) & (df["sex"] == s)).sum()) for s in ("Female", "Male")] + [int((df["race"] == "Black").sum())]
+    assert res.sort_values("query_id")["true"].tolist() == want
+    bad = tmp_path / "bad.sql"
+    bad.write_text("SELECT sex COUNT(*) FROM t\n")
+    r = CliRunner().invoke(cli, ["evaluate", "--dataset", "occ", "-n", "2000", "--model", "fprivacy:theta=8",
+                                 "--workload", str(bad), "--trials", "1", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 2 and "--workload: statement 1: " in r.output and not (tmp_path / "p").exists()

@@ -54,7 +54,10 @@ class Job:
         self.started = time.monotonic()
         self.seconds: float | None = None
         self._cancelled = False
-        env = dict(os.environ, PPDP_PROGRESS="1", PYTHONUNBUFFERED="1", COLUMNS="120")
+        # the child imports the same ppdp as the app (a relative PYTHONPATH would not hold in ``cwd``)
+        here = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+        env = dict(os.environ, PPDP_PROGRESS="1", PYTHONUNBUFFERED="1", COLUMNS="120", PYTHONPATH=path)
         self.proc = subprocess.Popen(ppdp_command(self.args), cwd=self.cwd, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
         self._err_thread = threading.Thread(target=self._read_stderr, daemon=True)

@@ -36,6 +36,7 @@ HERE = Path(__file__).parent
 #: one model per family (bucketized, randomized, ε-DP histogram): the default comparison
 DEFAULT_MODELS = ("fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1")
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_UPLOAD = 512 << 20
 
 
@@ -49,6 +50,7 @@ class BadInput(PpdpError):
 
 #: words of an error message → the field of the page it concerns (first match wins)
 _FIELDS = (
+    (r"^--workload", "workload"),
     (r"--epsilon|epsilon|ε", "models"),
     (r"--model|model '|unknown model|--theta|--rho|--l-prime|--l\b|parameter", "models"),
     (r"quasi|sensitive column|--sensitive|role|--schema|columns\.|schema file|bins|domain|missing", "schema"),
@@ -168,6 +170,15 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 _check_table_name(src.name)
             else:
                 raise BadInput("choose a file to upload, give its path, or pick a bundled table", "file")
+            note = ""
+            if src.name.lower().endswith(PARQUET_SUFFIXES):
+                try:
+                    src, note = await _in_thread(_parquet_as_csv, src, uploaded)
+                except BaseException:
+                    if uploaded:
+                        shutil.rmtree(src.parent, ignore_errors=True)  # nothing kept of a file that cannot be read
+                    raise
+                uploaded = True  # the CSV copy is the app's own file: removed if it cannot be read
             out = session.new_path("inferred", ".toml")
             job = await _in_thread(run, "schema infer", ["schema", "infer", str(src), "--out", str(out)], session.workdir, [out])
             if job.state != "done":
@@ -178,17 +189,36 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             session.schema_path.write_text(text, encoding="utf-8")
             session.source = {"kind": "file", "path": str(src.resolve()), "name": src.name}
             rows = schema_edit.to_rows(text)
-            return JSONResponse({"source": session.source, "schema": rows, "message": job.stdout.strip()})
+            return JSONResponse({"source": session.source, "schema": rows, "message": " ".join(filter(None, [note, job.stdout.strip()]))})
         except PpdpError as e:
             return _error(e, "file")
 
     def _check_table_name(name: str) -> None:
-        low = name.lower()
-        if low.endswith((".parquet", ".pq")):
-            raise BadInput(f"{name}: the app infers a schema from a text table (CSV/TSV, gzip too); for Parquet, use "
-                           "`ppdp publish FILE.parquet --schema …` on the command line", "file")
-        if not low.endswith(TABLE_SUFFIXES):
-            raise BadInput(f"{name}: not a table file (give a .csv, .tsv or .txt file, or one of them gzipped)", "file")
+        if not name.lower().endswith(TABLE_SUFFIXES + PARQUET_SUFFIXES):
+            raise BadInput(f"{name}: not a table file (give a .csv, .tsv, .txt or .parquet file, or a text one "
+                           "gzipped)", "file")
+
+    def _parquet_as_csv(src: Path, uploaded: bool) -> tuple[Path, str]:
+        """A Parquet file read by the library (:func:`ppdp.schema.read_frame`) and written as a CSV file in the
+        working directory: ``ppdp schema infer`` then guesses its schema, and every later step reads that copy
+        (a null cell becomes an empty one, i.e. missing)."""
+        from ..schema import FileOptions, read_frame
+
+        df = read_frame(src, FileOptions())
+        name = re.sub(r"\.(parquet|pq)$", "", src.name, flags=re.I) + ".csv"
+        if uploaded:  # the upload's own directory: the CSV copy replaces it
+            target = src.parent / name
+            df.to_csv(target, index=False)
+            src.unlink()
+            return target, f"Parquet file {src.name} ({len(df):,} rows) read and kept as {name} in the working directory;"
+        target = session.new_path("input") / name
+        target.parent.mkdir()
+        try:
+            df.to_csv(target, index=False)
+        except BaseException:
+            shutil.rmtree(target.parent, ignore_errors=True)
+            raise
+        return target, f"Parquet file {src.name} ({len(df):,} rows) read and written as {target.name} in the working directory;"
 
     async def _load_dataset(name: str, rows: str) -> dict[str, Any]:
         from ..datasets import load as load_dataset
@@ -274,13 +304,22 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             args = ["evaluate", *session.input_args()]
             for m in models:
                 args += ["--model", m]
-            args += ["--workload", str(data.get("workload") or "anatomy"), "--queries", str(data.get("queries") or 1000),
+            pasted = str(data.get("sql_workload") or "").strip()
+            outputs: list[Path] = []
+            if pasted:  # the pasted statements become evaluate's workload file (`ppdp query --workload`'s syntax)
+                wl_file = session.new_path("workload", ".sql")
+                wl_file.write_text(pasted + "\n", encoding="utf-8")
+                outputs.append(wl_file)
+                workload = str(wl_file)
+            else:
+                workload = str(data.get("workload") or "anatomy")
+            args += ["--workload", workload, "--queries", str(data.get("queries") or 1000),
                      "--trials", str(data.get("trials") or 1)]
             if str(data.get("max_posterior") or "").strip():
                 args += ["--max-posterior", str(data["max_posterior"]).strip()]
             out = session.new_path("evaluate")
             args += ["--out", str(out)]
-            job = jobs.add(Job("evaluate", args, session.workdir, [out], on_done=lambda j: _evaluation(j, out)))
+            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out)))
             return JSONResponse(job.as_dict())
         except PpdpError as e:
             return _error(e, "models")
@@ -356,6 +395,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             raise PpdpError(f"verify: {ver.error}")
         report = json.loads(ver.stdout)
         manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        audit = _audit(out)
         rid = out.name
         session.releases[rid] = {"dir": out, "custodian": custodian if custodian.exists() else None, "model": spec}
         lines = [ln.strip() for ln in job.stdout.splitlines() if ln.strip()]
@@ -363,9 +403,28 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         return {"release": rid, "model": spec, "publish_output": lines, "claim": claim,
                 "certificate_line": next((ln for ln in lines if ln.startswith("certificate:")), ""),
                 "disclosure_line": next((ln for ln in lines if ln.startswith("disclosure:")), ""),
-                "verify": report, "fit_for_publication": manifest.get("fit_for_publication"),
+                "verify": report, "audit": audit, "fit_for_publication": manifest.get("fit_for_publication"),
                 "files": sorted(p.name for p in out.iterdir()), "custodian": custodian.exists(),
                 "zip": f"/download/{rid}.zip", "custodian_url": f"/download/{rid}.custodian.json" if custodian.exists() else None}
+
+    def _audit(release: Path) -> dict[str, Any]:
+        """``ppdp audit RELEASE`` against the source (the posterior audit: best posterior per record class
+        next to the bound, records disclosed with certainty); its exit 1 (a violation or a disclosure) is a
+        finding to show, not a failure. The attacks that need held-back control records are not run here."""
+        out = session.new_path("audit")
+        args = ["audit", str(release), *session.source_args(), "--out", str(out)]
+        assert session.source is not None
+        if session.source["kind"] == "dataset" and session.source.get("rows"):
+            args.append("--attacks")  # a bundled table's sample: its other rows are the held-back control
+        job = run("audit", args, session.workdir, [out], ok_codes=(0, 1))
+        if job.state != "done":
+            return {"error": job.error or "ppdp audit failed"}
+        res = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+        lines = job.stdout.splitlines()
+        start = next((i for i, ln in enumerate(lines) if ln.startswith("attacks:")), None)
+        attacks = [] if start is None else [ln for ln in lines[start:] if not ln.startswith("report:")]
+        return {"headline": res.get("headline", ""), "notes": list(res.get("notes") or []), "attacks": attacks,
+                "violations": res.get("violations"), "exit": job.returncode, "report": f"/work/{out.name}/report.html"}
 
     def _publish_flags(spec: str) -> tuple[str, list[str]]:
         """A model as ``name:key=value,…`` (evaluate's spelling) → ``ppdp publish NAME`` and its flags."""

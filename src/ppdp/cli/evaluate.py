@@ -18,7 +18,9 @@ from .common import input_options
               help="A model as name:key=value,… (repeatable; lists as a+b), e.g. fprivacy:theta=8, sdr:rho1=0.1,rho2=0.3, "
                    "dpcube:epsilon=1,dims=age+sex. Names and parameters are those of `ppdp publish NAME` "
                    "(see `ppdp mechanisms`; parameters in Python spelling, l_prime not --l-prime).")
-@click.option("--workload", type=click.Choice(["anatomy", "point", "range"]), default="anatomy", show_default=True)
+@click.option("--workload", default="anatomy", show_default=True, metavar="anatomy|point|range|FILE",
+              help="A generated workload (--queries of them), or FILE: count statements in `ppdp query`'s SQL, "
+                   "separated by ';' or one per line (each GROUP BY group is one query).")
 @click.option("--queries", "n_queries", type=int, default=5000, show_default=True, help="Number of queries.")
 @click.option("--selectivity", type=float, default=0.01, show_default=True, help="Expected selectivity (anatomy workload).")
 @click.option("--dims", default=None, help="Range workload dimensions, comma-separated (default: the first three QI).")
@@ -79,6 +81,22 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
             raise PpdpError(f"--epsilons: comma-separated numbers, got {epsilons!r}") from None
         if not eps or any(not (e > 0 and e < float("inf")) for e in eps):
             raise PpdpError(f"--epsilons: every ε must be a finite number > 0, got {epsilons!r}")
+    wl: object = workload
+    if workload not in ("anatomy", "point", "range"):
+        from pathlib import Path
+
+        from ..evaluate import sql_workload
+        from ..queries.sql import QueryError, load_statements
+
+        if not Path(workload).is_file():
+            raise PpdpError(f"--workload {workload!r}: not anatomy, point or range, nor a file")
+        try:
+            stmts = load_statements(workload)
+        except QueryError as e:
+            raise QueryError(f"--workload: {e}") from None
+        if not all(isinstance(x, str) for x in stmts):
+            raise PpdpError("--workload: a file of SQL statements (JSON workloads are for `ppdp query`)")
+        wl = sql_workload(table, stmts)
     public = _public_domains(domains)
     if public is None and schema is not None:  # the schema's declared domains (bins are read off the binned labels)
         from ..schema import public_domains
@@ -98,7 +116,7 @@ def evaluate(table, models, workload, n_queries, selectivity, dims, trials, seed
     info = {"dataset": ds or ctx.params.get("input_path"), "rows": table.n_rows,
             "sampling": f"seeded sample of {ctx.params['n_rows']} rows (seed 0)" if ctx.params.get("n_rows") else "full table"}
     try:
-        ev = run(table, specs, workload=workload, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
+        ev = run(table, specs, workload=wl, n_queries=n_queries, trials=trials, seed=seed, out_dir=out,
                  selectivity=selectivity, dims=dims.split(",") if dims else None, verify=not no_verify,
                  dataset_info=info, epsilons=eps, public_domains=public, max_posterior=max_posterior, level=level,
                  sensitive_values=declared, attacks=attacks, attack_rows=attack_rows)

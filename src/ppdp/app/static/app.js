@@ -141,7 +141,8 @@ $("compare-form").addEventListener("submit", async (ev) => {
   if ($("schema-table").querySelector("tbody tr") && !(await saveSchema())) return;
   $("report-box").hidden = true;
   const {ok, body} = await postJSON("/api/compare", {models: $("models").value, workload: $("workload").value,
-    queries: $("queries").value, trials: $("trials").value, max_posterior: $("max_posterior").value});
+    queries: $("queries").value, trials: $("trials").value, max_posterior: $("max_posterior").value,
+    sql_workload: $("sql-workload").value});
   if (!ok) { showError(body, "models"); return; }
   $("compare-btn").disabled = true;
   const job = await follow(body, $("compare-progress"), $("cancel-btn"));
@@ -191,6 +192,15 @@ $("publish-form").addEventListener("submit", async (ev) => {
   $("claim").textContent = r.claim ? "Claim: " + r.claim : "";
   $("certificate").textContent = r.certificate_line ? "Certificate: " + r.certificate_line.replace(/^certificate:\s*/, "") : "";
   $("disclosure").textContent = r.disclosure_line ? "Disclosure: " + r.disclosure_line.replace(/^disclosure:\s*/, "") : "";
+  const a = r.audit || {};
+  $("audit-headline").textContent = a.error ? "audit: " + a.error : "audit: " + a.headline;
+  $("audit-headline").className = "verdict " + (!a.error && a.exit === 0 ? "ok" : "bad");
+  const an = $("audit-notes"); an.innerHTML = "";
+  for (const n of (a.notes || [])) an.appendChild(el("li", n));
+  $("audit-attacks").hidden = !(a.attacks && a.attacks.length);
+  $("audit-attacks").textContent = (a.attacks || []).join("\n");
+  $("audit-link").hidden = !a.report;
+  if (a.report) $("audit-link").href = a.report;
   $("publish-output").textContent = r.publish_output.join("\n");
   $("zip-link").href = r.zip;
   $("custodian-box").hidden = !r.custodian;
