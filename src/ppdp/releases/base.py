@@ -154,6 +154,26 @@ class Release:
     def codes(self, table: str, column: str) -> np.ndarray:
         return labels_to_codes(self.tables[table].column(column), self.domains[column], column)
 
+    def narrow_codes(self, table: str, column: str) -> np.ndarray:
+        """Codes of a column in the narrowest integer type of its domain, read-only; a dictionary
+        column is decoded a chunk at a time (its dictionary mapped once per chunk)."""
+        from ..table import code_dtype
+
+        dt = code_dtype(len(self.domains[column]))
+        col = self.tables[table].column(column)
+        if pa.types.is_dictionary(col.type) and not col.null_count:
+            codes = np.empty(len(col), dtype=dt)
+            pos = 0
+            for ch in col.chunks:
+                lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
+                idx = ch.indices.to_numpy(zero_copy_only=False)
+                codes[pos:pos + len(idx)] = dictionary_codes(lut, idx)
+                pos += len(idx)
+        else:
+            codes = np.asarray(self.codes(table, column)).astype(dt, copy=False)
+        codes.setflags(write=False)
+        return codes
+
     # ----------------------------------------------------------- answering
     def resolve(self, queries) -> tuple[Any, list[dict[str, np.ndarray]]]:
         from ..queries import Resolver, as_workload

@@ -17,14 +17,13 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from ..claims import claim_of
 from ..errors import ReleaseError
 from ..kernels.subset import posterior_bound
 from ..queries import CountIndex
-from ..table import code_counts, code_dtype
-from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
+from ..table import code_counts
+from .base import Release, VerifyReport, register_family
 
 #: the column that numbers the records
 RECORD = "record"
@@ -61,20 +60,7 @@ class LDPRelease(Release):
         key = ("codes", column, id(self.tables.get("data")))
         cache = self._cache()
         if key not in cache:
-            dt = code_dtype(len(self.domains[column]))
-            col = self.data.column(column)
-            if pa.types.is_dictionary(col.type) and not col.null_count:
-                codes = np.empty(len(col), dtype=dt)
-                pos = 0
-                for ch in col.chunks:
-                    lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
-                    idx = ch.indices.to_numpy(zero_copy_only=False)
-                    codes[pos:pos + len(idx)] = dictionary_codes(lut, idx)
-                    pos += len(idx)
-            else:
-                codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
-            codes.setflags(write=False)
-            cache[key] = codes
+            cache[key] = self.narrow_codes("data", column)
         return cache[key]
 
     def reports(self) -> np.ndarray:

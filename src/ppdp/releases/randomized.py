@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Callable, Sequence, cast
 
 import numpy as np
-import pyarrow as pa
 
 from ..claims import claim_of
 from ..claims.diverted import DivertedClaim
@@ -26,7 +25,7 @@ from ..queries import CountIndex
 from ..kernels.transition import (FIT_ALPHA, TransitionModel, cell_pair_runs, decoy_group_types, pair_runs, pairs_fit,
                                   receiver_counts, row_groups)
 from ..table import code_counts, code_dtype
-from .base import Release, VerifyReport, dictionary_codes, labels_to_codes, register_family
+from .base import Release, VerifyReport, register_family
 
 
 @register_family("randomized")
@@ -46,20 +45,7 @@ class RandomizedRelease(Release):
         key = ("codes", column, id(self.tables.get("data")))
         cache = self._answer_cache()
         if key not in cache:
-            dt = code_dtype(len(self.domains[column]))
-            col = self.data.column(column)
-            if pa.types.is_dictionary(col.type) and not col.null_count:
-                codes = np.empty(len(col), dtype=dt)
-                pos = 0
-                for ch in col.chunks:
-                    lut = labels_to_codes(ch.dictionary, self.domains[column], column).astype(dt)
-                    idx = ch.indices.to_numpy(zero_copy_only=False)
-                    codes[pos:pos + len(idx)] = dictionary_codes(lut, idx)
-                    pos += len(idx)
-            else:
-                codes = np.asarray(self.codes("data", column)).astype(dt, copy=False)
-            codes.setflags(write=False)
-            cache[key] = codes
+            cache[key] = self.narrow_codes("data", column)
         return cache[key]
 
     def _answer_cache(self) -> dict:
