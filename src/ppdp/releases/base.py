@@ -154,6 +154,21 @@ class Release:
     def codes(self, table: str, column: str) -> np.ndarray:
         return labels_to_codes(self.tables[table].column(column), self.domains[column], column)
 
+    def check_data_file(self, rep) -> bool:
+        """The checks of a family whose release is one ``data.parquet`` of records (randomized,
+        ldp): the file is there and alone, and ``fit_for_publication`` agrees with the seed.
+        False when the file is missing (nothing more can be checked)."""
+        rep.check("data" in self.tables, "data.parquet present", "data.parquet is missing")
+        if "data" not in self.tables:
+            return False
+        extra = sorted(set(self.tables) - {"data"})
+        rep.check(not extra, "the release holds data.parquet only",
+                  f"the release holds Parquet files the format does not define: {', '.join(e + '.parquet' for e in extra)}")
+        seed, fit = self.manifest.get("seed"), self.manifest.get("fit_for_publication")
+        rep.check(not (fit is True and seed not in (None, "os-entropy")), "fit_for_publication consistent with the seed",
+                  f"fit_for_publication is true but the release was drawn from the recorded seed {seed!r}")
+        return True
+
     def narrow_codes(self, table: str, column: str) -> np.ndarray:
         """Codes of a column in the narrowest integer type of its domain, read-only; a dictionary
         column is decoded a chunk at a time (its dictionary mapped once per chunk)."""

@@ -177,15 +177,8 @@ class RandomizedRelease(Release):
         raise ReleaseError(f"a randomized release with a {claim.model!r} claim has no transition model")
 
     def _verify(self, rep: VerifyReport, table) -> None:
-        rep.check("data" in self.tables, "data.parquet present", "data.parquet is missing")
-        if "data" not in self.tables:
+        if not self.check_data_file(rep):
             return
-        extra = sorted(set(self.tables) - {"data"})
-        rep.check(not extra, "the release holds data.parquet only",
-                  f"the release holds Parquet files the format does not define: {', '.join(e + '.parquet' for e in extra)}")
-        seed, fit = self.manifest.get("seed"), self.manifest.get("fit_for_publication")
-        rep.check(not (fit is True and seed not in (None, "os-entropy")), "fit_for_publication consistent with the seed",
-                  f"fit_for_publication is true but the release was drawn from the recorded seed {seed!r}")
         declared = [*self.schema.get("quasi", []), *self.schema.get("sensitive", [])]
         absent = [c for c in declared if c not in self.data.column_names or c not in self.domains]
         if not rep.check(bool(self.schema.get("sensitive")) and not absent, "every schema column has a domain and a data column",
