@@ -245,7 +245,9 @@ def test_iterative_is_nonnegative_and_vectorised_over_sets():
         assert e[0] == pytest.approx(e[1] + e[2])
     est, iters = FullIterative().answer_with_iterations(r, [q1, q4])
     assert (est >= 0).all() and (iters >= 1).all()
-    assert np.array_equal(est, r.answer([q1, q4]))  # the default estimator
+    assert np.array_equal(est, r.answer([q1, q4], estimator="full-iterative"))
+    eb = r.answer([q_set, q1, q4])  # the default (full-eb): non-negative, additive over SA values
+    assert (eb >= 0).all() and eb[0] == pytest.approx(eb[1] + eb[2])
     est4, iters4 = FourStateIterative().answer_with_iterations(r, [q1, q4])
     assert (est4 >= 0).all() and (iters4 >= 1).all()
     with pytest.raises(ParameterError):

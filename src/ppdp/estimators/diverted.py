@@ -18,9 +18,10 @@ from ..queries import split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
 from .base import Estimates
 from .channel import DEFAULT_TOL, MAX_ITER, RandomizedEstimator, distinct_predicates
+from .diverted_eb import EBTransition, full_eb
 from .diverted_variance import DRAWS, linear_noise_variance, receiver_parts
 
-METHODS = ("full-iterative", "full-closed", "iterative", "closed")
+METHODS = ("full-iterative", "full-closed", "iterative", "closed", "full-eb")
 
 
 # ----------------------------------------------------------------------------- A': 4-state model
@@ -168,7 +169,7 @@ def _full_iterative(Y: np.ndarray, Ts: Sequence[np.ndarray], tol: float, max_ite
     return X, iters
 
 
-def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter=MAX_ITER, uncertainty=None):
+def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter=MAX_ITER, uncertainty=None, eb=None):
     """Estimates for queries ``qs`` that constrain the SAs ``sel_sa``: solve for the vector of
     true counts of every SA value combination among the rows of each distinct NSA predicate,
     then add up the combinations the query's SA predicates select."""
@@ -180,6 +181,8 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
     mats = [Ts[i] for i in sel_sa]
     if method == "full-closed":
         X, its = full_closed(Ym, mats), np.zeros(len(u), dtype=np.int64)
+    elif method == "full-eb" and len(sel_sa) == 1 and eb is not None:
+        X, its = full_eb(Ym, mats[0], eb[sel_sa[0]][1], eb[sel_sa[0]][0])[0], np.zeros(len(u), dtype=np.int64)
     else:
         X, its = full_iterative(Ym, mats, tol, max_iter)
     Z = _select(X[pos], [sa_sel[i][qs].astype(np.float64) for i in sel_sa])
@@ -308,10 +311,16 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
             fs = ([np.asarray(c, dtype=np.int64) for c in transition_counts] if transition_counts is not None
                   else [receiver_counts(release.published_counts(s), lp) for s in sas])
             uncertainty["rebuilt"] = [receiver_parts(release, i, f, lp, T) for i, (f, T) in enumerate(zip(fs, Ts))]
+        eb = None
+        if method == "full-eb":
+            fs = ([np.asarray(c, dtype=np.float64) for c in transition_counts] if transition_counts is not None
+                  else [receiver_counts(release.published_counts(s), lp).astype(np.float64) for s in sas])
+            # the table's SA distribution: the receiver's counts, which its transition reproduces
+            eb = [(EBTransition(T, f / max(f.sum(), 1.0)), f / max(f.sum(), 1.0)) for T, f in zip(Ts, fs)]
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
             out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter,
-                                                     uncertainty)
+                                                     uncertainty, eb)
         return out, iters_out
     for sel_sa, qs in patterns.items():
         qs = np.asarray(qs)
@@ -622,7 +631,7 @@ class DivertedEstimator(RandomizedEstimator):
 
 
 class FullIterative(DivertedEstimator):
-    """A' default: iterative Bayesian update with the full m × m transition of the decoy schedule."""
+    """A': iterative Bayesian update with the full m × m transition of the decoy schedule."""
 
     name = method = "full-iterative"
     _parameter_constraints = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None),
@@ -634,6 +643,25 @@ class FullIterative(DivertedEstimator):
                                    "the published counts; fixed: closed form with the transition held fixed "
                                    "(conservative); bootstrap: the estimator re-run on simulated releases, transition "
                                    "rebuilt each time (under-covers: it cannot see the estimator's bias)."}
+
+    def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None,
+                 variance: str = "rebuilt"):
+        self._set_params(locals())
+
+
+class FullEB(DivertedEstimator):
+    """A' default: empirical-Bayes counts — the full-transition inversion shrunk towards the
+    table's SA distribution with a strength fitted per predicate by marginal likelihood
+    (:mod:`ppdp.estimators.diverted_eb`); queries constraining two or more SAs: ``full-iterative``."""
+
+    name = method = "full-eb"
+    _parameter_constraints = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None),
+                              "transition_counts": Optional(CountVectors()), "variance": Options(*A_VARIANCES)}
+    _parameter_help = {"tol": "full-iterative's tolerance, for queries constraining several SAs and the variance's plug-in.",
+                       "max_iter": "Iteration cap of that update.",
+                       "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only).",
+                       "variance": "rebuilt (the default), fixed or bootstrap: as full-iterative's (the interval is "
+                                   "the linear inversion's, widened to hold this estimate)."}
 
     def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None,
                  variance: str = "rebuilt"):

@@ -94,7 +94,7 @@ class Diverted(Mechanism):
 
     name = "diverted"
     family = "randomized"
-    default_estimator = "full-iterative"
+    default_estimator = "full-eb"
 
     claim_model = "l'-diverted zero-differential privacy"
     paper = "Fu, Wang, Wang, Wong 2014"
