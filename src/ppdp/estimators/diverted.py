@@ -182,7 +182,15 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
     if method == "full-closed":
         X, its = full_closed(Ym, mats), np.zeros(len(u), dtype=np.int64)
     elif method == "full-eb" and len(sel_sa) == 1 and eb is not None:
-        X, its = full_eb(Ym, mats[0], eb[sel_sa[0]][1], eb[sel_sa[0]][0])[0], np.zeros(len(u), dtype=np.int64)
+        Ypu, par = eb[-1]
+        pu = par[u]
+        kept = np.unique(pu[pu >= 0])
+        Yp = Ypu[kept].reshape((len(kept), *sizes))
+        if other:
+            Yp = Yp.sum(axis=other)
+        pu = np.where(pu >= 0, np.searchsorted(kept, np.maximum(pu, 0)), -1)
+        X = full_eb(Ym, mats[0], eb[sel_sa[0]][1], eb[sel_sa[0]][0], parents=(Yp, pu))[0]
+        its = np.zeros(len(u), dtype=np.int64)
     else:
         X, its = full_iterative(Ym, mats, tol, max_iter)
     Z = _select(X[pos], [sa_sel[i][qs].astype(np.float64) for i in sel_sa])
@@ -228,6 +236,27 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
         uncertainty["var"][qs] = np.maximum(var, 0.0)
         uncertainty["linear"][qs] = lin
     return Z, its[pos]
+
+
+def _parent_counts(reps: list, index, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Y_par (V, K), par (U, J)): the published counts of the parents of every distinct NSA
+    predicate constraining two or more columns (the predicate with one column's condition
+    dropped; J = the most columns of a predicate) and, per predicate and dropped column, the
+    parent's row (−1: none)."""
+    J = max((len(r) for r in reps), default=0)
+    par = np.full((len(reps), max(J, 1)), -1, dtype=np.int64)
+    pm, where = [], []
+    for u, r in enumerate(reps):
+        if len(r) >= 2:
+            for j, c in enumerate(sorted(r)):
+                pm.append({k: v for k, v in r.items() if k != c})
+                where.append((u, j))
+    if not pm:
+        return np.zeros((0, K)), par
+    preps, pinv = distinct_predicates(pm)
+    uj = np.asarray(where, dtype=np.int64)
+    par[uj[:, 0], uj[:, 1]] = pinv
+    return index.sums(preps).reshape(len(preps), K), par
 
 
 def _select(X: np.ndarray, vecs: Sequence[np.ndarray]) -> np.ndarray:
@@ -317,6 +346,7 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
                   else [receiver_counts(release.published_counts(s), lp).astype(np.float64) for s in sas])
             # the table's SA distribution: the receiver's counts, which its transition reproduces
             eb = [(EBTransition(T, f / max(f.sum(), 1.0)), f / max(f.sum(), 1.0)) for T, f in zip(Ts, fs)]
+            eb.append(_parent_counts(reps, index, K))
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
             out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter,

@@ -68,30 +68,39 @@ class EBTransition:
         self.P = B @ V  # coordinates: c = (x̃ − nπ) P
         self.U = B @ Cb @ V  # back: x − nπ = c Uᵀ
 
-    def shrink(self, Xt: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(x̂ (rows, m) before the projection, ρ̂ (rows,)) from inversions ``Xt`` on the support."""
-        D = Xt - n[:, None] * self.pi
-        c = D @ self.P
+    def fit(self, Xt: np.ndarray, n: np.ndarray, mu: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(x̂ (rows, k) before the projection, ρ̂ (rows,), the minimised −2 log marginal likelihood
+        (rows,)) from inversions ``Xt`` on the support, shrunk towards ``mu`` (rows, k; default nπ)."""
+        mu = n[:, None] * self.pi if mu is None else mu
+        c = (Xt - mu) @ self.P
         nn = np.maximum(n, 1.0)
         grid = np.exp(np.linspace(0.0, 1.0, RHO_GRID)[None, :] * np.log(nn)[:, None])  # (rows, G)
-        # −2 log marginal likelihood (up to constants), in chunks of rows
-        rho = np.empty(len(n))
+        rho, best = np.empty(len(n)), np.empty(len(n))
         step = max(1, (1 << 22) // max(1, RHO_GRID * len(self.lam)))
         for a in range(0, len(n), step):
-            v = grid[a:a + step, :, None] + self.lam[None, None, :]
-            nll = np.log(v).sum(axis=2) + ((c[a:a + step, None, :] ** 2) / (nn[a:a + step, None, None] * v)).sum(axis=2)
-            rho[a:a + step] = grid[a:a + step][np.arange(len(v)), np.argmin(nll, axis=1)]
+            v = nn[a:a + step, None, None] * (grid[a:a + step, :, None] + self.lam[None, None, :])
+            nll = np.log(v).sum(axis=2) + (c[a:a + step, None, :] ** 2 / v).sum(axis=2)
+            j = np.argmin(nll, axis=1)
+            rho[a:a + step] = grid[a:a + step][np.arange(len(v)), j]
+            best[a:a + step] = nll[np.arange(len(v)), j]
         g = rho[:, None] / (rho[:, None] + self.lam[None, :])
-        return n[:, None] * self.pi + (c * g) @ self.U.T, rho
+        return mu + (c * g) @ self.U.T, rho, best
 
     def inversion(self, Y: np.ndarray) -> np.ndarray:
         """x̃ = y T⁻¹ on the support (rows, k)."""
         return Y[:, self.support] @ self.W
 
 
-def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | None = None) -> tuple[np.ndarray, np.ndarray]:
+def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | None = None,
+            parents: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Empirical-Bayes counts (rows, m) and each row's ρ̂ for published counts ``Y`` (rows, m)
-    of one SA through ``T`` with table distribution ``pi`` (module docstring)."""
+    of one SA through ``T`` with table distribution ``pi`` (module docstring).
+
+    ``parents`` = (Y_par (V, m), par (rows, J) indices into Y_par, −1 for none): each row may
+    instead be shrunk towards the SA distribution of one of its parent predicates (its own
+    predicate with one column's condition dropped), that parent's counts fitted first towards
+    the table's; the prior (the table's or a parent's) that gives the row's published counts
+    the highest marginal likelihood is used (model choice by marginal likelihood)."""
     Y = np.asarray(Y, dtype=np.float64)
     model = model or EBTransition(T, pi)
     n = Y.sum(axis=1)
@@ -100,7 +109,21 @@ def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | 
     if model.k < 2:
         out[:, model.support] = n[:, None]
         return out, rho
-    Xs, rho = model.shrink(model.inversion(Y), n)
+    Xt = model.inversion(Y)
+    Xs, rho, best = model.fit(Xt, n)
+    if parents is not None and parents[1].size and len(parents[0]):
+        Yp, par = np.asarray(parents[0], dtype=np.float64), parents[1]
+        npar = Yp.sum(axis=1)
+        Xp = model.fit(model.inversion(Yp), npar)[0]
+        Xp = norm_sub(Xp, np.ones(Xp.shape, dtype=bool), npar)
+        share = np.where(npar[:, None] > 0, Xp / np.maximum(npar, 1.0)[:, None], model.pi[None, :])
+        for j in range(par.shape[1]):
+            rows = np.flatnonzero(par[:, j] >= 0)
+            if not len(rows):
+                continue
+            X2, r2, b2 = model.fit(Xt[rows], n[rows], n[rows, None] * share[par[rows, j]])
+            better = b2 < best[rows]
+            r = rows[better]
+            Xs[r], rho[r], best[r] = X2[better], r2[better], b2[better]
     out[:, model.support] = norm_sub(Xs, np.ones(Xs.shape, dtype=bool), n)
     return out, rho
-
