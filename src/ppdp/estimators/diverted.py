@@ -182,14 +182,14 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
     if method == "full-closed":
         X, its = full_closed(Ym, mats), np.zeros(len(u), dtype=np.int64)
     elif method == "full-eb" and len(sel_sa) == 1 and eb is not None:
-        Ypu, par = eb[-1]
+        models, (Ypu, par) = eb
         pu = par[u]
         kept = np.unique(pu[pu >= 0])
         Yp = Ypu[kept].reshape((len(kept), *sizes))
         if other:
             Yp = Yp.sum(axis=other)
         pu = np.where(pu >= 0, np.searchsorted(kept, np.maximum(pu, 0)), -1)
-        X = full_eb(Ym, mats[0], eb[sel_sa[0]][1], eb[sel_sa[0]][0], parents=(Yp, pu))[0]
+        X = full_eb(Ym, mats[0], models[sel_sa[0]][1], models[sel_sa[0]][0], parents=(Yp, pu))[0]
         its = np.zeros(len(u), dtype=np.int64)
     else:
         X, its = full_iterative(Ym, mats, tol, max_iter)
@@ -345,8 +345,8 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
             fs = ([np.asarray(c, dtype=np.float64) for c in transition_counts] if transition_counts is not None
                   else [receiver_counts(release.published_counts(s), lp).astype(np.float64) for s in sas])
             # the table's SA distribution: the receiver's counts, which its transition reproduces
-            eb = [(EBTransition(T, f / max(f.sum(), 1.0)), f / max(f.sum(), 1.0)) for T, f in zip(Ts, fs)]
-            eb.append(_parent_counts(reps, index, K))
+            eb = ([(EBTransition(T, f / max(f.sum(), 1.0)), f / max(f.sum(), 1.0)) for T, f in zip(Ts, fs)],
+                  _parent_counts(reps, index, K))
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
             out[qs], iters_out[qs] = _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_iter,
