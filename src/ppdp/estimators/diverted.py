@@ -345,7 +345,12 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
             fs = ([np.asarray(c, dtype=np.float64) for c in transition_counts] if transition_counts is not None
                   else [receiver_counts(release.published_counts(s), lp).astype(np.float64) for s in sas])
             # the table's SA distribution: the receiver's counts, which its transition reproduces
-            eb = ([(EBTransition(T, f / max(f.sum(), 1.0)), f / max(f.sum(), 1.0)) for T, f in zip(Ts, fs)],
+            models = []
+            for i, (T, f) in enumerate(zip(Ts, fs)):
+                draws = receiver_parts(release, i, f.astype(np.int64), lp, T)[1]
+                pi = f / max(f.sum(), 1.0)
+                models.append((EBTransition(T, pi, None if draws is None else draws.E, f.sum()), pi))
+            eb = (models,
                   _parent_counts(reps, index, K))
         for sel_sa, qs in patterns.items():
             qs = np.asarray(qs)
