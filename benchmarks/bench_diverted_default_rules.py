@@ -1,6 +1,7 @@
-"""Why the A' default (``full-iterative``) loses some count bins, and whether a per-query choice
-from public quantities fixes it. Same cell, workload and seeds as bench_randomized_defaults.py
-(A' at ℓ' = 5 or the largest feasible below it, on a 100,000-row sample; point workload, 5,000
+"""Where the A' estimators lose count bins: each shipped estimator's bias and spread per bin, the
+default (``full-eb``, the empirical-Bayes counts) against every other, and the per-query mixes of
+the iterative and closed-form estimators that were tried before it (from public quantities).
+Same cell, workload and seeds as bench_randomized_defaults.py (A' at ℓ' = 5 or the largest feasible below it, on a 100,000-row sample; point workload, 5,000
 queries, seed 0; releases seeded 0…R−1).
 
 Per estimator and true-count bin: bias (mean signed error, averaged over releases) and the
@@ -27,7 +28,7 @@ from bench_randomized_defaults import BINS, cells
 from ppdp.estimators.diverted import METHODS, diverted_estimates
 from ppdp.queries.workloads import point_workload
 
-SHORT = {"full-iterative": "FI", "full-closed": "FC", "iterative": "IT", "closed": "CL"}
+SHORT = {"full-iterative": "FI", "full-closed": "FC", "iterative": "IT", "closed": "CL", "full-eb": "EB"}
 
 
 def rules() -> dict:

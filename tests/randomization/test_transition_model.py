@@ -129,8 +129,9 @@ def test_estimator_objects(edu):
     rel = ppdp.publish(edu, ppdp.Diverted(3), seed=0)
     wl = ["sex = 'Female' AND education = 'Children'", "education = 'Children'"]
     est, iters = FullIterative().answer_with_iterations(rel, wl)
-    assert np.array_equal(est, rel.answer(wl)) and iters.dtype.kind == "i"
+    assert np.array_equal(est, rel.answer(wl, estimator="full-iterative")) and iters.dtype.kind == "i"
     assert np.array_equal(rel.answer(wl, estimator=FullIterative(tol=0.01)), est)
+    assert np.array_equal(rel.answer(wl), rel.answer(wl, estimator="full-eb"))  # the default
     with pytest.raises(ParameterError):
         rel.answer(wl, estimator=Inversion())  # inversion is for uniform/SDR/global releases
     with pytest.raises(ParameterError):

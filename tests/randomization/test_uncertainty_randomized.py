@@ -149,7 +149,7 @@ def test_diverted_bootstrap_option(small):
     a = ppdp.publish(t, ppdp.Diverted(4), seed=0)
     e = a.estimate(wl[:40], estimator=FullIterative(variance="bootstrap"))
     again = a.estimate(wl[:40], estimator=FullIterative(variance="bootstrap"))
-    fixed = a.estimate(wl[:40])
+    fixed = a.estimate(wl[:40], estimator="full-iterative")
     assert np.array_equal(e.se, again.se) and np.array_equal(e.estimate, fixed.estimate)
     assert np.isfinite(e.se).all() and (e.se > 0).any() and "bootstrap" in e.method
     assert (e.lower <= e.estimate).all() and (e.estimate <= e.upper).all()
