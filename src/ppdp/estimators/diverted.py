@@ -604,7 +604,7 @@ class DivertedEstimator(RandomizedEstimator):
         """Standard errors and intervals. Every A' estimator's interval is its linear
         counterpart's normal interval (``full-closed`` x̂ = y_P T̂⁻¹ for the full-transition
         estimators, the 4-state ``closed`` for the 4-state ones) cut to [0, n_P] and widened to
-        hold the estimate; the non-negative estimators (``full-iterative``, ``iterative``)
+        hold the estimate; the non-negative estimators (``full-eb``, ``full-iterative``, ``iterative``)
         report the linear estimator's standard error.
 
         ``variance="rebuilt"`` (the default of the full-transition estimators, queries
