@@ -40,6 +40,14 @@ def source(tmp_path_factory, spark):
     return ppdp.Table.from_parquet(path), sdf.repartition(2), schema, path
 
 
+def test_the_shared_local_session_listens_on_loopback_only(spark):
+    """The session every Spark test uses (ppdp.engines.spark.local_session): driver, block
+    managers and every listening socket of its JVM on 127.0.0.1."""
+    from test_spark_loopback import check_loopback, loopback_facts  # same folder: on sys.path under pytest
+
+    check_loopback(loopback_facts(spark))
+
+
 MECHS = [ppdp.UniformPerturbation(rho1=0.05, rho2=0.3), ppdp.SDR(rho1=0.05, rho2=0.3), ppdp.Diverted(3),
          ppdp.GlobalRandomization(4), ppdp.FPrivacy(theta=8, fake_values=1), ppdp.Anatomy(3),
          ppdp.CellHistogram(epsilon=1.0, dims=["age", "sex"], domains="occ"),
@@ -187,13 +195,14 @@ def test_the_st_is_written_and_its_disclosure_streamed_a_range_of_buckets_at_a_t
     verify."""
     table, sdf, schema, _ = source
     m = len(schema.domains[schema.sensitive[0]])
-    monkeypatch.setattr(B, "ST_RANGE_CELLS", 7 * m)  # 7 buckets per range
-    monkeypatch.setattr(B, "ST_TASK_CELLS", 3 * 7 * m)  # 3 ranges per task
+    per = 7 if mech.name == "fprivacy" else 70  # buckets per range: 4-12 ranges of a few hundred (F') or 2,000 (ℓ = 3) buckets
+    monkeypatch.setattr(B, "ST_RANGE_CELLS", per * m)
+    monkeypatch.setattr(B, "ST_TASK_CELLS", 3 * per * m)  # 3 ranges per task
     out = tmp_path / "rel"
     S.publish(sdf, mech, out, schema, seed=5)
     rel = ppdp.load_release(out)
     n_buckets = rel.manifest["certificate"]["n_buckets"]
-    n_ranges = -(-n_buckets // 7)
+    n_ranges = -(-n_buckets // per)
     parts = sorted((out / "st").iterdir())
     assert not (out / "st.parquet").exists() and [p.name for p in parts] == [f"part-{g:05d}.parquet" for g in range(-(-n_ranges // 3))]
     assert sum(pq.ParquetFile(p).metadata.num_row_groups for p in parts) == n_ranges > 3

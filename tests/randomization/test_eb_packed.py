@@ -1,6 +1,6 @@
-"""The empirical-Bayes estimator on each row's domain entries only and the packed Norm-Sub give
-the numbers of the whole-row computation (Norm-Sub exactly; the estimator up to the order of
-floating-point sums), on SDR (sub-tables: a small part of the domain each), uniform
+"""The empirical-Bayes fit on each row's domain entries gives the numbers of the straightforward
+whole-row formulas (up to the order of floating-point sums), and the packed Norm-Sub those of
+Norm-Sub over whole rows exactly, on SDR (sub-tables: a small part of the domain each), uniform
 perturbation and global randomization releases, and on random rows."""
 
 import numpy as np
@@ -23,10 +23,43 @@ def test_norm_sub_packed_equals_full():
         np.testing.assert_array_equal(rz.norm_sub(X, member, total), rz.norm_sub_full(X, member, total))
 
 
+def _whole_rows(Y, p, q, member, prior):
+    """The diagonal model's terms over whole rows, masked (0 off each row's domain): the
+    straightforward form of the formulas, the reference of the entries' layout."""
+    n = (Y * member).sum(axis=1)
+    P0 = prior * member
+    a, b = (p + q)[:, None], q[:, None]
+    mu = n[:, None] * P0
+    d = np.where(member, (Y - (n * q)[:, None]) / p[:, None] - mu, 0.0)
+    sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / p[:, None] ** 2, 0.0)
+    t = mu * (1 - P0)
+
+    def loglik(rho):
+        V = sig2 + t * rho[:, None]
+        live = member & (V > 0)
+        Vs = np.where(live, V, 1.0)
+        return -0.5 * np.where(live, np.log(Vs) + d**2 / Vs, 0.0).sum(axis=1)
+
+    def predict(rho):
+        tau2 = t * rho[:, None]
+        V = tau2 + sig2
+        w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
+        return rz.norm_sub_full(mu + w * d, member, n)
+
+    het = n * (1 - (P0**2).sum(axis=1))
+    mom = np.divide((d**2).sum(axis=1) - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
+    mom = np.clip(mom, 1.0, np.maximum(n, 1.0))
+
+    def lik(adjusted):
+        return eb_rows.grid_rho(n, lambda rhos: np.stack([loglik(r) for r in rhos]), adjusted)
+
+    return mom, lik, loglik, predict
+
+
 def test_entries_equal_rows():
-    """The domain-entries layout (diagonal covariance) against the whole-row one: the strength by
-    moments and by the (adjusted) likelihood, the likelihood on the grid and the prediction — rows
-    without records, sub-tables of every size and degenerate priors included."""
+    """The domain-entries layout (diagonal covariance) against the straightforward whole-row
+    form: the strength by moments and by the (adjusted) likelihood, the likelihood and the
+    prediction — rows without records, sub-tables of every size and degenerate priors included."""
     rng = np.random.default_rng(1)
     for _ in range(100):
         J, m = int(rng.integers(1, 30)), int(rng.integers(3, 50))
@@ -40,14 +73,13 @@ def test_entries_equal_rows():
         q = (1 - p) / member.sum(axis=1)
         prior = rng.dirichlet(np.ones(m), R) * member
         prior[:3] = member[:3] * (np.arange(m) == np.argmax(member[:3], axis=1)[:, None])
-        ref = rz.EBRows(Y, p, q, member, prior, "diagonal")
+        mom, lik, loglik, predict = _whole_rows(Y, p, q, member, prior)
         ent = rz.EBEntries(rz.EBCounts(Y, p, q, member), prior)
-        for rho_ref, rho in [(ref.moments_rho(), ent.moments_rho()),
-                             (ref.likelihood_rho(), ent.likelihood_rho()),
-                             (ref.likelihood_rho(adjusted=True), ent.likelihood_rho(adjusted=True))]:
+        for rho_ref, rho in [(mom, ent.moments_rho()), (lik(False), ent.likelihood_rho()),
+                             (lik(True), ent.likelihood_rho(adjusted=True))]:
             np.testing.assert_allclose(rho, rho_ref, rtol=1e-8)  # the parabola through the grid amplifies rounding
-            np.testing.assert_allclose(ent.loglik(rho_ref), ref.loglik(rho_ref), rtol=1e-12, atol=1e-9)
-            np.testing.assert_allclose(ent.predict(rho_ref), ref.predict(rho_ref), rtol=1e-10, atol=1e-9)
+            np.testing.assert_allclose(ent.loglik(rho_ref), loglik(rho_ref), rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(ent.predict(rho_ref), predict(rho_ref), rtol=1e-10, atol=1e-9)
             assert (ent.predict(rho_ref)[~member] == 0).all()
         # a subset of the rows, gathered from the entries, is those rows' own computation
         r = np.flatnonzero(rng.random(R) < 0.5)
@@ -55,8 +87,9 @@ def test_entries_equal_rows():
         own = rz.EBEntries(rz.EBCounts(Y[r], p[r], q[r], member[r]), prior[r])
         for a in ("n", "P0", "d", "sig2", "t"):
             np.testing.assert_array_equal(getattr(sub, a), getattr(own, a))
-        for x, y in zip(sub._grid_terms(), own._grid_terms()):
-            np.testing.assert_array_equal(x, y)
+        for (_, _, bs), (_, _, bo) in zip(sub._blocks(), own._blocks()):
+            for x, y in zip(bs.grid_terms(), bo.grid_terms()):
+                np.testing.assert_array_equal(x, y)
         np.testing.assert_array_equal(sub.predict(sub.rho("adjusted")), own.predict(own.rho("adjusted")))
 
 

@@ -196,7 +196,7 @@ def test_eb_exact_covariance_against_the_dense_algebra():
     Y, p, q, member, prior = _one_row()
     n, P0, rho = Y.sum(), prior[0], 7.0
     m = Y.shape[1]
-    R = EBRows(Y, p, q, member, prior, "exact")
+    R = EBRows(Y, p, q, member, prior)
     z, logdet = R._exact(np.array([rho]))
     pp, qq = p[0], q[0]
     one = np.ones(m)
@@ -213,13 +213,13 @@ def test_eb_exact_covariance_against_the_dense_algebra():
 def test_eb_likelihood_strength_maximises_the_likelihood():
     """strength='likelihood' / 'adjusted': the grid-and-parabola maximiser is within 1e-3 of the
     maximum over a 2,001-point grid of the (adjusted) normal marginal likelihood."""
-    from ppdp.estimators.randomized import EBRows
+    from ppdp.estimators.eb_rows import eb_rows
 
     rng = np.random.default_rng(0)
     for cov in ("diagonal", "exact"):
         for s in range(5):
             Y, p, q, member, prior = _one_row(seed=s, n=int(rng.integers(50, 2000)))
-            R = EBRows(Y, p, q, member, prior, cov)
+            R = eb_rows(Y, p, q, member, prior, cov)
             grid = np.exp(np.linspace(0, np.log(Y.sum()), 2001))
             for adjusted in (False, True):
                 def obj(r):
@@ -283,10 +283,11 @@ def test_eb_auto_strength_is_the_mechanisms_choice(mech, strength):
 
 
 def test_eb_diagonal_likelihood_grid_equals_the_row_form():
-    """The diagonal likelihood on the whole ρ grid (and :meth:`EBRows.loglik`, which is one of its
-    columns), over each row's domain entries only, equals the masked whole-row form column by column — rows of sub-tables with a few of the m values, rows
-    without records, and degenerate priors (π⁰ = 0 or 1) included."""
-    from ppdp.estimators.randomized import EB_GRID, EBRows
+    """The diagonal likelihood on the whole ρ grid, each block of rows over its domain entries only
+    (and :meth:`EBEntries.loglik`, which is one of its points), equals the masked whole-row form
+    point by point — rows of sub-tables with a few of the m values, rows without records, and
+    degenerate priors (π⁰ = 0 or 1) included."""
+    from ppdp.estimators.randomized import EB_GRID, EBCounts, EBEntries
 
     rng = np.random.default_rng(5)
     R_, m = 300, 7
@@ -297,16 +298,23 @@ def test_eb_diagonal_likelihood_grid_equals_the_row_form():
     prior[:5] = np.eye(m)[rng.integers(0, m, 5)]
     p = rng.uniform(0.2, 0.8, R_)
     q = (1 - p) / member.sum(axis=1)
-    rows = EBRows(Y, p, q, member, prior, "diagonal")
-    rhos = np.exp(np.log(np.maximum(rows.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
-    grid = rows._diagonal_loglik_grid(np.ascontiguousarray(rhos.T)).T
+    ent = EBEntries(EBCounts(Y, p, q, member), prior)
+    rhos = np.exp(np.log(np.maximum(ent.n, 1.0))[:, None] * np.linspace(0, 1, EB_GRID)[None, :])
+    rt = np.ascontiguousarray(rhos.T)
+    grid = np.concatenate([ent._loglik_grid(blk, rt[:, r0:r1]) for r0, r1, blk in ent._blocks()], axis=1).T
+    n, P0 = (Y * member).sum(axis=1), prior * member
+    a, b = (p + q)[:, None], q[:, None]
+    d = np.where(member, (Y - (n * q)[:, None]) / p[:, None] - n[:, None] * P0, 0.0)
+    sig2 = np.where(member, n[:, None] * (P0 * a * (1 - a) + (1 - P0) * b * (1 - b)) / p[:, None] ** 2, 0.0)
+    t = n[:, None] * P0 * (1 - P0)
+
     def dense(rho):  # the masked whole-row form
-        V = rows.sig2 + rows.t * rho[:, None]
-        live = rows.member & (V > 0)
+        V = sig2 + t * rho[:, None]
+        live = member & (V > 0)
         Vs = np.where(live, V, 1.0)
-        return -0.5 * np.where(live, np.log(Vs) + rows.d**2 / Vs, 0.0).sum(axis=1)
+        return -0.5 * np.where(live, np.log(Vs) + d**2 / Vs, 0.0).sum(axis=1)
 
     ref = np.stack([dense(rhos[:, j]) for j in range(EB_GRID)], axis=1)
-    assert np.allclose(rows.loglik(rhos[:, 3]), ref[:, 3], rtol=1e-12, atol=1e-9)
-    assert (rows.n == 0).any()
+    assert np.allclose(ent.loglik(rhos[:, 3]), ref[:, 3], rtol=1e-12, atol=1e-9)
+    assert (ent.n == 0).any()
     assert np.allclose(grid, ref, rtol=1e-12, atol=1e-9)

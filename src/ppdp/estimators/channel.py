@@ -21,10 +21,8 @@ MAX_ITER = 10_000
 EM_TOL = 1e-3
 
 
-#: the empirical-Bayes estimator at the diagonal covariance on each row's domain entries only
-#: (:class:`~ppdp.estimators.eb_rows.EBEntries`) and Norm-Sub on packed rows (:class:`Packed`) — the numbers of the
-#: whole-row computation up to the order of floating-point sums (False: that one, the
-#: reference of the tests)
+#: Norm-Sub on packed rows (:class:`Packed`: each row's domain entries only) — the numbers of the
+#: whole-row computation exactly (False: that one, the reference of the tests)
 PACKED_EB = True
 
 

@@ -1,23 +1,21 @@
-"""The row layouts of the empirical-Bayes estimator (:func:`~ppdp.estimators.empirical_bayes.eb_shrink`):
-its terms, the fit of the shrinkage strength ρ (:class:`EBStrength`), whole rows (:class:`EBRows`, the
-reference and the exact covariance), each row's domain entries only (:class:`EBCounts`, :class:`EBEntries`)
-and the default options' likelihood for many candidate parents (:class:`MomentsLikelihood`)."""
+"""The fit of the empirical-Bayes estimator (:func:`~ppdp.estimators.empirical_bayes.eb_shrink`): one
+fitting path (:class:`EBStrength`) for the shrinkage strength ρ, the likelihood and the prediction of
+every row, over the sufficient terms a layout supplies a block of rows at a time — each row's domain
+entries at the diagonal covariance (:class:`EBEntries`, on the published counts' entries of
+:class:`EBCounts`), whole rows at the exact covariance (:class:`EBRows`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
-from . import channel
 from .channel import Packed, norm_sub, norm_sub_packed
 
 #: ρ grid of the likelihood fit of the shrinkage strength (points over log ρ ∈ [0, log n])
 EB_GRID = 24
 #: domain entries of the empirical-Bayes fit taken at once (:class:`EBEntries`)
 EB_BLOCK_ENTRIES = 1 << 15
-#: rows of :func:`eb_shrink` (and of the candidate parents of :func:`eb_fit`) taken at once: the
-#: whole-row temporaries (rows × m) stay small, and their memory is reused rather than fresh
 
 
 def eb_terms(y, n, P0, p, q) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -44,41 +42,12 @@ def eb_terms(y, n, P0, p, q) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return mu, d, sig2, t
 
 
-class EBStrength:
-    """The likelihood fit of the shrinkage strength ρ, shared by the row layouts of
-    :func:`eb_shrink` (:class:`EBRows`, whole rows; :class:`EBEntries`, domain entries)."""
-
-    n: np.ndarray
-
-    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def rho(self, strength: str) -> np.ndarray:
-        """The strength ρ per row by ``strength`` (:data:`EB_STRENGTHS`)."""
-        return self.moments_rho() if strength == "moments" else self.likelihood_rho(adjusted=strength == "adjusted")
-
-    def moments_rho(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
-        """ρ maximising :meth:`loglik` over [1, n]: a grid of ``EB_GRID`` points in log ρ, then one
-        parabola through the best point and its neighbours (in log ρ). ``adjusted``: maximise
-        loglik + log(ρ − 1) instead — the adjusted likelihood of Morris (1988) and Li & Lahiri
-        (2010) with the between-predicate variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)
-        (1 + A)), which keeps Â off 0, where the plain likelihood often puts it and shrinks
-        fully."""
-        return grid_rho(self.n, self._loglik_grid, adjusted)
-
-    def loglik(self, rho: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def predict(self, rho: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
-        """(ρ by ``strength``, the prediction at ρ or None, the log likelihood at ρ or None)."""
-        rho = self.rho(strength)
-        return rho, (self.predict(rho) if predict else None), (self.loglik(rho) if loglik else None)
+def moments_rho(n: np.ndarray, dd: np.ndarray, ss: np.ndarray, pp: np.ndarray) -> np.ndarray:
+    """ρ by the method of moments from each row's sums Σd², Σσ² and Σπ⁰²:
+    E Σ_k d_k² = Σ_k σ²_k + n(1 − Σπ⁰²)·ρ, solved and cut to [1, n]."""
+    het = n * (1.0 - pp)
+    rho = np.divide(dd - ss, het, out=np.ones_like(n), where=het > 1e-12)
+    return np.clip(rho, 1.0, np.maximum(n, 1.0))
 
 
 def rho_grid(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,8 +60,13 @@ def rho_grid(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def grid_rho(n: np.ndarray, loglik_grid, adjusted: bool, grid: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """:meth:`EBStrength.likelihood_rho` of rows with ``n`` records, their log likelihood at a
-    (G × rows) grid of ρ given by ``loglik_grid`` (``grid``: :func:`rho_grid` of ``n`` when known)."""
+    """ρ maximising the log likelihood of rows with ``n`` records over [1, n], given at a (G × rows)
+    grid of ρ by ``loglik_grid``: ``EB_GRID`` points in log ρ, then one parabola through the best
+    point and its neighbours (in log ρ). ``adjusted``: maximise loglik + log(ρ − 1) instead — the
+    adjusted likelihood of Morris (1988) and Li & Lahiri (2010) with the between-predicate
+    variance component A = ρ − 1 (Var x_k = nπ⁰_k(1−π⁰_k)(1 + A)), which keeps Â off 0, where
+    the plain likelihood often puts it and shrinks fully (``grid``: :func:`rho_grid` of ``n``
+    when known)."""
     top = np.log(np.maximum(n, 1.0))
     rhos, adj = rho_grid(n) if grid is None else grid
     L = loglik_grid(rhos)
@@ -110,108 +84,87 @@ def grid_rho(n: np.ndarray, loglik_grid, adjusted: bool, grid: tuple[np.ndarray,
     return np.exp(g * top)
 
 
-class EBRows(EBStrength):
-    """The quantities of :func:`eb_shrink` that do not depend on the strength ρ, for many rows
-    (whole rows of m entries, 0 off each row's domain; the reference layout, and the one of
-    the exact covariance)."""
+class EBStrength:
+    """The one fitting path of :func:`eb_shrink`: per row the strength ρ (:data:`EB_STRENGTHS`: the
+    method of moments, :func:`moments_rho`; the likelihood or the adjusted likelihood,
+    :func:`grid_rho`), the log likelihood at ρ and the best linear predictor at ρ projected onto
+    {x ≥ 0, Σx = n}. A layout supplies, a block of rows at a time (:meth:`_blocks`: a row
+    never split, each row's numbers its own), the block's sufficient terms: its moment sums
+    (:meth:`_moment_sums`), its log likelihood at a grid of ρ (:meth:`_loglik_grid`) and its
+    prediction (:meth:`_predict`, assembled by :meth:`_assemble`)."""
 
-    def __init__(self, Y, p, q, member, prior, covariance):
-        self.member = member
-        # the operations of the masked forms (0 off the row's domain), in place: the same numbers
-        off = ~member
-        Y = np.asarray(Y, dtype=np.float64).copy()
-        np.copyto(Y, 0.0, where=off)
-        self.n = n = Y.sum(axis=1)
-        P0 = np.asarray(prior, dtype=np.float64).copy()
-        np.copyto(P0, 0.0, where=off)
-        self.P0 = P0
-        pp, qq = p[:, None], q[:, None]
-        self.mu, d, sig2, self.t = eb_terms(Y, n[:, None], P0, pp, qq)
-        np.copyto(d, 0.0, where=off)
-        np.copyto(sig2, 0.0, where=off)
-        self.d, self.sig2 = d, sig2
-        self.covariance = covariance
-        if covariance == "exact":
-            # Σ = [nq·I + p(1−p)n·diag(π⁰) − nq²·11ᵀ − pqn(π⁰1ᵀ + 1π⁰ᵀ)]/p², T = nρ(diag(π⁰) − π⁰π⁰ᵀ):
-            # on the subspace Σ_k d_k = 0 where d lives, V = Σ + T acts as M = D − nρ·π⁰π⁰ᵀ with
-            # D = diag(nq/p² + n(1−p)π⁰/p + nρπ⁰) (the 11ᵀ, π⁰1ᵀ, 1π⁰ᵀ terms vanish there)
-            self.live = member & (n > 0)[:, None]  # rows without records have nothing to estimate
-            self.D0 = np.where(self.live, n[:, None] * qq / pp**2 + n[:, None] * (1 - pp) * P0 / pp, 1.0)
-        self.m_r = member.sum(axis=1)
+    n: np.ndarray
+
+    def _blocks(self) -> Iterator[tuple[int, int, Any]]:
+        """(first row, end row, the block's terms) of each block, in order."""
+        raise NotImplementedError
+
+    def _moment_sums(self, blk: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(Σd², Σσ², Σπ⁰²) per row of the block."""
+        raise NotImplementedError
+
+    def _loglik_grid(self, blk: Any, rhos: np.ndarray) -> np.ndarray:
+        """The normal log marginal likelihood (up to a constant) of the block's rows at every row
+        of ``rhos`` (G × the block's rows; G × rows out)."""
+        raise NotImplementedError
+
+    def _predict(self, blk: Any, rho: np.ndarray) -> np.ndarray:
+        """The block's best linear predictor at its rows' ρ, before the projection."""
+        raise NotImplementedError
+
+    def _assemble(self, parts: list[np.ndarray]) -> np.ndarray:
+        """The blocks' predictions, projected onto {x ≥ 0, Σx = n}: (R, m), 0 off each row's domain."""
+        raise NotImplementedError
+
+    def _grid(self) -> tuple[np.ndarray, np.ndarray]:
+        return rho_grid(self.n)
+
+    def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
+        """(ρ by ``strength``, the prediction at ρ or None, the log likelihood at ρ or None), a
+        block at a time: each block's terms once for the strength, the likelihood and the
+        prediction."""
+        rho = np.empty(len(self.n))
+        ll = np.empty(len(self.n)) if loglik else None
+        parts: list[np.ndarray] = []
+        grid = self._grid() if strength != "moments" else None
+        for r0, r1, blk in self._blocks():
+            n = self.n[r0:r1]
+            if grid is None:
+                rb = moments_rho(n, *self._moment_sums(blk))
+            else:
+                rb = grid_rho(n, lambda rhos, blk=blk: self._loglik_grid(blk, rhos), strength == "adjusted",
+                              (grid[0][:, r0:r1], grid[1][:, r0:r1]))
+            rho[r0:r1] = rb
+            if ll is not None:
+                ll[r0:r1] = self._loglik_grid(blk, rb[None, :])[0]
+            if predict:
+                parts.append(self._predict(blk, rb))
+        return rho, (self._assemble(parts) if predict else None), ll
+
+    def rho(self, strength: str) -> np.ndarray:
+        """The strength ρ per row by ``strength`` (:data:`EB_STRENGTHS`)."""
+        return self.fit(strength)[0]
 
     def moments_rho(self) -> np.ndarray:
-        """ρ by the method of moments: E Σ_k d_k² = Σ_k σ²_k + n(1 − Σπ⁰²)·ρ, cut to [1, n]."""
-        n = self.n
-        het = n * (1.0 - (self.P0**2).sum(axis=1))
-        rho = np.divide((self.d**2).sum(axis=1) - self.sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
-        return np.clip(rho, 1.0, np.maximum(n, 1.0))
+        """ρ by the method of moments (:func:`moments_rho`)."""
+        return self.rho("moments")
 
-    def _exact(self, rho):
-        """(z = V⁺d, log pdet V) per row for the exact covariance (Sherman–Morrison on M, then
-        the constraint Σ z = 0 by a Lagrange multiplier; pdet(PMP) = det M · 1ᵀM⁻¹1/m_r)."""
-        mem, n, u = self.live, self.n, self.P0
-        c = n * rho
-        D = np.where(mem, self.D0 + c[:, None] * u, 1.0)
-        Di = np.where(mem, 1.0 / D, 0.0)
-        uDu = (u * u * Di).sum(axis=1)
-        den = np.maximum(1.0 - c * uDu, 1e-300)  # > 0: c·uᵀD⁻¹u < Σπ⁰ = 1
-
-        def minv(v):
-            return Di * v + (c / den)[:, None] * (Di * u) * ((u * Di * v).sum(axis=1))[:, None]
-
-        g = minv(mem.astype(np.float64))
-        s = np.maximum(g.sum(axis=1), 1e-300)
-        z = minv(self.d)
-        z = z - g * ((z.sum(axis=1)) / s)[:, None]
-        logdet = np.where(mem, np.log(D), 0.0).sum(axis=1) + np.log(den) + np.log(s) - np.log(np.maximum(self.m_r, 1))
-        return z, logdet
+    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
+        """ρ maximising the (``adjusted``) likelihood over [1, n] (:func:`grid_rho`)."""
+        return self.rho("adjusted" if adjusted else "likelihood")
 
     def loglik(self, rho: np.ndarray) -> np.ndarray:
         """Normal log marginal likelihood of x̃ per row at strength ρ (up to a constant)."""
-        if self.covariance == "exact":
-            z, logdet = self._exact(rho)
-            return -0.5 * (logdet + (z * self.d).sum(axis=1))
-        return self._diagonal_loglik_grid(np.asarray(rho, dtype=np.float64)[None, :])[0]
-
-    def _loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        if self.covariance == "diagonal":
-            return self._diagonal_loglik_grid(rhos)
-        return np.stack([self.loglik(rho) for rho in rhos])
-
-    def _diagonal_loglik_grid(self, rhos: np.ndarray) -> np.ndarray:
-        """:meth:`loglik` (diagonal covariance) at every row of ``rhos`` (G × R; G × R out), over each
-        row's live domain entries only (a row of an SDR sub-table has a few of the m values):
-        a grid point at a time, the entries' terms in reused buffers, summed per row by one
-        bincount (EDU SDR, 5,000 queries: 0.31 CPU-s against 1.35 for :meth:`loglik` per point)."""
-        # V = σ² + τ²ρ with σ², τ² ≥ 0 and ρ ≥ 1: an entry is live at every ρ or at none
-        rr, kk = np.nonzero(self.member & ((self.sig2 > 0) | (self.t > 0)))
-        sig2, t, d2 = self.sig2[rr, kk], self.t[rr, kk], self.d[rr, kk] ** 2
-        G, R = rhos.shape
-        V, terms = np.empty(len(rr)), np.empty(len(rr))
-        L = np.empty((G, R))
-        for j in range(G):
-            np.take(rhos[j], rr, out=V, mode="clip")  # in range; the default mode buffers a copy with out=
-            V *= t
-            V += sig2
-            np.log(V, out=terms)
-            np.divide(d2, V, out=V)
-            terms += V
-            L[j] = np.bincount(rr, weights=terms, minlength=R)
-        L *= -0.5
-        return L
+        rho = np.asarray(rho, dtype=np.float64)
+        out = np.empty(len(self.n))
+        for r0, r1, blk in self._blocks():
+            out[r0:r1] = self._loglik_grid(blk, rho[None, r0:r1])[0]
+        return out
 
     def predict(self, rho: np.ndarray) -> np.ndarray:
-        """The best linear predictor at strength ρ, projected onto {x ≥ 0, Σx = n}."""
-        if self.covariance == "exact":
-            z, _ = self._exact(rho)
-            u = self.P0
-            X = self.mu + (self.n * rho)[:, None] * (u * z - u * (u * z).sum(axis=1, keepdims=True))
-        else:
-            tau2 = self.t * rho[:, None]
-            V = tau2 + self.sig2
-            w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
-            X = self.mu + w * self.d
-        return norm_sub(X, self.member, self.n)
+        """The best linear predictor at strength ρ, projected onto {x ≥ 0, Σx = n}: (R, m)."""
+        rho = np.asarray(rho, dtype=np.float64)
+        return self._assemble([self._predict(blk, rho[r0:r1]) for r0, r1, blk in self._blocks()])
 
 
 def segment_sums(x: np.ndarray, cnt: np.ndarray) -> np.ndarray:
@@ -276,15 +229,15 @@ class EBCounts:
 
 
 class EBEntries(EBStrength):
-    """:class:`EBRows` at the diagonal covariance over each row's domain entries only, flat and
-    in row order (a row of an SDR sub-table holds a few of the m values: on OCC's SDR sub-tables
-    11 or 21 of 46): the same quantities entry by entry, each row's sums over its own entries.
-    The numbers equal the whole-row layout's up to the order of floating-point sums.
+    """:func:`eb_shrink`'s terms at the diagonal covariance, over each row's domain entries only,
+    flat and in row order (a row of an SDR sub-table holds a few of the m values: on OCC's SDR
+    sub-tables 11 or 21 of 46; a row of uniform perturbation all of them): each row's sums are
+    over its own entries.
 
-    Everything is computed a block of rows at a time (about :data:`EB_BLOCK_ENTRIES` entries,
-    a row never split): a block's terms, its likelihood grid and its prediction are temporaries
-    that stay in cache and in reused memory, and nothing of the entries' size is kept but the
-    prior's entries. The numbers do not depend on the blocks (each row's sums are its own)."""
+    A block of rows at a time (about :data:`EB_BLOCK_ENTRIES` entries, a row never split): a
+    block's terms, its likelihood grid and its prediction are temporaries that stay in cache and
+    in reused memory, and nothing of the entries' size is kept but the prior's entries. The
+    numbers do not depend on the blocks (each row's sums are its own)."""
 
     covariance = "diagonal"
 
@@ -304,12 +257,6 @@ class EBEntries(EBStrength):
         ends = self._ends
         return int(ends[r0 - 1]) if r0 else 0, int(ends[r1 - 1]) if r1 else 0
 
-    def _blocks(self):
-        """(row range, entry range) of each block."""
-        for r0, r1 in zip(self._rows[:-1], self._rows[1:]):
-            if r1 > r0:
-                yield (r0, r1, *self._span(r0, r1))
-
     def _terms(self, r0: int, r1: int, e0: int, e1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:func:`eb_terms` (μ, d, σ², τ²/ρ) of the entries of rows r0 … r1 − 1."""
         c = self.counts
@@ -317,66 +264,39 @@ class EBEntries(EBStrength):
         pp, qq, nn = (np.repeat(v[r0:r1], cnt) for v in (c.p_row, c.q_row, c.n))
         return eb_terms(c.y[e0:e1], nn, self.P0[e0:e1], pp, qq)
 
-    def _each(self, fn) -> np.ndarray:
-        """Per-row results of ``fn(r0, r1, e0, e1)`` over the blocks, in order."""
-        out = np.empty(len(self.n))
-        for r0, r1, e0, e1 in self._blocks():
-            out[r0:r1] = fn(r0, r1, e0, e1)
-        return out
+    def _blocks(self) -> Iterator[tuple[int, int, Any]]:
+        for r0, r1 in zip(self._rows[:-1], self._rows[1:]):
+            if r1 > r0:
+                e0, e1 = self._span(r0, r1)
+                yield r0, r1, _EntryBlock(self, r0, r1, e0, e1)
+
+    def _grid(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.counts.grid()
+
+    def _terms_all(self, k: int) -> np.ndarray:
+        return np.concatenate([blk.terms[k] for _, _, blk in self._blocks()] or [np.zeros(0)])
 
     @property
     def d(self) -> np.ndarray:
-        return np.concatenate([self._terms(*b)[1] for b in self._blocks()] or [np.zeros(0)])
+        return self._terms_all(1)
 
     @property
     def sig2(self) -> np.ndarray:
-        return np.concatenate([self._terms(*b)[2] for b in self._blocks()] or [np.zeros(0)])
+        return self._terms_all(2)
 
     @property
     def t(self) -> np.ndarray:
-        return np.concatenate([self._terms(*b)[3] for b in self._blocks()] or [np.zeros(0)])
+        return self._terms_all(3)
 
-    def _moments_rho(self, r0, r1, terms) -> np.ndarray:
-        _, d, sig2, _ = terms
-        cnt, n = self.cnt[r0:r1], self.n[r0:r1]
-        e0, e1 = self._span(r0, r1)
-        P0 = self.P0[e0:e1]
-        het = n * (1.0 - segment_sums(P0**2, cnt))
-        rho = np.divide(segment_sums(d**2, cnt) - segment_sums(sig2, cnt), het, out=np.ones_like(n),
-                        where=het > 1e-12)
-        return np.clip(rho, 1.0, np.maximum(n, 1.0))
+    def _moment_sums(self, blk: "_EntryBlock") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        _, d, sig2, _ = blk.terms
+        cnt = blk.cnt
+        return segment_sums(d**2, cnt), segment_sums(sig2, cnt), segment_sums(self.P0[blk.e0:blk.e1] ** 2, cnt)
 
-    def moments_rho(self) -> np.ndarray:
-        """As :meth:`EBRows.moments_rho`."""
-        return self._each(lambda r0, r1, e0, e1: self._moments_rho(r0, r1, self._terms(r0, r1, e0, e1)))
-
-    def _grid_terms(self, r0: int = 0, r1: int | None = None, terms=None):
-        """(a, c, entries per row, the constant per row) of the likelihood's terms of rows r0 …
-        r1 − 1 (default all): an entry with τ² > 0 contributes log V + d²/V = log τ² + log(a + ρ)
-        + c/(a + ρ) with a = σ²/τ², c = d²/τ²; one with τ² = 0 < σ² the constant log σ² + d²/σ²."""
-        r1 = len(self.n) if r1 is None else r1
-        if terms is None:
-            terms = self._terms(r0, r1, *self._span(r0, r1))
-        _, d, sig2, t = terms
-        cnt = self.cnt[r0:r1]
-        d2 = d**2
-        var = t > 0
-        fixed = ~var & (sig2 > 0)
-        const = np.zeros(len(t))
-        const[var] = np.log(t[var])
-        sf = sig2[fixed]
-        const[fixed] = np.log(sf) + d2[fixed] / sf
-        tv = t[var]
-        return (sig2[var] / tv, d2[var] / tv, segment_sums(var.astype(np.float64), cnt).astype(np.int64),
-                segment_sums(const, cnt))
-
-    @staticmethod
-    def _grid(gt, rhos: np.ndarray) -> np.ndarray:
-        """The diagonal likelihood at every row of ``rhos`` (G × rows of the block; G × rows
-        out) from the block's :meth:`_grid_terms`: every grid point's entry terms at once
-        (G × the block's entries: a block is small), each row's ρ repeated over its entries,
-        summed per row and point by one reduceat."""
-        a, c, cnt, const = gt
+    def _loglik_grid(self, blk: "_EntryBlock", rhos: np.ndarray) -> np.ndarray:
+        """Every grid point's entry terms at once (G × the block's entries: a block is small), each
+        row's ρ repeated over its entries, summed per row and point by one reduceat."""
+        a, c, cnt, const = blk.grid_terms()
         G, R = rhos.shape
         has = cnt > 0
         starts = (np.cumsum(cnt) - cnt)[has]
@@ -392,113 +312,128 @@ class EBEntries(EBStrength):
         L *= -0.5
         return L
 
-    def fit(self, strength: str, loglik: bool = False, predict: bool = False) -> tuple[Any, Any, Any]:
-        """As :meth:`EBStrength.fit`, a block at a time: each block's terms once for the
-        strength, the likelihood and the prediction."""
-        rho = np.empty(len(self.n))
-        ll = np.empty(len(self.n)) if loglik else None
-        X = np.empty(len(self.P0)) if predict else None
-        for r0, r1, e0, e1 in self._blocks():
-            terms = self._terms(r0, r1, e0, e1)
-            gt = self._grid_terms(r0, r1, terms) if strength != "moments" or ll is not None else None
-            if gt is None or strength == "moments":
-                rb = self._moments_rho(r0, r1, terms)
-            else:
-                g = self.counts.grid()
-                rb = grid_rho(self.n[r0:r1], lambda rhos, gt=gt: self._grid(gt, rhos), strength == "adjusted",
-                               (g[0][:, r0:r1], g[1][:, r0:r1]))
-            rho[r0:r1] = rb
-            if ll is not None and gt is not None:
-                ll[r0:r1] = self._grid(gt, rb[None, :])[0]
-            if X is not None:
-                X[e0:e1] = self._predict_entries(r0, r1, terms, rb)
-        return rho, (self._unpack(X) if X is not None else None), ll
-
-    def rho(self, strength: str) -> np.ndarray:
-        """As :meth:`EBStrength.rho`."""
-        return self.fit(strength)[0]
-
-    def likelihood_rho(self, adjusted: bool = False) -> np.ndarray:
-        """As :meth:`EBStrength.likelihood_rho`."""
-        return self.fit("adjusted" if adjusted else "likelihood")[0]
-
-    def loglik(self, rho: np.ndarray) -> np.ndarray:
-        """As :meth:`EBRows.loglik`."""
-        rho = np.asarray(rho, dtype=np.float64)
-        return self._each(lambda r0, r1, e0, e1: self._grid(self._grid_terms(r0, r1), rho[None, r0:r1])[0])
-
-    def _predict_entries(self, r0, r1, terms, rho) -> np.ndarray:
-        mu, d, sig2, t = terms
-        tau2 = t * np.repeat(rho, self.cnt[r0:r1])
+    def _predict(self, blk: "_EntryBlock", rho: np.ndarray) -> np.ndarray:
+        mu, d, sig2, t = blk.terms
+        tau2 = t * np.repeat(rho, blk.cnt)
         V = tau2 + sig2
         w = np.divide(tau2, V, out=np.zeros_like(tau2), where=V > 0)
         return mu + w * d
 
-    def _unpack(self, X: np.ndarray) -> np.ndarray:
+    def _assemble(self, parts: list[np.ndarray]) -> np.ndarray:
         """Norm-Sub of the entries' predictions on the rows packed: (R, m), 0 off each row's domain."""
+        X = np.concatenate(parts) if parts else np.zeros(0)
         pk = Packed(self.counts.member)  # −∞ in the padding
         v = np.full(pk.valid.shape, -np.inf)
         v.ravel()[pk.pos] = X
         return pk.unpack(norm_sub_packed(v, pk.valid, self.n))
 
-    def predict(self, rho: np.ndarray) -> np.ndarray:
-        """As :meth:`EBRows.predict`: (R, m), 0 off each row's domain."""
-        rho = np.asarray(rho, dtype=np.float64)
-        X = np.empty(len(self.P0))
-        for r0, r1, e0, e1 in self._blocks():
-            X[e0:e1] = self._predict_entries(r0, r1, self._terms(r0, r1, e0, e1), rho[r0:r1])
-        return self._unpack(X)
+
+class _EntryBlock:
+    """The terms of one block of :class:`EBEntries` (rows r0 … r1 − 1, entries e0 … e1 − 1):
+    :func:`eb_terms` at once, the likelihood's terms when first asked for."""
+
+    def __init__(self, owner: EBEntries, r0: int, r1: int, e0: int, e1: int):
+        self.e0, self.e1 = e0, e1
+        self.cnt = owner.cnt[r0:r1]
+        self.terms = owner._terms(r0, r1, e0, e1)
+        self._gt: tuple | None = None
+
+    def grid_terms(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(a, c, entries per row, the constant per row): an entry with τ² > 0 contributes
+        log V + d²/V = log τ² + log(a + ρ) + c/(a + ρ) with a = σ²/τ², c = d²/τ²; one with
+        τ² = 0 < σ² the constant log σ² + d²/σ²."""
+        if self._gt is None:
+            _, d, sig2, t = self.terms
+            d2 = d**2
+            var = t > 0
+            fixed = ~var & (sig2 > 0)
+            const = np.zeros(len(t))
+            const[var] = np.log(t[var])
+            sf = sig2[fixed]
+            const[fixed] = np.log(sf) + d2[fixed] / sf
+            tv = t[var]
+            self._gt = (sig2[var] / tv, d2[var] / tv, segment_sums(var.astype(np.float64), self.cnt).astype(np.int64),
+                        segment_sums(const, self.cnt))
+        return self._gt
 
 
-def eb_rows(Y, p, q, member, prior, covariance, entries: bool | None = None) -> EBRows | EBEntries:
-    """The layout of :func:`eb_shrink`'s quantities: the domain entries (:class:`EBEntries`) at
-    the diagonal covariance when the domains are a small part of the rows, else whole rows
-    (``entries``: the layout when already decided)."""
-    member = np.asarray(member, dtype=bool)
-    if entries_layout(member, covariance) if entries is None else entries:
-        return EBEntries(EBCounts(Y, p, q, member), prior)
-    return EBRows(Y, p, q, member, prior, covariance)
+class EBRows(EBStrength):
+    """:func:`eb_shrink`'s terms at the exact covariance, over whole rows of m entries (0 off each
+    row's domain): the m × m covariance couples a row's entries, so its likelihood and its
+    predictor are per row, not sums over entries (Sherman–Morrison, then the known total by a
+    Lagrange multiplier: O(m) per row). One block: :func:`eb_shrink` already takes rows a block
+    at a time."""
 
+    covariance = "exact"
 
-def entries_layout(member: np.ndarray, covariance: str) -> bool:
-    """Whether :func:`eb_rows` takes the domain entries: the diagonal covariance, and domains of at
-    most half the m values (else whole rows cost no more)."""
-    return (channel.PACKED_EB and covariance == "diagonal"
-            and (not member.shape[1] or np.count_nonzero(member, axis=1).max(initial=0) * 2 <= member.shape[1]))
-
-
-class MomentsLikelihood:
-    """:func:`eb_loglik` at the default options (method-of-moments strength, diagonal
-    covariance) for many candidate priors of the same rows: what depends on the published
-    counts only (n, x̃, the channel terms) is computed once."""
-
-    def __init__(self, Y, p, q, member):
-        self.member = member
-        self.memf = member.astype(np.float64)
-        Y = np.asarray(Y, dtype=np.float64) * self.memf
+    def __init__(self, Y, p, q, member, prior):
+        self.member = member = np.asarray(member, dtype=bool)
+        # the operations of the masked forms (0 off the row's domain), in place: the same numbers
+        off = ~member
+        Y = np.asarray(Y, dtype=np.float64).copy()
+        np.copyto(Y, 0.0, where=off)
         self.n = n = Y.sum(axis=1)
-        a, b = p + q, q
-        self.xt = (Y - n[:, None] * q[:, None]) / p[:, None] * self.memf
-        self.ca = (n * a * (1 - a) / p**2)[:, None]  # n·a(1−a)/p²
-        self.cb = (n * b * (1 - b) / p**2)[:, None]  # n·b(1−b)/p²
+        P0 = np.asarray(prior, dtype=np.float64).copy()
+        np.copyto(P0, 0.0, where=off)
+        self.P0 = P0
+        pp, qq = p[:, None], q[:, None]
+        self.mu, d, sig2, self.t = eb_terms(Y, n[:, None], P0, pp, qq)
+        np.copyto(d, 0.0, where=off)
+        np.copyto(sig2, 0.0, where=off)
+        self.d, self.sig2 = d, sig2
+        # Σ = [nq·I + p(1−p)n·diag(π⁰) − nq²·11ᵀ − pqn(π⁰1ᵀ + 1π⁰ᵀ)]/p², T = nρ(diag(π⁰) − π⁰π⁰ᵀ):
+        # on the subspace Σ_k d_k = 0 where d lives, V = Σ + T acts as M = D − nρ·π⁰π⁰ᵀ with
+        # D = diag(nq/p² + n(1−p)π⁰/p + nρπ⁰) (the 11ᵀ, π⁰1ᵀ, 1π⁰ᵀ terms vanish there)
+        self.live = member & (n > 0)[:, None]  # rows without records have nothing to estimate
+        self.D0 = np.where(self.live, n[:, None] * qq / pp**2 + n[:, None] * (1 - pp) * P0 / pp, 1.0)
+        self.m_r = member.sum(axis=1)
 
-    def __call__(self, prior: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """Each row's log likelihood under ``prior`` (of those ``rows``, when given: row by row,
-        the same numbers as over every row)."""
-        if rows is None:
-            n, memf, xt, ca, cb, member = self.n, self.memf, self.xt, self.ca, self.cb, self.member
-        else:
-            n, memf, xt, ca, cb, member = (self.n[rows], self.memf[rows], self.xt[rows], self.ca[rows], self.cb[rows],
-                                           self.member[rows])
-        P0 = prior * memf
-        d = xt - n[:, None] * P0
-        sig2 = (P0 * (ca - cb) + cb) * memf
-        het = n * (1.0 - np.einsum("ij,ij->i", P0, P0))
-        dd = np.einsum("ij,ij->i", d, d)
-        rho = np.divide(dd - sig2.sum(axis=1), het, out=np.ones_like(n), where=het > 1e-12)
-        rho = np.clip(rho, 1.0, np.maximum(n, 1.0))
-        V = sig2 + (n * rho)[:, None] * P0 * (1 - P0)
-        live = member & (V > 0)
-        Vs = np.where(live, V, 1.0)
-        return -0.5 * np.where(live, np.log(Vs) + d * d / Vs, 0.0).sum(axis=1)
+    def _blocks(self) -> Iterator[tuple[int, int, Any]]:
+        yield 0, len(self.n), None
 
+    def _moment_sums(self, blk: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (self.d**2).sum(axis=1), self.sig2.sum(axis=1), (self.P0**2).sum(axis=1)
+
+    def _exact(self, rho):
+        """(z = V⁺d, log pdet V) per row (Sherman–Morrison on M, then the constraint Σ z = 0 by a
+        Lagrange multiplier; pdet(PMP) = det M · 1ᵀM⁻¹1/m_r)."""
+        mem, n, u = self.live, self.n, self.P0
+        c = n * rho
+        D = np.where(mem, self.D0 + c[:, None] * u, 1.0)
+        Di = np.where(mem, 1.0 / D, 0.0)
+        uDu = (u * u * Di).sum(axis=1)
+        den = np.maximum(1.0 - c * uDu, 1e-300)  # > 0: c·uᵀD⁻¹u < Σπ⁰ = 1
+
+        def minv(v):
+            return Di * v + (c / den)[:, None] * (Di * u) * ((u * Di * v).sum(axis=1))[:, None]
+
+        g = minv(mem.astype(np.float64))
+        s = np.maximum(g.sum(axis=1), 1e-300)
+        z = minv(self.d)
+        z = z - g * ((z.sum(axis=1)) / s)[:, None]
+        logdet = np.where(mem, np.log(D), 0.0).sum(axis=1) + np.log(den) + np.log(s) - np.log(np.maximum(self.m_r, 1))
+        return z, logdet
+
+    def _loglik_grid(self, blk: Any, rhos: np.ndarray) -> np.ndarray:
+        out = np.empty(rhos.shape)
+        for j, rho in enumerate(rhos):
+            z, logdet = self._exact(rho)
+            out[j] = -0.5 * (logdet + (z * self.d).sum(axis=1))
+        return out
+
+    def _predict(self, blk: Any, rho: np.ndarray) -> np.ndarray:
+        """The predictor nπ⁰ + Cov(x)·V⁺d."""
+        z, _ = self._exact(rho)
+        u = self.P0
+        return self.mu + (self.n * rho)[:, None] * (u * z - u * (u * z).sum(axis=1, keepdims=True))
+
+    def _assemble(self, parts: list[np.ndarray]) -> np.ndarray:
+        return norm_sub(parts[0], self.member, self.n)
+
+
+def eb_rows(Y, p, q, member, prior, covariance) -> EBRows | EBEntries:
+    """The terms of :func:`eb_shrink` for ``covariance``: each row's domain entries at the diagonal
+    covariance (:class:`EBEntries`), whole rows at the exact one (:class:`EBRows`)."""
+    if covariance == "exact":
+        return EBRows(Y, p, q, member, prior)
+    return EBEntries(EBCounts(Y, p, q, member), prior)

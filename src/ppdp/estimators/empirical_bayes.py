@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ParameterError
 from .channel import UniformSetup
-from .eb_rows import EBCounts, EBEntries, MomentsLikelihood, eb_rows, entries_layout
+from .eb_rows import EBCounts, EBEntries, eb_rows
 
 EB_SHRINK_ROWS = 1 << 15
 EB_STRENGTHS = ("likelihood", "adjusted", "moments")
@@ -78,11 +78,10 @@ def eb_shrink(Y: np.ndarray, p: np.ndarray, q: np.ndarray, member: np.ndarray, p
     if covariance not in EB_COVARIANCES:
         raise ParameterError(f"covariance must be one of {EB_COVARIANCES}, got {covariance!r}", param="covariance")
     member = np.asarray(member, dtype=bool)
-    entries = entries_layout(member, covariance)  # one layout for every block of rows
     Xs, lls = [], []
     for a in range(0, max(len(member), 1), EB_SHRINK_ROWS):  # rows are independent: bounded temporaries
         b = a + EB_SHRINK_ROWS
-        R = eb_rows(Y[a:b], p[a:b], q[a:b], member[a:b], prior[a:b], covariance, entries)
+        R = eb_rows(Y[a:b], p[a:b], q[a:b], member[a:b], prior[a:b], covariance)
         _, X, ll = R.fit(strength, loglik=return_ll, predict=True)
         Xs.append(X)
         lls.append(ll)
@@ -184,17 +183,11 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
     U, J, m = S.Y.shape
     rows, grp = S.rows
     p, q, member = S.p[grp], S.q[grp], S.member[grp]
-    entries = entries_layout(member, covariance)
     # at the diagonal covariance the candidates are compared at the method-of-moments strength
     # (one closed form per candidate, not a likelihood grid); the chosen parent's counts are
     # then fitted at the requested strength
     sel = "moments" if covariance == "diagonal" else strength
-    if sel == "moments" and covariance == "diagonal" and (strength == "moments" or not entries):
-        fast = MomentsLikelihood(rows, p, q, member)  # the counts' terms once for every candidate
-
-        def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
-            return fast(pr, r)
-    elif entries:
+    if covariance == "diagonal":
         base = EBCounts(rows, p, q, member)  # the counts' entries once for every candidate
 
         def loglik(pr: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:

@@ -67,7 +67,8 @@ def guarded(X: np.ndarray, rows: np.ndarray, p: np.ndarray, q: np.ndarray, membe
     x_NS / se(x_EB) is at least :data:`GUARD_Z` (se: the inversion's channel standard error,
     √([x·a(1−a) + (n−x)·b(1−b)]/p²), a = p + q, b = q) the count is EM's — there the channel
     noise is small beside the count and the shrinkage's bias towards the parent costs more than
-    it saves. Set on OCC point queries (benchmarks/bench_randomized_defaults.py, docs/sdr.md)."""
+    it saves. Set on OCC point queries (benchmarks/bench_randomized_defaults.py, docs/sdr.md); the
+    other rules tried against EDU's and Adult's bins: benchmarks/bench_eb_guard_rules.py."""
     n = rows.sum(axis=1)
     ns = _fit_rows("norm-sub", rows, p, q, member)[0]
     out = X - GUARD_PULL * np.maximum(X - ns, 0.0)
@@ -360,7 +361,8 @@ class EmpiricalBayes(BootstrapEstimator):
     inversion 5.91; docs/sdr.md). Then guarded count by count (``guard="on"``, the default;
     :func:`guarded`): half way to Norm-Sub's count where that is lower, EM's count where the
     count is at least :data:`GUARD_Z` channel standard errors — so that no other estimator is
-    lower in any count bin (OCC, EDU, Adult point queries; docs/sdr.md). ``guard="off"``: the
+    lower in any count bin on OCC point queries, where the rule was set; on EDU and Adult, not
+    tuned on, the counts alone are lower in a few bins by at most 0.01 (docs/sdr.md). ``guard="off"``: the
     empirical-Bayes counts alone (non-negative, summing to n_P,j).
 
     Options (all chosen against on EDU and ADULT; docs/sdr.md): ``strength`` — ρ by the method

@@ -291,11 +291,14 @@ def write_evaluation_report(ev, path: Path) -> Path:
                 ax.bar(x + i * w - 0.4 + w / 2, piv[lab].to_numpy(), w, label=plain_label(lab))
         ax.set_xticks(x, [f"{b}\n(n={counts.get(b, 0)})" for b in piv.index], fontsize=8)
         ax.set_ylabel("mean relative error")
-        ax.set_yscale("log")
+        vals = piv.to_numpy(dtype=float)
+        log_scale = bool(np.any(np.isfinite(vals) & (vals > 0)))  # every error 0 (exact answers): a linear axis
+        if log_scale:
+            ax.set_yscale("log")
         _legend_outside(ax, len(ok_labels))
         fig.tight_layout()
-        rep.figure(fig, "Mean relative error per selectivity bin (true count / N; log scale); n = queries per bin, "
-                        "summed over trials.")
+        rep.figure(fig, "Mean relative error per selectivity bin (true count / N"
+                        f"{'; log scale' if log_scale else ''}); n = queries per bin, summed over trials.")
         t = piv.T.reset_index().rename(columns={"model": "model"})
         rep.table(t)
 
