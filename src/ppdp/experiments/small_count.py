@@ -275,7 +275,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     # ---------------------------------------------------------------- Figures 10–11 (Laplace, global randomization A)
     lp = 5
     rng = np.random.default_rng(12345)
-    methods = {"full-iterative": "A' full-transition iterative (default)", "full-closed": "A' full-transition inversion",
+    methods = {"full-eb": "A' empirical Bayes (default)", "full-iterative": "A' full-transition iterative", "full-closed": "A' full-transition inversion",
                "iterative": "A' 4-state iterative (paper)", "closed": "A' 4-state closed form (paper)"}
     m_err: dict[str, list] = {k: [] for k in methods}
     for s in seeds:
@@ -331,7 +331,7 @@ def run(out_dir: Path, quick: bool = False) -> Path:
     f_true = t100.counts("occupation")  # N = 100,000 is a multiple of 5: nothing is dropped
     variants = {"full-closed, true counts (oracle)": FullClosed(transition_counts=[f_true]),
                 "full-closed, published counts": "full-closed",
-                "full-iterative, published counts (default)": "full-iterative",
+                "full-iterative, published counts": "full-iterative",
                 "4-state iterative (paper)": "iterative",
                 "4-state closed form (paper)": "closed"}
     reps: dict[str, list] = {k: [] for k in variants}
