@@ -4,8 +4,8 @@ The target is the mean absolute error over *all* ranges of the cube: a uniformly
 (every dimension an independent range [lo, hi], lo ≤ hi, both uniform over the declared domain).
 Every candidate's error is predicted from public quantities only — ε (after the noisy total),
 the declared shape — and the noisy total N̂ (1% of ε, already in the claim); the choice is the
-candidate with the smallest prediction, so it is post-processing of ε-DP outputs and costs no
-further budget. Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
+candidate with the smallest prediction, so it is post-processing of ε-DP outputs (the noisy
+total and, for the marginal models' bias, the probe, whose share of ε is in the ledger). Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
 
 * ``cells`` (the identity): every cell with ε; a box of k cells has sd √(2k)/ε. Closed form
   (continuous-Laplace variance 2/ε², like ``kron``'s; the discrete Laplace is a little below
@@ -14,19 +14,20 @@ further budget. Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
 * ``kron`` (Kronecker least squares): sd √2/ε·Π_i √(q_iᵀG_i⁻¹q_i) for a box (G_i the Gram
   matrix of dimension i's weighted strategy, :mod:`ppdp.kernels.strategies`), averaged over the
   target's ranges. Closed form, data-independent.
-* ``marginals`` with every ``way``-dimensional marginal (private-pgm inference): noise plus model
-  bias, √(noise² + bias²):
+* ``marginals`` with every ``way``-dimensional marginal (private-pgm inference): noise, the
+  model's bias and the inference's floor, √(noise² + bias² + floor²):
 
-  - noise = :data:`MARGINAL_NOISE` · √(2/π)·√2·M/ε · mean over the M measured marginals of
-    √(mean cells of a random box's projection on it): each marginal gets ε/M, and a box's
-    answer leans on its projections (the factor, < 1, is the averaging the model does over
-    overlapping marginals);
-  - bias = :data:`MARGINAL_BIAS`\\[way] · Â, with Â = N̂·Π E(len_i)/n_i the expected count of a
-    random box if the rows were spread evenly. The model's bias is a bound set on data, not measured per release: the share of
-    a random box's count that the maximum-entropy model of the ``way``-marginals misplaces.
-    It cannot be read off the marginals the model is fitted to (they are matched, not tested);
-    the constants are the largest relative bias seen on the tuning cubes (UCI Adult), so the rule
-    errs towards the data-independent ``kron`` when the model's floor approaches kron's error.
+  - noise: :func:`marginal_noise` (a box's answer leans on its projections on the measured
+    marginals; the factors :data:`MARGINAL_NOISE` measured on Adult);
+  - bias: estimated per release from the **bias probe** (:func:`probe_bias`): in three or more
+    dimensions, when a model is in contention (:func:`probe_needed`), :data:`PROBE_FRACTION` of ε
+    measures a coarse table of the cube; the excess of its discrepancy from the model's fit over
+    what the noise alone gives (a parametric bootstrap with a fixed seed) is the squared bias of a
+    random box, pooled with the prior :data:`MARGINAL_BIAS`\\[way]·Â (Â = N̂·Π E(len_i)/n_i)
+    by precision. The probe is a ledger entry and its counts are in the choice: verify
+    re-derives the estimate and the choice from them;
+  - floor: :data:`MARGINAL_INFERENCE_FLOOR`\\[way]·Â, the part of the error private-pgm's mirror
+    descent leaves even with exact marginals (not a property of the table, so not probed).
 
 * In one or two dimensions the rule is unchanged: ``kron`` when the mean cell holds at least
   :data:`DP_CELL_SIGNAL` noise scales (s = N̂ε/cells), else the profiled adaptive grid (whose
@@ -54,7 +55,7 @@ __all__ = ["dp_choice", "predicted_errors", "box_fraction", "probe_needed", "pro
 #: one or two dimensions: ``kron`` when N̂·ε/cells is at least this, else the adaptive grid
 DP_CELL_SIGNAL = 10.0
 #: averaging factor of the marginal model's noise term per ``way`` (fitted on Adult, see the docs)
-MARGINAL_NOISE = {1: 0.29, 2: 0.35}
+MARGINAL_NOISE = {1: 0.29, 2: 2.0}
 #: prior relative bias of the marginal model per ``way`` (share of a random box's count; Adult):
 #: the bias probe's estimate is pooled with it, so it decides only when the probe cannot
 MARGINAL_BIAS = {1: 0.14, 2: 0.013}
@@ -123,11 +124,15 @@ def kron_mae(epsilon: float, shape: Sequence[int]) -> float:
 
 
 def marginal_noise(epsilon: float, shape: Sequence[int], way: int) -> float:
-    """Predicted noise part of the ``way``-marginal model's MAE on a random box (no bias)."""
+    """Predicted noise part of the ``way``-marginal model's MAE on a random box (no bias):
+    ν_w·√(2/π)·√2/ε·M^p_w·mean over the M measured marginals of √(mean cells of a random box's
+    projection on it); p_1 = 1 (each marginal measured with ε/M, little overlap to average over),
+    p_2 = 0 (the overlapping 2-way marginals average their noise: measured on Adult, 3-D and 4-D)."""
     sets = list(itertools.combinations(range(len(shape)), min(int(way), len(shape))))
     m = len(sets)
     spread = sum(math.sqrt(math.prod(_mean_len(shape[i]) for i in s)) for s in sets) / m
-    return MARGINAL_NOISE[int(way)] * _MAE * math.sqrt(2.0) * m / float(epsilon) * spread
+    power = 1 if int(way) == 1 else 0
+    return MARGINAL_NOISE[int(way)] * _MAE * math.sqrt(2.0) * m**power / float(epsilon) * spread
 
 
 def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int,
