@@ -44,7 +44,6 @@ def _uniform_probe(shape, n):
     return [int(v) for v in np.rint(n * cells).ravel()]
 
 
-@pytest.mark.slow
 def test_choice_is_the_smallest_predicted_error_in_three_or_more_dimensions():
     for shape, e, n in itertools.product(SHAPES, (0.05, 0.5, 4.0), (8_802, 10**6)):
         probe = _uniform_probe(shape, n) if probe_needed(e, shape, n) else None
@@ -177,7 +176,6 @@ def test_the_default_records_its_predictions_and_verify_re_derives_them(adult, e
         assert not any(w.startswith("bias probe") for w in whats) and "probe" not in ch
 
 
-@pytest.mark.slow
 def test_a_tampered_choice_fails_verify_and_a_replay_keeps_the_recorded_strategy(adult):
     dims = ["age", "education_num", "sex"]
     mech = DefaultHistogram(0.2, dims, domains="adult")
