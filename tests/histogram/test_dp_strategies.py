@@ -13,6 +13,7 @@ from scipy import stats
 import ppdp
 import ppdp.kernels.noise as noise_mod
 from ppdp.claims.dp import budget_plan, dp_choice, expected_error
+from ppdp.errors import PpdpError
 from ppdp.kernels.strategies import design_dimension
 from ppdp.mechanisms.histogram import (AdaptiveGrid, CellHistogram, DefaultHistogram, DPCube, KroneckerLeastSquares,
                                        MarginalsModel)
@@ -134,9 +135,8 @@ def test_default_rule_uses_public_facts_and_is_in_the_plan():
     assert dp_choice(4.0, (74, 99), 48_842)["algorithm"] == "kron"
     assert dp_choice(1.0, (74, 99), 48_842)["algorithm"] == "agrid"
     assert dp_choice(0.05, (74, 99), 48_842)["algorithm"] == "agrid"
-    ch = dp_choice(0.05, (74, 16, 99, 2), 48_842)
-    assert ch["algorithm"] == "marginals" and ch["way"] == 1
-    assert dp_choice(0.5, (74, 16, 99, 2), 48_842)["way"] == 2
+    with pytest.raises(PpdpError, match="bias probe"):  # ≥ 3-D with a model in contention: the probe is read
+        dp_choice(0.05, (74, 16, 99, 2), 48_842)
     plan = budget_plan("dp", {"epsilon": 1.0, "dims": ["a", "b"]}, (74, 99), 48_842)
     assert math.isclose(sum(s.epsilon for s in plan.steps), 1.0)
     assert plan.structure[0].parts == 1  # the noisy total

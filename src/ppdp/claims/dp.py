@@ -47,10 +47,10 @@ from ..kernels.strategies import expected_range_sd, kron_strategy
 from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
                               discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
 from . import Claim
-from .dp_rule import DP_CELL_SIGNAL, dp_choice
+from .dp_rule import DP_CELL_SIGNAL, PROBE_FRACTION, dp_choice, probe_needed, probe_shape
 
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "DP_CELL_SIGNAL", "expected_error", "kron_steps", "agrid_steps",
-           "agrid_first_grid", "marginal_sets", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+           "agrid_first_grid", "marginal_sets", "dp_probe_step", "dp_cell_steps", "dp_replay_choice", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "state_utility", "LOW_UTILITY_REFUSE",
            "LOW_UTILITY_WARN"]
@@ -81,6 +81,8 @@ class BudgetPlan:
     epsilon_per_level: float | None = None
     #: the noisy total a rule read (kdtree default depth), None when no rule reads the input size
     noisy_total: int | None = None
+    #: the default's choice (:func:`dp_choice`), None for the other mechanisms
+    choice: Mapping[str, Any] | None = None
 
     @property
     def epsilon_other(self) -> float:
@@ -301,21 +303,56 @@ def _marginals_plan(p, shape, noisy_total) -> BudgetPlan:
                       cells_postprocessed=True)
 
 
-def _dp_plan(p, shape, noisy_total) -> BudgetPlan:
+def dp_probe_step(e_rest: float, shape: Sequence[int], n_hat: int) -> Step | None:
+    """The default's bias probe (the noisy counts of the coarse table, :data:`PROBE_FRACTION` of
+    the ε left after the noisy total), or None when the rule spends nothing on it."""
+    if not probe_needed(e_rest, shape, n_hat):
+        return None
+    k = probe_shape(shape)
+    return Step(e_rest * PROBE_FRACTION, f"bias probe: noisy counts of the coarse {'×'.join(str(n) for n in k)} table",
+                parts=math.prod(k))
+
+
+def dp_cell_steps(e: float, shape: Sequence[int], dims, n_hat: int, algorithm: str, way: int | None) -> tuple[Step, ...]:
+    """The measurements of the strategy the default chose, with ε = ``e``."""
+    if algorithm == "kron":
+        return kron_steps(e, shape)
+    if algorithm == "agrid":
+        return agrid_steps(e, shape, n_hat, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
+    return marginal_steps(e, shape, list(dims), int(way or 2))
+
+
+def _dp_plan(p, shape, noisy_total, probe=None) -> BudgetPlan:
     e, total, rest, n_hat = _after_total(p, noisy_total, "the default histogram's rule")
-    ch = dp_choice(rest, shape, n_hat)
-    if ch["algorithm"] == "kron":
-        steps = kron_steps(rest, shape)
-    elif ch["algorithm"] == "agrid":
-        steps = agrid_steps(rest, shape, n_hat, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
-    else:
-        steps = marginal_steps(rest, shape, list(p["dims"]), ch["way"])
-    return BudgetPlan(e, rest, 0.0, structure=(total,), cells=steps, cells_postprocessed=True,
-                      noisy_total=n_hat)
+    ch = dp_choice(rest, shape, n_hat, probe)
+    pstep = dp_probe_step(rest, shape, n_hat)
+    structure = (total,) if pstep is None else (total, pstep)
+    e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
+    steps = dp_cell_steps(e_cells, shape, p["dims"], n_hat, ch["algorithm"], ch.get("way"))
+    return BudgetPlan(e, e_cells, 0.0, structure=structure, cells=steps, cells_postprocessed=True,
+                      noisy_total=n_hat, choice=ch)
+
+
+def dp_replay_choice(params: Mapping[str, Any], shape: Sequence[int], n_hat: int, ledger) -> tuple[str, int | None]:
+    """The strategy (algorithm, way) whose measurements a default release's ``ledger`` records
+    after its noisy total and probe (a replay keeps the certificate's choice)."""
+    e = check_epsilon(params["epsilon"])
+    rest = e - _total_step(e).epsilon
+    pstep = dp_probe_step(rest, shape, n_hat)
+    e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
+    tail = [s.what for s in ledger][1 + (pstep is not None):]
+    for alg, way in (("kron", None), ("marginals", 1), ("marginals", 2), ("agrid", None)):
+        try:
+            if [s.what for s in dp_cell_steps(e_cells, shape, params["dims"], n_hat, alg, way)] == tail:
+                return alg, way
+        except (PpdpError, ValueError):
+            continue
+    raise PpdpError("the ledger records none of the default's strategies")
 
 
 def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
-                   noisy_total: int | None = None, storage: str = "dense") -> dict[str, float] | None:
+                   noisy_total: int | None = None, storage: str = "dense",
+                   probe: Sequence[int] | None = None) -> dict[str, float] | None:
     """The expected error of a release, from its noise variances (public: ε and the shape), for
     the mechanisms whose error does not depend on the data: the identity (``cells``) and the
     Kronecker least squares (``kron``, and ``dp`` when it chooses it). ``cell_sd``: standard
@@ -325,9 +362,11 @@ def expected_error(mechanism: str, params: Mapping[str, Any], shape: Sequence[in
     if mechanism == "dp":
         if noisy_total is None:
             return None
-        e = e * (1 - TOTAL_FRACTION)
-        if dp_choice(e, shape, int(noisy_total))["algorithm"] != "kron":
+        e = e - _total_step(e).epsilon
+        ch = dp_choice(e, shape, int(noisy_total), probe)
+        if ch["algorithm"] != "kron":
             return None
+        e = e - float(ch["epsilon_probe"])
         mechanism = "kron"
     if mechanism == "cells":
         if storage != "dense":  # a thresholded (sparse) histogram's error depends on the data
@@ -347,12 +386,16 @@ _RULES = {"cells": _cells_plan, "dpcube": _dpcube_plan, "dpcube-paper": _dpcube_
 
 
 def budget_plan(mechanism: str, params: Mapping[str, Any], shape: Sequence[int],
-                noisy_total: int | None = None) -> BudgetPlan:
+                noisy_total: int | None = None, probe: Sequence[int] | None = None) -> BudgetPlan:
     """The ε split of ``mechanism`` under ``params`` for a cube of ``shape`` (public) and, for
     a rule that reads the input size, the measured ``noisy_total``."""
     rule = _RULES.get(mechanism)
     if rule is None:
         raise ReleaseError(f"no ε-DP budget rule for mechanism {mechanism!r}; known: {', '.join(_RULES)}")
+    if probe is not None:
+        if mechanism != "dp":
+            raise ReleaseError(f"the mechanism {mechanism!r} measures no bias probe")
+        return _dp_plan(params, tuple(int(s) for s in shape), noisy_total, probe)
     return rule(params, tuple(int(s) for s in shape), noisy_total)
 
 
@@ -404,7 +447,8 @@ def utility_check(manifest: Mapping[str, Any]) -> dict[str, Any]:
         total_sd = math.sqrt(discrete_laplace_variance(eps))
     cell_sd = None
     try:
-        got = expected_error(mech, params, cert.get("shape") or [m], cert.get("noisy_total"), cert.get("storage", "dense"))
+        got = expected_error(mech, params, cert.get("shape") or [m], cert.get("noisy_total"), cert.get("storage", "dense"),
+                             _probe_of(manifest))
         cell_sd = None if got is None else float(got["cell_sd"])
     except (PpdpError, KeyError, TypeError, ValueError):
         cell_sd = None
@@ -499,6 +543,19 @@ def _check_domains(release, report, params: Mapping[str, Any], dims: list[str]) 
             wrong.append(d)
     return report.check(not wrong, "the published domains are the declared ones",
                         f"the published domains of {wrong} differ from what params declare")
+
+
+def _probe_of(manifest: Mapping[str, Any]) -> list[int] | None:
+    """The default's bias-probe counts as its certificate states them (None: no probe)."""
+    if manifest.get("mechanism") != "dp":
+        return None
+    ch = (manifest.get("certificate") or {}).get("choice")
+    got = ch.get("probe") if isinstance(ch, Mapping) else None
+    if got is None:
+        return None
+    if not isinstance(got, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in got):
+        raise PpdpError("the certificate's bias probe is not a list of integer counts")
+    return [int(v) for v in got]
 
 
 def _same_numbers(given: Any, want: Any) -> bool:
@@ -627,7 +684,8 @@ class DPClaim(Claim):
         # the claim against the parameters
         try:
             shape = tuple(len(release.domains[d]) for d in dims)
-            plan = budget_plan(m["mechanism"], params, shape, self.noisy_total)
+            probe = _probe_of(m)
+            plan = budget_plan(m["mechanism"], params, shape, self.noisy_total, probe)
         except (PpdpError, KeyError, TypeError, ValueError) as e:
             report.check(False, "ε split re-derived from params", f"cannot re-derive the ε split from params: {e}")
             return
@@ -651,13 +709,13 @@ class DPClaim(Claim):
             report.check(same, "kd-tree split rule re-derived from params",
                          f"the certificate's split_rule {given} differs from the one params give {rule}")
         if m["mechanism"] == "dp":
-            want_choice = dp_choice(self.epsilon_cells, shape, int(self.noisy_total or 0))
+            want_choice = plan.choice
             report.check(_same_numbers(release.certificate.get("choice"), want_choice),
-                         "the default's choice re-derived from ε, the shape and the noisy total",
+                         "the default's choice re-derived from ε, the shape, the noisy total and the bias probe",
                          f"the certificate's choice {release.certificate.get('choice')} differs from the rule's "
                          f"{want_choice}")
         want_err = expected_error(m["mechanism"], params, shape, self.noisy_total,
-                                  str(release.certificate.get("storage", "dense")))
+                                  str(release.certificate.get("storage", "dense")), probe)
         report.check(_same_numbers(release.certificate.get("expected_error"), want_err),
                      "expected error re-derived from the noise variances",
                      f"the certificate's expected_error {release.certificate.get('expected_error')} is not "

@@ -4,8 +4,8 @@ The target is the mean absolute error over *all* ranges of the cube: a uniformly
 (every dimension an independent range [lo, hi], lo ≤ hi, both uniform over the declared domain).
 Every candidate's error is predicted from public quantities only — ε (after the noisy total),
 the declared shape — and the noisy total N̂ (1% of ε, already in the claim); the choice is the
-candidate with the smallest prediction, so it is post-processing of ε-DP outputs and costs no
-further budget. Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
+candidate with the smallest prediction, so it is post-processing of ε-DP outputs (the noisy
+total and, for the marginal models' bias, the probe, whose share of ε is in the ledger). Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
 
 * ``cells`` (the identity): every cell with ε; a box of k cells has sd √(2k)/ε. Closed form
   (continuous-Laplace variance 2/ε², like ``kron``'s; the discrete Laplace is a little below
@@ -14,19 +14,20 @@ further budget. Predictions use the normal approximation, MAE ≈ √(2/π)·sd.
 * ``kron`` (Kronecker least squares): sd √2/ε·Π_i √(q_iᵀG_i⁻¹q_i) for a box (G_i the Gram
   matrix of dimension i's weighted strategy, :mod:`ppdp.kernels.strategies`), averaged over the
   target's ranges. Closed form, data-independent.
-* ``marginals`` with every ``way``-dimensional marginal (private-pgm inference): noise plus model
-  bias, √(noise² + bias²):
+* ``marginals`` with every ``way``-dimensional marginal (private-pgm inference): noise, the
+  model's bias and the inference's floor, √(noise² + bias² + floor²):
 
-  - noise = :data:`MARGINAL_NOISE` · √(2/π)·√2·M/ε · mean over the M measured marginals of
-    √(mean cells of a random box's projection on it): each marginal gets ε/M, and a box's
-    answer leans on its projections (the factor, < 1, is the averaging the model does over
-    overlapping marginals);
-  - bias = :data:`MARGINAL_BIAS`\\[way] · Â, with Â = N̂·Π E(len_i)/n_i the expected count of a
-    random box if the rows were spread evenly. The model's bias is a bound set on data, not measured per release: the share of
-    a random box's count that the maximum-entropy model of the ``way``-marginals misplaces.
-    It cannot be read off the marginals the model is fitted to (they are matched, not tested);
-    the constants are the largest relative bias seen on the tuning cubes (UCI Adult), so the rule
-    errs towards the data-independent ``kron`` when the model's floor approaches kron's error.
+  - noise: :func:`marginal_noise` (a box's answer leans on its projections on the measured
+    marginals; the factors :data:`MARGINAL_NOISE` measured on Adult);
+  - bias: estimated per release from the **bias probe** (:func:`probe_bias`): in three or more
+    dimensions, when a model is in contention (:func:`probe_needed`), :data:`PROBE_FRACTION` of ε
+    measures a coarse table of the cube; the excess of its discrepancy from the model's fit over
+    what the noise alone gives (a parametric bootstrap with a fixed seed) is the squared bias of a
+    random box, pooled with the prior :data:`MARGINAL_BIAS`\\[way]·Â (Â = N̂·Π E(len_i)/n_i)
+    by precision. The probe is a ledger entry and its counts are in the choice: verify
+    re-derives the estimate and the choice from them;
+  - floor: :data:`MARGINAL_INFERENCE_FLOOR`\\[way]·Â, the part of the error private-pgm's mirror
+    descent leaves even with exact marginals (not a property of the table, so not probed).
 
 * In one or two dimensions the rule is unchanged: ``kron`` when the mean cell holds at least
   :data:`DP_CELL_SIGNAL` noise scales (s = N̂ε/cells), else the profiled adaptive grid (whose
@@ -44,16 +45,35 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..errors import PpdpError
 from ..kernels.strategies import kron_strategy
 
-__all__ = ["dp_choice", "predicted_errors", "box_fraction", "DP_CELL_SIGNAL", "MARGINAL_NOISE", "MARGINAL_BIAS"]
+__all__ = ["dp_choice", "predicted_errors", "box_fraction", "probe_needed", "probe_edges", "probe_shape", "probe_table",
+           "probe_bias", "DP_CELL_SIGNAL", "MARGINAL_NOISE", "MARGINAL_BIAS", "MARGINAL_INFERENCE_FLOOR",
+           "PROBE_FRACTION", "PROBE_BLOCKS"]
 
 #: one or two dimensions: ``kron`` when N̂·ε/cells is at least this, else the adaptive grid
 DP_CELL_SIGNAL = 10.0
-#: averaging factor of the marginal model's noise term (fitted on Adult, see the docs)
-MARGINAL_NOISE = 0.5
-#: relative bias bound of the marginal model per ``way`` (share of a random box's count; Adult)
-MARGINAL_BIAS = {1: 0.14, 2: 0.045}
+#: averaging factor of the marginal model's noise term per ``way`` (fitted on Adult, see the docs)
+MARGINAL_NOISE = {1: 0.29, 2: 2.0}
+#: prior relative bias of the marginal model per ``way`` (share of a random box's count; Adult):
+#: the bias probe's estimate is pooled with it, so it decides only when the probe cannot
+MARGINAL_BIAS = {1: 0.14, 2: 0.013}
+#: relative error floor of the 2-way model's inference (private-pgm mirror descent, 500 iterations;
+#: Adult, noise-free marginals), added to the model's bias
+MARGINAL_INFERENCE_FLOOR = {1: 0.0, 2: 0.043}
+#: share of ε (after the noisy total) the bias probe spends, when a marginal model is in contention
+PROBE_FRACTION = 0.05
+#: a model is in contention (the probe is spent) when its prediction with this share of its prior
+#: bias is below ``kron``'s (Adult 4-D, ε = 1: no probe, ``kron``)
+PROBE_CONTENTION = 1.0 / 3.0
+#: the probe's coarse table: at most this many equal-width blocks per dimension
+PROBE_BLOCKS = 4
+#: iterations of the probe's iterative proportional fitting (deterministic, on the coarse table)
+PROBE_IPF_ITERATIONS = 50
+#: the probe's null replicates (parametric bootstrap of the noise, fixed seed)
+PROBE_REPLICATES = 32
+PROBE_SEED = 20131
 #: ways the rule considers in three or more dimensions
 MARGINAL_WAYS = (1, 2)
 
@@ -103,43 +123,184 @@ def kron_mae(epsilon: float, shape: Sequence[int]) -> float:
     return _MAE * math.sqrt(2.0) / float(epsilon) * math.prod(_kron_range_factor(int(n)) for n in shape)
 
 
-def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int) -> dict[str, float]:
-    """Predicted noise, bias and MAE of the ``way``-marginal model on a random box."""
+def marginal_noise(epsilon: float, shape: Sequence[int], way: int) -> float:
+    """Predicted noise part of the ``way``-marginal model's MAE on a random box (no bias):
+    ν_w·√(2/π)·√2/ε·M^p_w·mean over the M measured marginals of √(mean cells of a random box's
+    projection on it); p_1 = 1 (each marginal measured with ε/M, little overlap to average over),
+    p_2 = 0 (the overlapping 2-way marginals average their noise: measured on Adult, 3-D and 4-D)."""
     sets = list(itertools.combinations(range(len(shape)), min(int(way), len(shape))))
     m = len(sets)
     spread = sum(math.sqrt(math.prod(_mean_len(shape[i]) for i in s)) for s in sets) / m
-    noise = MARGINAL_NOISE * _MAE * math.sqrt(2.0) * m / float(epsilon) * spread
-    bias = MARGINAL_BIAS[int(way)] * max(float(n_hat), 0.0) * box_fraction(shape)
-    return {"noise": noise, "bias": bias, "mae": math.sqrt(noise * noise + bias * bias)}
+    power = 1 if int(way) == 1 else 0
+    return MARGINAL_NOISE[int(way)] * _MAE * math.sqrt(2.0) * m**power / float(epsilon) * spread
 
 
-def predicted_errors(epsilon: float, shape: Sequence[int], n_hat: float) -> dict[str, float]:
-    """Predicted MAE on a random box of every candidate (``cells``, ``kron``, ``marginals{way}``
-    for the ways below the number of dimensions)."""
-    out = {"cells": identity_mae(epsilon, shape), "kron": kron_mae(epsilon, shape)}
-    for way in MARGINAL_WAYS:
-        if way < len(shape):
-            out[f"marginals{way}"] = marginals_mae(epsilon, shape, n_hat, way)["mae"]
+def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int,
+                  bias: float | None = None) -> dict[str, float]:
+    """Predicted noise, bias and MAE of the ``way``-marginal model on a random box; ``bias`` the
+    probe's estimate of the model's bias (None: the prior, :data:`MARGINAL_BIAS`), to which the
+    inference floor :data:`MARGINAL_INFERENCE_FLOOR` is added in quadrature."""
+    a_hat = max(float(n_hat), 0.0) * box_fraction(shape)
+    model = MARGINAL_BIAS[int(way)] * a_hat if bias is None else float(bias)
+    floor = MARGINAL_INFERENCE_FLOOR[int(way)] * a_hat
+    noise = marginal_noise(epsilon, shape, way)
+    b = math.hypot(model, floor)
+    return {"noise": noise, "bias": b, "mae": math.hypot(noise, b)}
+
+
+# ------------------------------------------------------------------ the bias probe
+def probe_edges(shape: Sequence[int]) -> list[list[int]]:
+    """Start offsets (and the end) of the probe's equal-width blocks, per dimension: at most
+    :data:`PROBE_BLOCKS` blocks of a dimension (a dimension of fewer cells keeps its cells)."""
+    out = []
+    for n in shape:
+        k = max(1, min(int(n), PROBE_BLOCKS))
+        out.append([int(v) for v in np.unique(np.round(np.linspace(0, int(n), k + 1)).astype(np.int64))])
     return out
 
 
-def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int) -> dict[str, Any]:
+def probe_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(len(e) - 1 for e in probe_edges(shape))
+
+
+def probe_table(x: np.ndarray) -> np.ndarray:
+    """The probe's true coarse table of the cube ``x`` (the mechanism adds the noise)."""
+    y = np.asarray(x)
+    for ax, e in enumerate(probe_edges(x.shape)):
+        y = np.add.reduceat(y, np.asarray(e[:-1], dtype=np.int64), axis=ax)
+    return y
+
+
+@lru_cache(maxsize=256)
+def _coverage(n: int, edges: tuple[int, ...]) -> np.ndarray:
+    """M[b, b'] = E f_b f_b' over the random ranges of a dimension of n cells, f_b the share of
+    block b a range covers (a block's count spread evenly over its cells)."""
+    e = np.asarray(edges, dtype=np.int64)
+    lo, hi = np.triu_indices(int(n))
+    w = np.where(lo == hi, 1.0, 2.0) / (n * n)
+    ov = np.clip(np.minimum(hi[:, None] + 1, e[None, 1:]) - np.maximum(lo[:, None], e[None, :-1]), 0, None)
+    f = ov / np.diff(e)[None, :]
+    return (f * w[:, None]).T @ f
+
+
+def _qform(r: np.ndarray, ms: list[np.ndarray]) -> float:
+    z = r
+    for ax, m in enumerate(ms):
+        z = np.moveaxis(np.tensordot(m, z, axes=([1], [ax])), 0, ax)
+    return float((r * z).sum())
+
+
+def _ipf(y: np.ndarray, way: int) -> np.ndarray:
+    """The maximum-entropy table with the ``way``-marginals of the non-negative part of ``y``."""
+    y = np.maximum(y, 0.0)
+    d = y.ndim
+    fit = np.full(y.shape, max(float(y.sum()), 1e-9) / y.size)
+    for _ in range(PROBE_IPF_ITERATIONS):
+        for s in itertools.combinations(range(d), way):
+            other = tuple(i for i in range(d) if i not in s)
+            t, c = y.sum(axis=other, keepdims=True), fit.sum(axis=other, keepdims=True)
+            fit = fit * np.divide(t, c, out=np.zeros_like(t), where=c > 0)
+    return fit
+
+
+def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n_hat: float,
+               way: int) -> dict[str, float]:
+    """The ``way``-marginal model's bias on a random box, estimated from the probe's noisy coarse
+    table (ε_b per count). The residual r of the table from its maximum-entropy ``way`` fit gives
+    T = E_box(Σ_c f_c(box)·r_c)² (closed form, per dimension; f_c the share of coarse cell c a
+    random box covers). What the noise alone gives is a parametric bootstrap under the model:
+    :data:`PROBE_REPLICATES` tables drawn as the fit plus Laplace(1/ε_b) noise (fixed seed
+    :data:`PROBE_SEED`, so the estimate is a deterministic function of the probe), each fitted
+    and measured the same way; their mean is subtracted from T and their variance is the
+    excess's. The excess is pooled with the prior (:data:`MARGINAL_BIAS`·Â, prior sd of B² equal
+    to its mean) by the precision of each: the prior decides when the probe is mostly noise."""
+    y = np.asarray(counts, dtype=np.float64)
+    edges = probe_edges(shape)
+    ms = [_coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
+    fit = _ipf(y, way)
+    t = _qform(y - fit, ms)
+    rng = np.random.default_rng(PROBE_SEED + way)
+    base = np.maximum(fit, 0.0)
+    null = []
+    for _ in range(PROBE_REPLICATES):
+        z = np.rint(base + rng.laplace(0.0, 1.0 / float(epsilon_probe), y.shape))
+        null.append(_qform(z - _ipf(z, way), ms))
+    noise = float(np.mean(null))
+    var = float(np.var(null, ddof=1)) * (1.0 + 1.0 / PROBE_REPLICATES) + 1e-12
+    excess = t - noise
+    prior = (MARGINAL_BIAS[int(way)] * max(float(n_hat), 0.0) * box_fraction(shape)) ** 2
+    pvar = max(prior * prior, 1e-12)
+    pooled = (prior / pvar + excess / var) / (1.0 / pvar + 1.0 / var)
+    return {"statistic": t, "noise": noise, "noise_sd": math.sqrt(var), "bias": math.sqrt(max(pooled, 0.0)),
+            "prior": math.sqrt(prior)}
+
+
+def probe_needed(epsilon: float, shape: Sequence[int], n_hat: float) -> bool:
+    """Three or more dimensions and some marginal model in contention: its prediction with
+    :data:`PROBE_CONTENTION` of its prior bias (and its inference floor) below ``kron``'s error.
+    Otherwise ``kron`` wins unless the model's bias is far below any seen, and no budget is
+    spent on the probe."""
+    if len(shape) < 3:
+        return False
+    k = kron_mae(epsilon, shape)
+    a_hat = max(float(n_hat), 0.0) * box_fraction(shape)
+    return any(marginals_mae(epsilon, shape, n_hat, w, PROBE_CONTENTION * MARGINAL_BIAS[w] * a_hat)["mae"] < k
+               for w in MARGINAL_WAYS if w < len(shape))
+
+
+def predicted_errors(epsilon: float, shape: Sequence[int], n_hat: float,
+                     biases: dict[int, float] | None = None) -> dict[str, float]:
+    """Predicted MAE on a random box of every candidate (``cells``, ``kron``, ``marginals{way}``
+    for the ways below the number of dimensions), the models' biases from ``biases`` (per way)
+    or the prior."""
+    out = {"cells": identity_mae(epsilon, shape), "kron": kron_mae(epsilon, shape)}
+    for way in MARGINAL_WAYS:
+        if way < len(shape):
+            b = None if biases is None else biases.get(way)
+            out[f"marginals{way}"] = marginals_mae(epsilon, shape, n_hat, way, b)["mae"]
+    return out
+
+
+def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int, probe: Sequence[int] | None = None) -> dict[str, Any]:
     """The default histogram's choice (published as the certificate's ``choice``; verify
-    re-derives it) from ε (after the noisy total), the cube's shape and the noisy total N̂:
+    re-derives it) from ε (after the noisy total), the cube's shape, the noisy total N̂ and, when
+    :func:`probe_needed`, the bias probe's noisy counts (``probe``, flat, C order):
 
     * the signal of the mean cell s = N̂·ε/cells and the predicted MAE of every candidate on a
       random box (``predicted_mae``), with the expected count of a random box;
     * one dimension → ``kron``; two → ``kron`` when s ≥ :data:`DP_CELL_SIGNAL`, else ``agrid``;
     * three or more → the candidate with the smallest predicted MAE among ``kron`` and the
-      1- and 2-way ``marginals`` (the identity is never below ``kron``).
+      1- and 2-way ``marginals`` (the identity is never below ``kron``), with the ε left after the
+      probe (``epsilon_probe`` = :data:`PROBE_FRACTION` of ε when it is spent, else 0) and the
+      models' biases estimated from it (``bias``).
     """
     e = float(epsilon)
     d = len(shape)
-    pred = predicted_errors(e, shape, n_hat)
+    need = probe_needed(e, shape, n_hat)
+    e_probe = e * PROBE_FRACTION if need else 0.0
+    e_rest = e - e_probe
+    biases: dict[int, float] | None = None
+    out: dict[str, Any] = {}
+    if need:
+        if probe is None:
+            raise PpdpError("the default histogram's rule needs the bias probe's noisy counts")
+        counts = np.asarray(probe, dtype=np.float64)
+        if counts.size != math.prod(probe_shape(shape)) or not np.all(np.isfinite(counts)):
+            raise PpdpError(f"the bias probe holds {counts.size} counts, the rule wants "
+                            f"{math.prod(probe_shape(shape))} finite counts")
+        counts = counts.reshape(probe_shape(shape))
+        est = {w: probe_bias(counts, shape, e_probe, n_hat, w) for w in MARGINAL_WAYS if w < d}
+        biases = {w: v["bias"] for w, v in est.items()}
+        out["probe"] = [int(v) for v in np.asarray(probe).ravel()]
+        out["probe_shape"] = list(probe_shape(shape))
+        out["bias"] = {f"marginals{w}": v for w, v in est.items()}
+    elif probe is not None:
+        raise PpdpError("the default histogram's rule spends no budget on a probe here, yet one is given")
+    pred = predicted_errors(e_rest, shape, n_hat, biases)
     answer = max(float(n_hat), 1.0) * box_fraction(shape)
     signal = max(float(n_hat), 0.0) * e / math.prod(int(n) for n in shape)
-    out: dict[str, Any] = {"predicted_kron_relative_error": pred["kron"] / answer, "cell_signal": signal,
-                           "predicted_mae": pred, "expected_box_count": answer}
+    out.update({"predicted_kron_relative_error": pred["kron"] / answer, "cell_signal": signal,
+                "predicted_mae": pred, "expected_box_count": answer, "epsilon_probe": e_probe})
     if d == 1 or (d == 2 and signal >= DP_CELL_SIGNAL):
         out["algorithm"] = "kron"
     elif d == 2:

@@ -440,7 +440,8 @@ def _kron_noise(release, lo, hi, owner, n_queries):
 
     claim = _dp_claim(release)
     params = release.manifest["params"]
-    plan = budget_plan(release.manifest["mechanism"], params, release.shape, claim.noisy_total)
+    probe = (release.certificate.get("choice") or {}).get("probe") if release.manifest["mechanism"] == "dp" else None
+    plan = budget_plan(release.manifest["mechanism"], params, release.shape, claim.noisy_total, probe)
     strat = kron_strategy(release.shape)
     # z[i][l]: (boxes × nodes of level l of dim i) = B_{i,l} G_i⁻¹ q_{b,i}
     z: list[list[np.ndarray]] = []

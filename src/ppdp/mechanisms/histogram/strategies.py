@@ -22,7 +22,8 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
 * ``dp`` — the default: a noisy total (1% of ε) and :func:`ppdp.claims.dp.dp_choice` pick,
   with the rest of ε, the strategy with the smallest predicted mean absolute error on a
   uniformly random box (:mod:`ppdp.claims.dp_rule`): in ≥ 3 dimensions ``kron`` (closed form)
-  or the 1- or 2-way ``marginals`` (noise plus a model-bias bound); in 2 dimensions ``kron``
+  or the 1- or 2-way ``marginals`` (noise plus the model's bias, estimated from a bias probe of 5%
+  of ε when a model is in contention); in 2 dimensions ``kron``
   when N̂ε/cells ≥ 10, else ``agrid`` (α = 0.3, profile 0.1). The choice and the predictions are
   in the certificate; verify re-derives them.
 
@@ -39,7 +40,8 @@ import warnings
 import numpy as np
 
 from ...claims.dp import (AGRID_ALPHA, AGRID_C, AGRID_PROFILE, POSTPROCESSING, TOTAL_FRACTION, BudgetPlan, agrid_first_grid,
-                          dp_choice, expected_error, marginal_sets)
+                          budget_plan, dp_cell_steps, dp_probe_step, dp_replay_choice, expected_error, marginal_sets)
+from ...claims.dp_rule import probe_table
 from ...errors import PpdpError
 from ...kernels.noise import Budget, Step, discrete_laplace_variance
 from ...kernels.strategies import kron_strategy, mode_product
@@ -194,7 +196,8 @@ class _PostProcessed(HistogramMechanism):
     def _finish(self, table, spec, plan: BudgetPlan, budget: Budget, cells: np.ndarray, extra=None):
         extra = {**(extra or {}), "cells_postprocessed": POSTPROCESSING[self.name]}
         marginals = extra.pop("measured_marginals", None)
-        err = expected_error(self.name, self.get_params(), spec.shape, plan.noisy_total)
+        probe = (plan.choice or {}).get("probe")
+        err = expected_error(self.name, self.get_params(), spec.shape, plan.noisy_total, probe=probe)
         if err is not None:
             extra["expected_error"] = err
         return self._release(table, spec, plan, budget, cells=cells, extra=extra, marginals=marginals)
@@ -291,17 +294,40 @@ class DefaultHistogram(_PostProcessed):
         self._set_params(locals())
 
     reads_noisy_total = True
-
-    def _measure(self, budget, rng, x, n_hat):
-        plan = self._plan(x.shape, n_hat)
-        rest = plan.epsilon_cells
-        choice = dp_choice(rest, x.shape, n_hat)
+    def _measure(self, budget, rng, x, n_hat, ledger=None):
+        params = self.get_params()
+        rest = self.epsilon - self.epsilon * TOTAL_FRACTION
+        pstep = dp_probe_step(rest, x.shape, int(n_hat))
+        probe = None
+        if pstep is not None:  # the bias probe: the coarse table's noisy counts, read by the rule
+            probe = [int(v) for v in np.asarray(budget.measure(rng, probe_table(x), pstep)).ravel()]
+        if ledger is None:
+            plan = budget_plan(self.name, params, x.shape, n_hat, probe)
+            choice = dict(plan.choice or {})
+        else:
+            alg, way = dp_replay_choice(params, x.shape, int(n_hat), ledger)
+            e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
+            steps = dp_cell_steps(e_cells, x.shape, params["dims"], int(n_hat), alg, way)
+            plan = BudgetPlan(self.epsilon, e_cells, 0.0, cells=steps, cells_postprocessed=True, noisy_total=n_hat)
+            choice = {"algorithm": alg, **({"way": way} if way else {})}
         if choice["algorithm"] == "kron":
             cells = kron_measure(budget, rng, x, plan.cells)
         elif choice["algorithm"] == "agrid":
-            cells = agrid_measure(budget, rng, x, n_hat, rest, plan.cells, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
+            cells = agrid_measure(budget, rng, x, n_hat, plan.epsilon_cells, plan.cells, AGRID_ALPHA, AGRID_C, AGRID_PROFILE)
         else:
             measured: list = []
             cells = marginals_measure(budget, rng, x, plan.cells, choice["way"], measured)
             return plan, cells, None, {"choice": choice, "measured_marginals": measured}
         return plan, cells, None, {"choice": choice}
+
+    def replay(self, x, noisy_total, ledger, rng):
+        """As :meth:`HistogramMechanism.replay`; the probe is drawn afresh (its share spent) but
+        the strategy is the one the certificate's ledger records."""
+        budget = Budget(self.epsilon)
+        self._noisy_total(budget, rng, x)
+        _, cells, partitions, _ = self._measure(budget, rng, x, noisy_total, ledger)
+        got = [(round(s.epsilon, 12), s.what) for s in budget.ledger]
+        want = [(round(float(s.epsilon), 12), s.what) for s in ledger]
+        if got != want:
+            raise PpdpError(f"internal error: the replay of {self.name} spends {got}, the certificate {want}")
+        return cells, partitions
