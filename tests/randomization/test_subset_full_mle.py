@@ -82,3 +82,20 @@ def test_fits_are_kept_per_release_and_predicate(tiny):
     X, _ = full_report_fit(SubsetSetup(rel, wl[:2] + [f"g = 'b' AND s = '{v}'" for v in DOMAIN]))
     np.testing.assert_array_equal(rel.answer(wl, estimator="full-mle"), first)
     assert X.shape == (2, len(DOMAIN))
+
+
+def test_default_takes_the_full_report_mle_on_large_counts():
+    occ = ppdp.datasets.load("occ", n=20_000, seed=0)
+    rel = ppdp.publish(occ, ppdp.SubsetSelection(rho1=0.1, rho2=0.3), seed=1)
+    assert ppdp.SubsetSelection.default_estimator == "eb"
+    sa = occ.sa
+    wl = [f"{sa} = '{v}'" for v in occ.domain(sa)] + [f"sex = 'Female' AND {sa} = '{v}'" for v in occ.domain(sa)]
+    default = rel.answer(wl)
+    full = rel.answer(wl, estimator="full-mle")
+    plain = rel.answer(wl, estimator="norm-sub")
+    big = plain > 1000
+    assert big.sum() >= 3 and (~big).sum() >= 10
+    np.testing.assert_allclose(default[big], full[big], rtol=1e-9)
+    assert not np.allclose(default[~big], full[~big])  # below, the shrinkage
+    # through the CLI's estimator names too: every registered ldp estimator answers
+    assert {"eb", "full-mle", "norm-sub", "mle", "inversion"} <= set(ppdp.registry.estimators("ldp"))

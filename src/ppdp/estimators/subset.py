@@ -13,15 +13,27 @@ selects — unbiased (Wang, Wu & Hu 2016), can be negative.
 on the support counts: c/k is a histogram of k·n_P draws through the channel
 (q·J + (p − q)·I)/k, a uniform channel whose maximum-likelihood counts have a closed form.
 
+**Full-report MLE** (``"full-mle"``): the support counts are not sufficient for the subset
+channel — a report Y has likelihood ∝ 1 + (e^ε − 1)·π(Y), π(Y) = Σ_{v∈Y} π_v — so this is the
+maximum-likelihood distribution of P's records given their whole reports: the iterative
+Bayesian update on each record's posterior P(v | Y_r) ∝ π_v·(1 + (e^ε − 1)[v ∈ Y_r]), all
+predicates at once on a sparse (predicate, record) × (predicate, value) matrix, accelerated by
+SQUAREM (Varadhan & Roland 2008) from the support counts' MLE (:class:`FullReports`). Interval:
+Wald from the observed information on the simplex, cut to [0, n_P]. Its Fisher information on
+OCC-like distributions is within ~1% of the counts' (the counts are sufficient at a uniform
+π, and OCC's distributions are far from concentrated), so it gains ≈ 1–2% over Norm-Sub on
+large counts only (docs/subset.md).
+
 **Empirical Bayes** (``"eb"``, the default): the inversion shrunk towards n_P·π⁰, π⁰ the
 whole table's distribution (Norm-Sub of its inversion over all records), by the best linear
 predictor under a Dirichlet-multinomial model whose dispersion is estimated from P's own
-counts by moments, then projected like Norm-Sub; a count Norm-Sub puts above 1,000 keeps
-Norm-Sub's value (the shrinkage gains nothing there). On OCC it is the most accurate in the
-1–10, 11–100 and 101–1,000 bins and level with Norm-Sub above 1,000; on zero counts Norm-Sub
-is closer (docs/subset.md).
+counts by moments, then projected like Norm-Sub; a count Norm-Sub puts above 1,000 takes the
+full-report MLE's value instead (the shrinkage gains nothing there; only the predicates holding
+such a count are fitted). On OCC it is the most accurate in the 1–10, 11–100 and 101–1,000 bins
+and level with the full-report MLE above 1,000; on zero counts Norm-Sub is closer
+(docs/subset.md).
 
-Uncertainty, every estimator: the inversion's variance is exact given the table (the records
+Uncertainty, every estimator but ``full-mle``: the inversion's variance is exact given the table (the records
 report independently): for a query selecting s values, a record whose value lies in the set
 contributes Var|Y ∩ S| = ``var_in`` and one whose value does not ``var_out``
 (:func:`~ppdp.kernels.subset.set_count_moments`), so Var = (x_S·var_in + (n_P − x_S)·var_out)/(p − q)²,
@@ -350,26 +362,34 @@ class SubsetEB(_SubsetEstimator):
         tau2 = base * (1.0 + s)
         w = np.divide(tau2, tau2 + sig2, out=np.zeros_like(tau2), where=(tau2 + sig2) > 0)
         shrunk = norm_sub(mu + w * d, S.n)
-        # a count Norm-Sub puts above LARGE gains nothing from the shrinkage and loses to the projection's
-        # redistribution (OCC > 1,000: 0.144 against 0.139, docs/subset.md): Norm-Sub's own there
+        # a count Norm-Sub puts above LARGE gains nothing from the shrinkage (OCC > 1,000: 0.144 against
+        # 0.139, docs/subset.md): the full-report maximum likelihood's there, the most accurate unshrunk estimate
         plain = norm_sub(S.inversion(), S.n)
-        return np.where(plain > LARGE, plain, shrunk)
+        big = plain > LARGE
+        if not big.any():
+            return shrunk
+        full = full_report_fit(S, only=big.any(axis=1))[0]
+        return np.where(big, full, shrunk)
 
 
 #: per release, the full-report fits already made: predicate key → (π, covariance or None)
 _FITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def full_report_fit(S: SubsetSetup, covariance: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+def full_report_fit(S: SubsetSetup, covariance: bool = False,
+                    only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The maximum-likelihood counts (U, m) of every predicate of S from the full reports and,
     with ``covariance``, the (U, m, m) covariance of its distribution (inverse observed information
-    on the simplex). Starts from the support counts' MLE; fits are kept per release and predicate,
-    so a second workload on the same predicates costs no fit."""
+    on the simplex); ``only`` (U,) bool: fit those predicates, the others' rows are NaN. Starts
+    from the support counts' MLE; fits are kept per release and predicate, so a second workload
+    on the same predicates costs no fit."""
     try:
         memo = _FITS.setdefault(S.release, {})
     except TypeError:  # a release that cannot be weakly referenced: no memo
         memo = {}
-    todo = [u for u, key in enumerate(S.keys) if key not in memo or (covariance and memo[key][1] is None)]
+    want = np.ones(len(S.keys), dtype=bool) if only is None else np.asarray(only, dtype=bool)
+    todo = [u for u, key in enumerate(S.keys)
+            if want[u] and (key not in memo or (covariance and memo[key][1] is None))]
     if todo:
         sub = SubsetSetup.__new__(SubsetSetup)
         sub.__dict__.update(S.__dict__)
@@ -382,9 +402,11 @@ def full_report_fit(S: SubsetSetup, covariance: bool = False) -> tuple[np.ndarra
         cov = constrained_covariance(F.information(P)) if covariance else None
         for i, u in enumerate(todo):
             memo[S.keys[u]] = (P[i], None if cov is None else cov[i])
-    P = np.array([memo[key][0] for key in S.keys]).reshape(len(S.keys), S.m)
+    nan = np.full(S.m, np.nan)
+    P = np.array([memo[key][0] if want[u] else nan for u, key in enumerate(S.keys)]).reshape(len(S.keys), S.m)
     X = P * S.n[:, None]
-    cov = np.array([memo[key][1] for key in S.keys]).reshape(len(S.keys), S.m, S.m) if covariance else None
+    cov = (np.array([memo[key][1] if want[u] else np.full((S.m, S.m), np.nan) for u, key in enumerate(S.keys)])
+           .reshape(len(S.keys), S.m, S.m) if covariance else None)
     return X, cov
 
 
