@@ -368,7 +368,7 @@ class SubsetEB(_SubsetEstimator):
         big = plain > LARGE
         if not big.any():
             return shrunk
-        full = full_report_fit(S, only=big.any(axis=1))[0]
+        full = full_report_fit(S, only=np.asarray(big.any(axis=1)))[0]
         return np.where(big, full, shrunk)
 
 
