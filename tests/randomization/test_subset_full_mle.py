@@ -99,3 +99,15 @@ def test_default_takes_the_full_report_mle_on_large_counts():
     assert not np.allclose(default[~big], full[~big])  # below, the shrinkage
     # through the CLI's estimator names too: every registered ldp estimator answers
     assert {"eb", "full-mle", "norm-sub", "mle", "inversion"} <= set(ppdp.registry.estimators("ldp"))
+
+
+def test_batches_of_predicates_give_the_same_fit(tiny, monkeypatch):
+    import ppdp.estimators.subset as sub
+
+    t, _ = tiny
+    wl = [f"g = '{g}' AND s = '{v}'" for g in ("a", "b", "c") for v in DOMAIN] + [f"s = '{v}'" for v in DOMAIN]
+    one = ppdp.publish(t, ppdp.SubsetSelection(epsilon=1.0, k=2), seed=11).estimate(wl, estimator="full-mle")
+    monkeypatch.setattr(sub, "PAIRS_BLOCK", 40)  # every predicate alone
+    apart = ppdp.publish(t, ppdp.SubsetSelection(epsilon=1.0, k=2), seed=11).estimate(wl, estimator="full-mle")
+    np.testing.assert_allclose(apart.estimate, one.estimate, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(apart.se, one.se, rtol=1e-6)

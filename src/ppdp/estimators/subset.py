@@ -248,10 +248,12 @@ class FullReports:
         """The maximum-likelihood distributions (U, m) from P0 by the iterative Bayesian update
         accelerated by SQUAREM (Varadhan & Roland 2008), a step length per predicate, kept
         monotone: an extrapolation whose likelihood falls below the cycle's start is replaced by two
-        plain steps. Stops when no predicate's count moves by more than ``tol`` × √n_P (its noise
-        scale) in a cycle, or after ``max_cycles`` cycles (three updates each)."""
+        plain steps. A predicate stops when none of its counts moves by more than ``tol`` × √n_P (its
+        noise scale) in a cycle; all stop after ``max_cycles`` cycles (three updates each)."""
         P = np.asarray(P0, dtype=np.float64)
+        active = np.ones(self.U, dtype=bool)  # a predicate stops on its own (its fit does not depend on the others)
         for _ in range(max_cycles):
+            before = P
             P1, ll0 = self.step(P)
             P2, _ = self.step(P1)
             r, v = P1 - P, P2 - 2 * P1 + P
@@ -266,9 +268,9 @@ class FullReports:
             worse = llq < ll0 - 1e-9 * np.abs(ll0)
             if worse.any():
                 P3[worse] = P2[worse]
-            moved = (np.abs(P3 - P).max(axis=1) * np.sqrt(self.n)).max() if self.U else 0.0
-            P = P3
-            if moved < tol:
+            P = np.where(active[:, None], P3, P)
+            active &= np.abs(P3 - before).max(axis=1) * np.sqrt(self.n) >= tol
+            if not active.any():
                 break
         return P
 
@@ -376,6 +378,25 @@ class SubsetEB(_SubsetEstimator):
 _FITS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+#: (predicate, record) pairs fitted together by :func:`full_report_fit` (the sparse matrix holds k per pair)
+PAIRS_BLOCK = 20_000_000
+
+
+def _fit_batch(S: SubsetSetup, todo: list[int], covariance: bool, memo: dict) -> None:
+    """Fit the predicates ``todo`` of S together and store (π, covariance) per predicate key."""
+    sub = SubsetSetup.__new__(SubsetSetup)
+    sub.__dict__.update(S.__dict__)
+    sub.reps, sub.keys = [S.reps[u] for u in todo], [S.keys[u] for u in todo]
+    F = FullReports(sub)
+    n = np.where(F.n > 0, F.n, 1.0)[:, None]
+    start = uniform_channel_mle(S.C[todo], (S.p - S.q) / S.k, S.q / S.k) / S.k / n
+    start = 0.98 * start / np.maximum(start.sum(axis=1, keepdims=True), 1e-300) + 0.02 / S.m
+    P = F.fit(start)
+    cov = constrained_covariance(F.information(P)) if covariance else None
+    for i, u in enumerate(todo):
+        memo[S.keys[u]] = (P[i], None if cov is None else cov[i])
+
+
 def full_report_fit(S: SubsetSetup, covariance: bool = False,
                     only: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The maximum-likelihood counts (U, m) of every predicate of S from the full reports and,
@@ -390,18 +411,15 @@ def full_report_fit(S: SubsetSetup, covariance: bool = False,
     want = np.ones(len(S.keys), dtype=bool) if only is None else np.asarray(only, dtype=bool)
     todo = [u for u, key in enumerate(S.keys)
             if want[u] and (key not in memo or (covariance and memo[key][1] is None))]
-    if todo:
-        sub = SubsetSetup.__new__(SubsetSetup)
-        sub.__dict__.update(S.__dict__)
-        sub.reps, sub.keys = [S.reps[u] for u in todo], [S.keys[u] for u in todo]
-        F = FullReports(sub)
-        n = np.where(F.n > 0, F.n, 1.0)[:, None]
-        start = uniform_channel_mle(S.C[todo], (S.p - S.q) / S.k, S.q / S.k) / S.k / n
-        start = 0.98 * start / np.maximum(start.sum(axis=1, keepdims=True), 1e-300) + 0.02 / S.m
-        P = F.fit(start)
-        cov = constrained_covariance(F.information(P)) if covariance else None
-        for i, u in enumerate(todo):
-            memo[S.keys[u]] = (P[i], None if cov is None else cov[i])
+    # batches of predicates holding at most PAIRS_BLOCK (predicate, record) pairs between them (memory)
+    batch: list[int] = []
+    total = 0.0
+    for j, u in enumerate(todo):
+        batch.append(u)
+        total += S.n[u]
+        if j == len(todo) - 1 or total + S.n[todo[j + 1]] > PAIRS_BLOCK:
+            _fit_batch(S, batch, covariance, memo)
+            batch, total = [], 0.0
     nan = np.full(S.m, np.nan)
     P = np.array([memo[key][0] if want[u] else nan for u, key in enumerate(S.keys)]).reshape(len(S.keys), S.m)
     X = P * S.n[:, None]
