@@ -20,8 +20,8 @@ Bayesian update on each record's posterior P(v | Y_r) ∝ π_v·(1 + (e^ε − 1
 predicates at once on a sparse (predicate, record) × (predicate, value) matrix, accelerated by
 SQUAREM (Varadhan & Roland 2008) from the support counts' MLE (:class:`FullReports`). Interval:
 Wald from the observed information on the simplex, cut to [0, n_P]. Its Fisher information on
-OCC-like distributions is within ~1% of the counts' (the counts are sufficient at a uniform
-π, and OCC's distributions are far from concentrated), so it gains ≈ 1–2% over Norm-Sub on
+OCC-like distributions equals the counts' within ~1% (the counts are sufficient at a uniform
+π, and OCC's distributions are far from concentrated), so it gains ≈ 1–2.5% over Norm-Sub on
 large counts only (docs/subset.md).
 
 **Empirical Bayes** (``"eb"``, the default): the inversion shrunk towards n_P·π⁰, π⁰ the
