@@ -1,4 +1,4 @@
-"""``--engine spark|stream`` from the CLI, on a user's CSV read through a schema file: the
+"""``--engine spark|stream`` from the CLI (the Spark case in tests/engines/test_spark.py, on the shared session), on a user's CSV read through a schema file: the
 release is partitioned, verifies (streamed and in memory) against the CSV, and streamed
 answers equal the in-memory ones; bad flag combinations are one line, exit 2, nothing on disk."""
 
@@ -39,15 +39,19 @@ role = "drop"
 """
 
 
-@pytest.fixture(scope="module")
-def csv(tmp_path_factory):
-    """6,000 Adult rows as a custodian would have them: ';'-separated, 'NA' for missing values."""
-    d = tmp_path_factory.mktemp("own")
+def write_own_csv(d):
+    """6,000 Adult rows as a custodian would have them: ';'-separated, 'NA' for missing values,
+    and their schema file; returns (csv, schema)."""
     df = ppdp.datasets.load("adult", n=6000, seed=3).to_pandas()
     df = df[["age", "education", "sex", "occupation", "fnlwgt"]].astype(str).replace("(missing)", "NA")
     df.to_csv(d / "adult.csv", sep=";", index=False)
     (d / "adult.toml").write_text(SCHEMA)
     return d / "adult.csv", d / "adult.toml"
+
+
+@pytest.fixture(scope="module")
+def csv(tmp_path_factory):
+    return write_own_csv(tmp_path_factory.mktemp("own"))
 
 
 def run(*args):
@@ -114,14 +118,3 @@ def test_query_stream_refuses_group_by_and_exact_counts(csv, tmp_path):
     assert res.exit_code == 2 and "GROUP BY" in res.stderr and "--engine local" in res.stderr
     res = run("query", out, "sex = 'Male'", "--engine", "stream", "--input", path, "--schema", schema)
     assert res.exit_code == 2 and "--input" in res.stderr
-
-
-def test_publish_sdr_on_spark(csv, tmp_path):
-    pytest.importorskip("pyspark")
-    path, schema = csv
-    out = tmp_path / "sp"
-    res = run("publish", "sdr", path, "--schema", schema, "--rho1", "0.1", "--rho2", "0.5", "--engine", "spark", "-o", out)
-    assert res.exit_code == 0, res.output
-    assert json.loads((out / "manifest.json").read_text())["engine"] == "spark"
-    res = run("verify", out, "--input", path, "--schema", schema)
-    assert res.exit_code == 0 and "verify: OK" in res.output, res.output

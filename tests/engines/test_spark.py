@@ -268,3 +268,18 @@ def test_the_feistel_relabelling_end_to_end(spark, source, tmp_path, mech, seed,
         assert runs[0].tables["st"].equals(runs[1].tables["st"])
     else:
         assert not runs[0].tables["st"].equals(runs[1].tables["st"])
+
+
+def test_cli_publish_sdr_on_spark(spark, tmp_path):
+    """``ppdp publish sdr --engine spark`` on a custodian's ';'-separated CSV with its schema file
+    (tests/engines/test_cli_engines.py's), then ``ppdp verify --input`` against the CSV; the CLI's
+    local session is this file's (one JVM per test process)."""
+    from test_cli_engines import run, write_own_csv  # same folder: on sys.path under pytest
+
+    path, schema = write_own_csv(tmp_path)
+    out = tmp_path / "sp"
+    res = run("publish", "sdr", path, "--schema", schema, "--rho1", "0.1", "--rho2", "0.5", "--engine", "spark", "-o", out)
+    assert res.exit_code == 0, res.output
+    assert json.loads((out / "manifest.json").read_text())["engine"] == "spark"
+    res = run("verify", out, "--input", path, "--schema", schema)
+    assert res.exit_code == 0 and "verify: OK" in res.output, res.output

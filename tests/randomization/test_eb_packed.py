@@ -113,7 +113,7 @@ def test_blocks_do_not_change_the_numbers(strength, monkeypatch):
     numbers of one block: each row's sums are its own, whatever the blocks."""
     t = ppdp.datasets.load("occ", n=6000, seed=4)
     rel = ppdp.publish(t, ppdp.SDR(0.1, 0.3), seed=1)
-    wl = list(anatomy_workload(t, 200, 0.05, seed=2)) + list(point_workload(t, 60, seed=3))
+    wl = list(anatomy_workload(t, 60, 0.05, seed=2)) + list(point_workload(t, 30, seed=3))  # blocks, not size, matter
     est = ppdp.estimators.randomized.EmpiricalBayes(strength=strength)
     monkeypatch.setattr(eb_rows, "EB_BLOCK_ENTRIES", 1 << 30)
     monkeypatch.setattr(empirical_bayes, "EB_SHRINK_ROWS", 1 << 30)
