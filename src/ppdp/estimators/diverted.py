@@ -665,16 +665,12 @@ class DivertedEstimator(RandomizedEstimator):
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
 
 
-#: the parameters of the full-transition estimators (full-iterative, full-eb)
-FULL_CONSTRAINTS = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None),
-                    "transition_counts": Optional(CountVectors()), "variance": Options(*A_VARIANCES)}
-
-
 class FullIterative(DivertedEstimator):
     """A': iterative Bayesian update with the full m × m transition of the decoy schedule."""
 
     name = method = "full-iterative"
-    _parameter_constraints = FULL_CONSTRAINTS
+    _parameter_constraints = {"tol": Real(0, None, closed="neither"), "max_iter": Integer(1, None),
+                              "transition_counts": Optional(CountVectors()), "variance": Options(*A_VARIANCES)}
     _parameter_help = {"tol": "Stop when no component moves by more than this (relative; the paper uses 1 %).",
                        "max_iter": "Iteration cap.",
                        "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only).",
@@ -688,22 +684,17 @@ class FullIterative(DivertedEstimator):
         self._set_params(locals())
 
 
-class FullEB(DivertedEstimator):
+class FullEB(FullIterative):
     """A' default: empirical-Bayes counts — the full-transition inversion shrunk towards the
     table's SA distribution with a strength fitted per predicate by marginal likelihood
     (:mod:`ppdp.estimators.diverted_eb`); queries constraining two or more SAs: ``full-iterative``."""
 
     name = method = "full-eb"
-    _parameter_constraints = FULL_CONSTRAINTS
     _parameter_help = {"tol": "full-iterative's tolerance, for queries constraining several SAs and the variance's plug-in.",
                        "max_iter": "Iteration cap of that update.",
                        "transition_counts": "Counts per SA for the group schedule instead of the published ones (analysis only).",
                        "variance": "rebuilt (the default), fixed or bootstrap: as full-iterative's (the interval is "
                                    "the linear inversion's, widened to hold this estimate)."}
-
-    def __init__(self, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER, transition_counts=None,
-                 variance: str = "rebuilt"):
-        self._set_params(locals())
 
 
 class FullClosed(DivertedEstimator):

@@ -135,18 +135,9 @@ def eb_fit(S: "UniformSetup", strength: str = "moments", covariance: str = "diag
     # Bayesian model averaging over the candidate parents (equal prior weights)
     cands = [np.broadcast_to(pi0, (U, J, m))]
     if singles:
-        Ys = S.predicate_counts(singles)
-        gs = np.tile(np.arange(J), len(singles))
-        Xs = eb_shrink(Ys.reshape(-1, m), S.p[gs], S.q[gs], S.member[gs], np.tile(pi0, (len(singles), 1)),
-                       strength=strength, covariance=covariance)
-        Xs = Xs.reshape(len(singles), J, m)
-        pis = Xs / np.maximum(Xs.sum(axis=2, keepdims=True), 1e-300)
-        kmax = max(len(c) for c in cond)
-        idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
-        for u, ids in enumerate(cond):
-            idx[u, : len(ids)] = ids
-        has = idx >= 0
-        nk = has.sum(axis=1)
+        pis = _single_parents(S, pi0, singles, strength, covariance)
+        idx, has, nk = condition_index(cond)
+        kmax = idx.shape[1]
         logs = np.log(np.maximum(pis, 1e-300))  # (S, J, m)
         lg = np.where(has[:, :, None, None], logs[np.maximum(idx, 0)], 0.0).sum(axis=1)
         lg = lg - np.maximum(nk - 1, 0)[:, None, None] * np.log(np.maximum(pi0, 1e-300))[None]
@@ -211,12 +202,8 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
 
     if singles:
         pis = _single_parents(S, pi0, singles, strength, covariance)
-        kmax = max(len(c) for c in cond)
-        idx = np.full((U, kmax), -1, dtype=np.int64)  # each predicate's single-attribute conditions
-        for u, ids in enumerate(cond):
-            idx[u, : len(ids)] = ids
-        has = idx >= 0
-        nk = has.sum(axis=1)
+        idx, has, nk = condition_index(cond)
+        kmax = idx.shape[1]
         log_pi0 = np.log(np.maximum(pi0, 1e-300))
         step = max(1, EB_SHRINK_ROWS // max(J, 1))  # predicates per block: rows are independent
 
@@ -242,6 +229,16 @@ def _eb_select(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], cond: li
                 consider(ui, pis[idx[ui, i]])
     S.eb_prior = prior
     return eb_shrink(rows, p, q, member, prior, strength=strength, covariance=covariance).reshape(U, J, m)
+
+
+def condition_index(cond: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each predicate's single-attribute conditions as a padded (U, kmax) index (−1: none), its
+    mask and the number of conditions per predicate."""
+    idx = np.full((len(cond), max(len(c) for c in cond)), -1, dtype=np.int64)
+    for u, ids in enumerate(cond):
+        idx[u, : len(ids)] = ids
+    has = idx >= 0
+    return idx, has, has.sum(axis=1)
 
 
 def _single_parents(S: "UniformSetup", pi0: np.ndarray, singles: list[dict], strength: str,
