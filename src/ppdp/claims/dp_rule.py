@@ -227,7 +227,8 @@ def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n
     :data:`PROBE_SEED`, so the estimate is a deterministic function of the probe), each fitted
     and measured the same way; their mean is subtracted from T and their variance is the
     excess's. The excess is pooled with the prior (:data:`MARGINAL_BIAS`·Â, prior sd of B² equal
-    to its mean) by the precision of each: the prior decides when the probe is mostly noise."""
+    to its mean) by the precision of each: the prior decides when the probe is mostly noise. The
+    bias is √E max(B², 0) under the pooled estimate's normal law (mean ``pooled``, sd ``pooled_sd``)."""
     y = np.asarray(counts, dtype=np.float64)
     edges = probe_edges(shape)
     ms = [_coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
@@ -245,8 +246,13 @@ def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n
     prior = (MARGINAL_BIAS[int(way)] * max(float(n_hat), 0.0) * box_fraction(shape)) ** 2
     pvar = max(prior * prior, 1e-12)
     pooled = (prior / pvar + excess / var) / (1.0 / pvar + 1.0 / var)
-    return {"statistic": t, "noise": noise, "noise_sd": math.sqrt(var), "bias": math.sqrt(max(pooled, 0.0)),
-            "prior": math.sqrt(prior)}
+    post_sd = math.sqrt(1.0 / (1.0 / pvar + 1.0 / var))
+    # the squared bias is not negative: its expectation under the (normal) pooled estimate, E max(B², 0),
+    # so that a probe whose noise drove the pooled value to 0 does not promise a model without bias
+    z = pooled / post_sd
+    expected = pooled * 0.5 * math.erfc(-z / math.sqrt(2.0)) + post_sd * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return {"statistic": t, "noise": noise, "noise_sd": math.sqrt(var), "pooled": pooled, "pooled_sd": post_sd,
+            "bias": math.sqrt(max(expected, 0.0)), "prior": math.sqrt(prior)}
 
 
 def probe_needed(epsilon: float, shape: Sequence[int], n_hat: float) -> bool:
