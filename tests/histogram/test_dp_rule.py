@@ -223,3 +223,18 @@ def test_a_tampered_choice_fails_verify_and_a_replay_keeps_the_recorded_strategy
     other = "kron" if ch["algorithm"] != "kron" else "marginals"
     rel.manifest["certificate"]["choice"]["algorithm"] = other
     assert not ppdp.verify(rel).ok
+
+
+def test_a_tampered_bias_estimate_fails_verify(adult):
+    # the probe's pooled estimate and its sd (whose expectation of max(B², 0) is the bias the
+    # prediction uses) are part of the choice verify re-derives from the probe's counts
+    rel = ppdp.publish(adult, DefaultHistogram(0.2, ["age", "education_num", "sex"], domains="adult"), seed=4)
+    ch = rel.certificate["choice"]
+    assert ch["epsilon_probe"] > 0 and ppdp.verify(rel).ok
+    est = dict(ch["bias"]["marginals1"])
+    assert est["bias"] ** 2 >= max(est["pooled"], 0.0) and est["pooled_sd"] > 0
+    for key in ("pooled", "pooled_sd", "bias"):
+        rel.manifest["certificate"]["choice"]["bias"]["marginals1"][key] = est[key] * 0.5 + 1.0
+        assert not ppdp.verify(rel).ok, key
+        rel.manifest["certificate"]["choice"]["bias"]["marginals1"][key] = est[key]
+    assert ppdp.verify(rel).ok
