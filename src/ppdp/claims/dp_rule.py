@@ -26,7 +26,7 @@ total and, for the marginal models' bias, the probe, whose share of ε is in the
     random box, pooled with the prior :data:`MARGINAL_BIAS`\\[way]·Â (Â = N̂·Π E(len_i)/n_i)
     by precision. The probe is a ledger entry and its counts are in the choice: verify
     re-derives the estimate and the choice from them;
-  - floor: :data:`MARGINAL_INFERENCE_FLOOR`\\[way]·Â, the part of the error private-pgm's mirror
+  - floor: :func:`inference_floor` (κ_w·√cells)·Â, the part of the error private-pgm's mirror
     descent leaves even with exact marginals (not a property of the table, so not probed).
 
 * In one or two dimensions the rule is unchanged: ``kron`` when the mean cell holds at least
@@ -48,7 +48,7 @@ import numpy as np
 from ..errors import PpdpError
 from ..kernels.strategies import kron_strategy
 
-__all__ = ["dp_choice", "predicted_errors", "box_fraction", "probe_needed", "probe_edges", "probe_shape", "probe_table",
+__all__ = ["dp_choice", "predicted_errors", "box_fraction", "inference_floor", "probe_needed", "probe_edges", "probe_shape", "probe_table",
            "probe_bias", "DP_CELL_SIGNAL", "MARGINAL_NOISE", "MARGINAL_BIAS", "MARGINAL_INFERENCE_FLOOR",
            "PROBE_FRACTION", "PROBE_BLOCKS"]
 
@@ -59,9 +59,11 @@ MARGINAL_NOISE = {1: 0.29, 2: 2.0}
 #: prior relative bias of the marginal model per ``way`` (share of a random box's count; Adult):
 #: the bias probe's estimate is pooled with it, so it decides only when the probe cannot
 MARGINAL_BIAS = {1: 0.14, 2: 0.013}
-#: relative error floor of the 2-way model's inference (private-pgm mirror descent, 500 iterations;
-#: Adult, noise-free marginals), added to the model's bias
-MARGINAL_INFERENCE_FLOOR = {1: 0.0, 2: 0.043}
+#: relative error floor of the model's inference per ``way`` over √cells: private-pgm's mirror
+#: descent (500 iterations) stops short of the maximum-entropy model by φ_w = κ_w·√cells of a random
+#: box's count (Adult 3-D and 4-D and their coarsenings to 1,040–234,432 cells, noise-free
+#: marginals: κ₂·10⁴ = 0.88–1.36); added to the model's bias
+MARGINAL_INFERENCE_FLOOR = {1: 0.0, 2: 1.2e-4}
 #: share of ε (after the noisy total) the bias probe spends, when a marginal model is in contention
 PROBE_FRACTION = 0.05
 #: a model is in contention (the probe is spent) when its prediction with this share of its prior
@@ -135,6 +137,14 @@ def marginal_noise(epsilon: float, shape: Sequence[int], way: int) -> float:
     return MARGINAL_NOISE[int(way)] * _MAE * math.sqrt(2.0) * m**power / float(epsilon) * spread
 
 
+def inference_floor(shape: Sequence[int], way: int) -> float:
+    """Relative error floor of private-pgm's inference of the ``way``-marginal model on a random box,
+    κ_w·√cells (:data:`MARGINAL_INFERENCE_FLOOR`): the part of the error mirror descent leaves with
+    exact marginals, growing with the cube (on the same table, coarsened: 0.004 at 1,040 cells,
+    0.045 at 117,216)."""
+    return MARGINAL_INFERENCE_FLOOR[int(way)] * math.sqrt(math.prod(int(n) for n in shape))
+
+
 def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int,
                   bias: float | None = None) -> dict[str, float]:
     """Predicted noise, bias and MAE of the ``way``-marginal model on a random box; ``bias`` the
@@ -142,7 +152,7 @@ def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int,
     inference floor :data:`MARGINAL_INFERENCE_FLOOR` is added in quadrature."""
     a_hat = max(float(n_hat), 0.0) * box_fraction(shape)
     model = MARGINAL_BIAS[int(way)] * a_hat if bias is None else float(bias)
-    floor = MARGINAL_INFERENCE_FLOOR[int(way)] * a_hat
+    floor = inference_floor(shape, way) * a_hat
     noise = marginal_noise(epsilon, shape, way)
     b = math.hypot(model, floor)
     return {"noise": noise, "bias": b, "mae": math.hypot(noise, b)}
@@ -191,14 +201,18 @@ def _qform(r: np.ndarray, ms: list[np.ndarray]) -> float:
 
 
 def _ipf(y: np.ndarray, way: int) -> np.ndarray:
-    """The maximum-entropy table with the ``way``-marginals of the non-negative part of ``y``."""
-    y = np.maximum(y, 0.0)
+    """The maximum-entropy table with the ``way``-marginals of ``y`` (each marginal count clipped at
+    0; the cells themselves are not clipped: clipping noisy cells adds mass where the true counts are
+    small, which the residual then reads as bias — the null replicates, drawn around the smooth fit,
+    are clipped less, so the excess was biased upwards; see docs/dp-histograms.md)."""
+    y = np.asarray(y, dtype=np.float64)
     d = y.ndim
     fit = np.full(y.shape, max(float(y.sum()), 1e-9) / y.size)
     for _ in range(PROBE_IPF_ITERATIONS):
         for s in itertools.combinations(range(d), way):
             other = tuple(i for i in range(d) if i not in s)
-            t, c = y.sum(axis=other, keepdims=True), fit.sum(axis=other, keepdims=True)
+            t = np.maximum(y.sum(axis=other, keepdims=True), 0.0)
+            c = fit.sum(axis=other, keepdims=True)
             fit = fit * np.divide(t, c, out=np.zeros_like(t), where=c > 0)
     return fit
 
@@ -213,7 +227,8 @@ def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n
     :data:`PROBE_SEED`, so the estimate is a deterministic function of the probe), each fitted
     and measured the same way; their mean is subtracted from T and their variance is the
     excess's. The excess is pooled with the prior (:data:`MARGINAL_BIAS`·Â, prior sd of B² equal
-    to its mean) by the precision of each: the prior decides when the probe is mostly noise."""
+    to its mean) by the precision of each: the prior decides when the probe is mostly noise. The
+    bias is √E max(B², 0) under the pooled estimate's normal law (mean ``pooled``, sd ``pooled_sd``)."""
     y = np.asarray(counts, dtype=np.float64)
     edges = probe_edges(shape)
     ms = [_coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
@@ -231,8 +246,13 @@ def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n
     prior = (MARGINAL_BIAS[int(way)] * max(float(n_hat), 0.0) * box_fraction(shape)) ** 2
     pvar = max(prior * prior, 1e-12)
     pooled = (prior / pvar + excess / var) / (1.0 / pvar + 1.0 / var)
-    return {"statistic": t, "noise": noise, "noise_sd": math.sqrt(var), "bias": math.sqrt(max(pooled, 0.0)),
-            "prior": math.sqrt(prior)}
+    post_sd = math.sqrt(1.0 / (1.0 / pvar + 1.0 / var))
+    # the squared bias is not negative: its expectation under the (normal) pooled estimate, E max(B², 0),
+    # so that a probe whose noise drove the pooled value to 0 does not promise a model without bias
+    z = pooled / post_sd
+    expected = pooled * 0.5 * math.erfc(-z / math.sqrt(2.0)) + post_sd * math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    return {"statistic": t, "noise": noise, "noise_sd": math.sqrt(var), "pooled": pooled, "pooled_sd": post_sd,
+            "bias": math.sqrt(max(expected, 0.0)), "prior": math.sqrt(prior)}
 
 
 def probe_needed(epsilon: float, shape: Sequence[int], n_hat: float) -> bool:
