@@ -23,6 +23,7 @@ from ppdp.errors import ParameterError
 from ppdp.kernels.subset import (draw_subsets, inclusion_probabilities, optimal_k, posterior_bound, rare_variance,
                                  set_count_moments)
 from ppdp.kernels.transition import gamma_for, posterior_retained
+from ppdp.queries.workload import Workload
 from ppdp.queries.workloads import point_workload
 
 
@@ -316,3 +317,28 @@ def test_safe_by_default_disclosure(release, occ, tmp_path):
         m["disclosure"]["max_posterior"] = m["disclosure"]["max_posterior"] / 2
     rep = ppdp.verify(_tampered(release, tmp_path, "disc", understate), occ)
     assert not rep.ok and any("understates" in p for p in rep.problems), rep.problems
+
+
+def test_eb_is_workload_independent_and_uses_parents(release, occ):
+    """The default's estimate of a query does not depend on the other queries of the workload (its
+    predicate's parents are its own sub-predicates, fitted from the release whatever else is asked),
+    and its parents are not all the whole table (a two- or three-condition predicate on OCC is
+    explained better by a sub-predicate's distribution)."""
+    from ppdp.estimators.subset import SubsetSetup
+    from ppdp.estimators.subset_eb import PredicateLattice, lattice_fit
+
+    wl = point_workload(occ, 600, seed=4)
+    full = release.estimate(wl).estimate
+    m = len(occ.domain(occ.sa))
+    for part in (slice(0, m), slice(2 * m, 5 * m), slice(len(wl) - m, None)):
+        sub = Workload(list(wl)[part])
+        assert np.allclose(release.estimate(sub).estimate, full[part], rtol=1e-9, atol=1e-9)
+    S = SubsetSetup(release, wl)
+    L = PredicateLattice(S.reps)
+    assert L.level.max() >= 2 and (L.parents[L.level >= 2] >= 0).sum() > 0
+    idx = release.support_index(sorted({c for mk in L.masks for c in mk}))
+    C = np.asarray(idx.sums(L.masks), dtype=np.float64)
+    X, chosen = lattice_fit(C, C.sum(axis=1) / S.k, S.p, S.q, S.whole_table(), L)
+    multi = L.level >= 2
+    assert (chosen[multi] != -1).mean() > 0.3  # most multi-condition predicates leave the whole table
+    assert np.allclose(X.sum(axis=1), C.sum(axis=1) / S.k) and (X >= 0).all()
