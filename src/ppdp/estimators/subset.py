@@ -54,7 +54,7 @@ from scipy import sparse, stats
 from ..kernels.subset import inclusion_probabilities, set_count_moments
 from ..queries import split_masks
 from .base import Estimates, Estimator
-from .subset_eb import parent_eb
+from .subset_eb import STRENGTH, parent_eb
 from .uniform import GUARD_PULL
 
 
@@ -349,29 +349,38 @@ class SubsetMLE(_SubsetEstimator):
 LARGE = 1000.0
 
 
+def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, guard: bool = True,
+              switch: bool = True) -> np.ndarray:
+    """(U, m): :class:`SubsetEB`'s counts — :func:`~ppdp.estimators.subset_eb.parent_eb` (``strength``,
+    ``parents``), then with ``guard`` the guard and with ``switch`` the full-report MLE on counts
+    Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
+    shrunk = parent_eb(S, strength, parents)
+    plain = norm_sub(S.inversion(), S.n)
+    if guard:
+        # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
+        # lower, half way down to it — the shrinkage lifts small and zero counts towards the parent's share
+        # (OCC (0.1, 0.3), 5 releases: zero MAE 19.1 → 13.7, 1–10 3.73 → 2.94, 11–100 1.150 → 1.035, but
+        # 101–1,000 0.463 → 0.471; docs/subset.md)
+        low = (plain < shrunk) & (shrunk <= LARGE)
+        shrunk = np.where(low, shrunk + GUARD_PULL * (plain - shrunk), shrunk)
+    # a count Norm-Sub puts above LARGE: the full-report maximum likelihood's, the most accurate estimate
+    # there (the shrinkage towards even the best parent loses on those counts: docs/subset.md)
+    big = plain > LARGE
+    if not switch or not big.any():
+        return shrunk
+    full = full_report_fit(S, only=np.asarray(big.any(axis=1)))[0]
+    return np.where(big, full, shrunk)
+
+
 class SubsetEB(_SubsetEstimator):
     """Empirical Bayes: the inversion shrunk towards its best parent's distribution
     (:func:`~ppdp.estimators.subset_eb.parent_eb`), then Norm-Sub, the guard, and the full-report
-    MLE on counts above :data:`LARGE`."""
+    MLE on counts above :data:`LARGE` (:func:`eb_counts`)."""
 
     name = "eb"
 
     def fit(self, S: SubsetSetup) -> np.ndarray:
-        shrunk = parent_eb(S)
-        plain = norm_sub(S.inversion(), S.n)
-        # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
-        # lower, half way down to it — the shrinkage lifts small and zero counts towards the parent's share
-        # (OCC (0.1, 0.3), releases 0–2: zero MAE 24.9 → 19.1, 1–10 3.95 → 3.14, 11–100 1.191 → 1.076, but
-        # 101–1,000 0.462 → 0.470; docs/subset.md)
-        low = (plain < shrunk) & (shrunk <= LARGE)
-        shrunk = np.where(low, shrunk + GUARD_PULL * (plain - shrunk), shrunk)
-        # a count Norm-Sub puts above LARGE: the full-report maximum likelihood's, the most accurate estimate
-        # there (OCC (0.1, 0.3), releases 0–2, > 1,000: 0.1370 against the shrinkage's 0.1382; docs/subset.md)
-        big = plain > LARGE
-        if not big.any():
-            return shrunk
-        full = full_report_fit(S, only=np.asarray(big.any(axis=1)))[0]
-        return np.where(big, full, shrunk)
+        return eb_counts(S)
 
 
 #: per release, the full-report fits already made: predicate key → (π, covariance or None)
@@ -456,5 +465,5 @@ class SubsetFullMLE(_SubsetEstimator):
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), WALD, level)
 
 
-__all__ = ["FullReports", "SubsetEB", "SubsetFullMLE", "SubsetInversion", "SubsetMLE", "SubsetNormSub", "SubsetSetup", "constrained_covariance", "full_report_fit", "norm_sub",
+__all__ = ["FullReports", "SubsetEB", "SubsetFullMLE", "SubsetInversion", "SubsetMLE", "SubsetNormSub", "SubsetSetup", "constrained_covariance", "eb_counts", "full_report_fit", "norm_sub",
            "predicate_rows", "uniform_channel_mle"]

@@ -76,7 +76,7 @@ class PredicateLattice:
 
 
 def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarray, L: PredicateLattice,
-                strength: str = STRENGTH, select: str = STRENGTH) -> tuple[np.ndarray, np.ndarray]:
+                strength: str = STRENGTH, select: str = STRENGTH, parents: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The empirical-Bayes counts (U, m) of every predicate of the lattice ``L`` from its support
     counts ``C`` (U, m) and records ``n`` (U,) through the subset channel's inclusion
     probabilities (p, q), and each predicate's chosen parent (U,): its index in ``L``, −1 the
@@ -87,7 +87,8 @@ def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarra
     Candidates of a predicate with d ≥ 2 conditions: π⁰; each parent's fitted distribution
     (its counts normalised); and its d single conditions' fitted distributions π_c combined
     under conditional independence of the conditions given the SA value, ∝ Π_c π_c / (π⁰)^(d−1)
-    (as the uniform channel's :func:`~ppdp.estimators.empirical_bayes.eb_fit`)."""
+    (as the uniform channel's :func:`~ppdp.estimators.empirical_bayes.eb_fit`). ``parents=False``:
+    every predicate shrunk towards π⁰ (the comparison of docs/subset.md)."""
     U, m = C.shape
     counts = EBCounts(C, np.full(U, p - q), np.full(U, q), np.ones((U, m), dtype=bool), n=n)
     X = np.zeros((U, m))
@@ -100,7 +101,7 @@ def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarra
             continue
         sub = counts.subset(us)
         prior = np.repeat(pi0[None, :], len(us), axis=0)
-        if d >= 2:
+        if d >= 2 and parents:
             best = EBEntries(sub, prior).fit(select, loglik=True)[2]
             lg = -(d - 1) * log_pi0[None, :]
             for i in range(d):
@@ -121,11 +122,11 @@ def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarra
     return X, chosen
 
 
-def parent_eb(S) -> np.ndarray:
+def parent_eb(S, strength: str = STRENGTH, parents: bool = True) -> np.ndarray:
     """(U, m): the empirical-Bayes counts of every predicate of a
     :class:`~ppdp.estimators.subset.SubsetSetup` ``S`` (module doc): its lattice's support counts
     from the release's count index, π⁰ the whole table's distribution; a predicate without a QI
-    condition (the whole table) is its own Norm-Sub."""
+    condition (the whole table) is its own Norm-Sub. ``strength``, ``parents``: :func:`lattice_fit`'s."""
     L = PredicateLattice(S.reps)
     inv = S.inversion()
     X = norm_sub(inv, np.ones(inv.shape, dtype=bool), S.n)
@@ -133,7 +134,7 @@ def parent_eb(S) -> np.ndarray:
         return X
     idx = S.release.support_index(sorted({c for mk in L.masks for c in mk}))
     C = np.asarray(idx.sums(L.masks), dtype=np.float64)
-    Xl, _ = lattice_fit(C, C.sum(axis=1) / S.k, S.p, S.q, S.whole_table(), L)
+    Xl, _ = lattice_fit(C, C.sum(axis=1) / S.k, S.p, S.q, S.whole_table(), L, strength, strength, parents)
     has = L.of >= 0
     X[has] = Xl[L.of[has]]
     return X
