@@ -24,14 +24,18 @@ OCC-like distributions equals the counts' within ~1% (the counts are sufficient 
 π, and OCC's distributions are far from concentrated), so it gains ≈ 1–2.5% over Norm-Sub on
 large counts only (docs/subset.md).
 
-**Empirical Bayes** (``"eb"``, the default): the inversion shrunk towards n_P·π⁰, π⁰ the
-whole table's distribution (Norm-Sub of its inversion over all records), by the best linear
-predictor under a Dirichlet-multinomial model whose dispersion is estimated from P's own
-counts by moments, then projected like Norm-Sub; a count Norm-Sub puts above 1,000 takes the
-full-report MLE's value instead (the shrinkage gains nothing there; only the predicates holding
-such a count are fitted). On OCC it is the most accurate in the 1–10, 11–100 and 101–1,000 bins
-and level with the full-report MLE above 1,000; on zero counts Norm-Sub is closer
-(docs/subset.md).
+**Empirical Bayes** (``"eb"``, the default; :mod:`ppdp.estimators.subset_eb`): the inversion
+shrunk by the best linear predictor under a Dirichlet-multinomial model towards the distribution
+of the predicate's best parent — the whole table's (Norm-Sub of its inversion over all records),
+a parent predicate's (one QI condition dropped, itself fitted the same way from its own support
+counts) or its conditions' combined under conditional independence — the parent chosen and the
+strength fitted per predicate by normal marginal likelihood (the uniform channel's fit,
+:class:`~ppdp.estimators.eb_rows.EBEntries`), then projected like Norm-Sub; then the guard (half
+way down to Norm-Sub's count where that is lower, up to 1,000); a count Norm-Sub puts above 1,000
+takes the full-report MLE's value instead (only the predicates holding such a count are fitted).
+A query's estimate depends on its predicate's support counts and its sub-predicates', never on
+the other queries. On OCC it is the most accurate in every bin and on zero counts; on Adult and
+EDU no shipped estimator is lower in any bin (docs/subset.md, :func:`eb_counts` for its parts).
 
 Uncertainty, every estimator but ``full-mle``: the inversion's variance is exact given the table (the records
 report independently): for a query selecting s values, a record whose value lies in the set
@@ -359,12 +363,13 @@ def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, gu
     if guard:
         # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
         # lower, half way down to it — the shrinkage lifts small and zero counts towards the parent's share
-        # (OCC (0.1, 0.3), 5 releases: zero MAE 19.1 → 13.7, 1–10 3.73 → 2.94, 11–100 1.150 → 1.035, but
-        # 101–1,000 0.463 → 0.471; docs/subset.md)
+        # (OCC (0.1, 0.3), 5 releases: zero MAE 18.3 → 13.7, 1–10 3.741 → 2.936, 11–100 1.143 → 1.035;
+        # 101–1,000 0.468 → 0.471, +0.002 ± 0.007; docs/subset.md)
         low = (plain < shrunk) & (shrunk <= LARGE)
         shrunk = np.where(low, shrunk + GUARD_PULL * (plain - shrunk), shrunk)
-    # a count Norm-Sub puts above LARGE: the full-report maximum likelihood's, the most accurate estimate
-    # there (the shrinkage towards even the best parent loses on those counts: docs/subset.md)
+    # a count Norm-Sub puts above LARGE: the full-report maximum likelihood's — the shrinkage, even towards
+    # the best parent, loses there (OCC (0.1, 0.3), 5 releases, > 1,000: 0.136 against 0.145; it costs
+    # 101–1,000 0.466 → 0.471; docs/subset.md)
     big = plain > LARGE
     if not switch or not big.any():
         return shrunk

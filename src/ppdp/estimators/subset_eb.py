@@ -1,6 +1,7 @@
 """The empirical-Bayes counts of the "ldp" family's default (``"eb"``, :class:`~ppdp.estimators.subset.SubsetEB`):
 each QI predicate's inverted support counts shrunk towards the estimated SA distribution of its
-best parent — a predicate with one of its conditions dropped, or the whole table — chosen by
+best parent — a predicate with one of its conditions dropped, its conditions combined, or the
+whole table — chosen by
 marginal likelihood, through the randomized family's empirical-Bayes fit
 (:class:`~ppdp.estimators.eb_rows.EBEntries`, :class:`~ppdp.estimators.eb_rows.EBStrength`).
 
@@ -12,10 +13,16 @@ p and q for its q, so the uniform channel's terms (``eb_terms``) hold as they ar
 The predicates form a lattice under dropping conditions: every predicate of the workload and
 every one of its sub-predicates (its conditions' non-empty subsets) is fitted, one level (number
 of conditions) at a time from one condition up. A one-condition predicate is shrunk towards the
-whole table's distribution π⁰; a predicate with d ≥ 2 conditions towards whichever of π⁰ and
-its d parents' fitted distributions gives its inversion the largest normal marginal likelihood
-(each at its own fitted strength). A predicate's counts therefore depend on its own support
-counts and its sub-predicates', never on the other queries of a workload."""
+whole table's distribution π⁰; a predicate with d ≥ 2 conditions towards whichever of π⁰, its d
+parents' fitted distributions and its single conditions' fitted distributions combined under
+conditional independence gives its inversion the largest normal marginal likelihood (each at
+its own fitted strength). A parent has more records than its child, so its fitted distribution
+is the less noisy, and it is far closer to the child's than the whole table's (OCC, (0.1, 0.3),
+5 releases: 1–10 3.551 → 2.936, 11–100 1.130 → 1.035, 101–1,000 0.488 → 0.471 against the whole
+table as every predicate's prior; docs/subset.md). A predicate's counts depend on its own support
+counts and its sub-predicates', never on the other queries of a workload; the lattice of a
+workload of 5,000 point queries on OCC (81 predicates of one to three conditions) holds 185
+predicates, whose support counts and fit cost ≈ 0.1 CPU second."""
 
 from __future__ import annotations
 
@@ -29,8 +36,9 @@ from .eb_rows import EBCounts, EBEntries
 
 
 #: the strength ρ of each predicate's shrinkage, and the strength its candidate parents are compared at
-#: (:data:`~ppdp.estimators.empirical_bayes.EB_STRENGTHS`): maximum marginal likelihood for both (OCC
-#: (0.1, 0.3), 3 releases: within 1–3% of the method of moments in every bin, lower in 4 of 5; docs/subset.md)
+#: (:data:`~ppdp.estimators.empirical_bayes.EB_STRENGTHS`): maximum marginal likelihood for both (OCC, 5
+#: releases, against the method of moments: 1–10 2.936 vs 2.968, 101–1,000 0.4707 vs 0.4727 at (0.1, 0.3),
+#: the other bins within noise; docs/subset.md)
 STRENGTH = "likelihood"
 
 
