@@ -342,3 +342,21 @@ def test_eb_is_workload_independent_and_uses_parents(release, occ):
     multi = L.level >= 2
     assert (chosen[multi] != -1).mean() > 0.3  # most multi-condition predicates leave the whole table
     assert np.allclose(X.sum(axis=1), C.sum(axis=1) / S.k) and (X >= 0).all()
+
+
+def test_a_query_selecting_every_value_is_its_records(release, occ):
+    """A query with no condition on the sensitive attribute counts its predicate's records, which
+    the release gives exactly (each report holds k values): every estimator returns that count
+    with a zero-width interval, the guarded default included (it lowers counts value by value)."""
+    from ppdp.queries.parser import parse_where
+
+    q, d = occ.quasi, occ.domain
+    wl = Workload([parse_where(f"{q[0]} = '{d(q[0])[0]}'"),
+                   parse_where(f"{q[0]} IN ('{d(q[0])[0]}', '{d(q[0])[1]}') AND {q[1]} = '{d(q[1])[0]}'"),
+                   parse_where(f"{q[1]} = '{d(q[1])[-1]}'")])
+    true = ppdp.queries.answer_exact(occ, wl)
+    assert (true > 0).all()
+    for est in (None, "norm-sub", "mle", "inversion", "full-mle"):
+        E = release.estimate(wl, estimator=est)
+        assert np.allclose(E.estimate, true), est
+        assert np.allclose(E.lower, true) and np.allclose(E.upper, true), est

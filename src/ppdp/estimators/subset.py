@@ -151,7 +151,11 @@ class SubsetSetup:
         return x / x.sum() if x.sum() > 0 else np.full(self.m, 1.0 / self.m)
 
     def per_query(self, X: np.ndarray) -> np.ndarray:
-        return (X[self.inv] * self.sel).sum(axis=1)
+        """Σ over the values each query selects of its predicate's row of X; a query selecting
+        every value is its predicate's n_P, known exactly (the guard of ``eb`` lowers counts one
+        by one and would take it below)."""
+        est = (X[self.inv] * self.sel).sum(axis=1)
+        return np.where(self.sel.all(axis=1), self.n[self.inv], est)
 
     def interval(self, X: np.ndarray, level: float) -> Estimates:
         """The estimate Σ_S X with the inversion's exact-variance normal interval (module doc)."""
