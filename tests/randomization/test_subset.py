@@ -325,7 +325,7 @@ def test_eb_is_workload_independent_and_uses_parents(release, occ):
     and its parents are not all the whole table (a two- or three-condition predicate on OCC is
     explained better by a sub-predicate's distribution)."""
     from ppdp.estimators.subset import SubsetSetup
-    from ppdp.estimators.subset_eb import PredicateLattice, lattice_fit
+    from ppdp.estimators.subset_eb import WIDEN, PredicateLattice, lattice_fit, ordered_columns
 
     wl = point_workload(occ, 600, seed=4)
     full = release.estimate(wl).estimate
@@ -334,8 +334,17 @@ def test_eb_is_workload_independent_and_uses_parents(release, occ):
         sub = Workload(list(wl)[part])
         assert np.allclose(release.estimate(sub).estimate, full[part], rtol=1e-9, atol=1e-9)
     S = SubsetSetup(release, wl)
-    L = PredicateLattice(S.reps)
+    ordered = ordered_columns(release)
+    assert ordered["age"] and not ordered["sex"]
+    L = PredicateLattice(S.reps, ordered, WIDEN)
     assert L.level.max() >= 2 and (L.parents[L.level >= 2] >= 0).sum() > 0
+    # wider parents: an age condition widened by each half-width, same level, fitted in an earlier wave
+    has = np.flatnonzero((L.wider >= 0).any(axis=1))
+    assert len(has) > 0 and all("age" in L.masks[u] for u in has)
+    for u in has:
+        for w in L.wider[u][L.wider[u] >= 0]:
+            assert L.level[w] == L.level[u] and L.wave[w] < L.wave[u]
+            assert (L.masks[w]["age"] >= L.masks[u]["age"]).all() and L.masks[w]["age"].sum() > L.masks[u]["age"].sum()
     idx = release.support_index(sorted({c for mk in L.masks for c in mk}))
     C = np.asarray(idx.sums(L.masks), dtype=np.float64)
     X, chosen = lattice_fit(C, C.sum(axis=1) / S.k, S.p, S.q, S.whole_table(), L)

@@ -58,7 +58,7 @@ from scipy import sparse, stats
 from ..kernels.subset import inclusion_probabilities, set_count_moments
 from ..queries import split_masks
 from .base import Estimates, Estimator
-from .subset_eb import STRENGTH, parent_eb
+from .subset_eb import STRENGTH, WIDEN, parent_eb
 from .uniform import GUARD_PULL
 
 
@@ -358,11 +358,11 @@ LARGE = 1000.0
 
 
 def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, guard: bool = True,
-              switch: bool = True) -> np.ndarray:
+              switch: bool = True, widen: Sequence[int] = WIDEN) -> np.ndarray:
     """(U, m): :class:`SubsetEB`'s counts — :func:`~ppdp.estimators.subset_eb.parent_eb` (``strength``,
-    ``parents``), then with ``guard`` the guard and with ``switch`` the full-report MLE on counts
-    Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
-    shrunk = parent_eb(S, strength, parents)
+    ``parents``, ``widen``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
+    counts Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
+    shrunk = parent_eb(S, strength, parents, widen)
     plain = norm_sub(S.inversion(), S.n)
     if guard:
         # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
