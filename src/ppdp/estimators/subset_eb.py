@@ -1,7 +1,7 @@
 """The empirical-Bayes counts of the "ldp" family's default (``"eb"``, :class:`~ppdp.estimators.subset.SubsetEB`):
 each QI predicate's inverted support counts shrunk towards the estimated SA distribution of its
-best parent — a predicate with one of its conditions dropped, its conditions combined, or the
-whole table — chosen by
+best parent — a predicate with one of its conditions dropped or (on an ordered column) widened,
+its conditions combined, or the whole table — chosen by
 marginal likelihood, through the randomized family's empirical-Bayes fit
 (:class:`~ppdp.estimators.eb_rows.EBEntries`, :class:`~ppdp.estimators.eb_rows.EBStrength`).
 
@@ -10,19 +10,21 @@ Var(c_v | x) = x_v·p(1 − p) + (n_P − x_v)·q(1 − q): the uniform channel'
 p and q for its q, so the uniform channel's terms (``eb_terms``) hold as they are once n_P is given
 (a report holds k values: n_P = Σc/k, not Σc).
 
-The predicates form a lattice under dropping conditions: every predicate of the workload and
-every one of its sub-predicates (its conditions' non-empty subsets) is fitted, one level (number
-of conditions) at a time from one condition up. A one-condition predicate is shrunk towards the
-whole table's distribution π⁰; a predicate with d ≥ 2 conditions towards whichever of π⁰, its d
-parents' fitted distributions and its single conditions' fitted distributions combined under
-conditional independence gives its inversion the largest normal marginal likelihood (each at
-its own fitted strength). A parent has more records than its child, so its fitted distribution
-is the less noisy, and it is far closer to the child's than the whole table's (OCC, (0.1, 0.3),
-5 releases: 1–10 3.551 → 2.936, 11–100 1.130 → 1.035, 101–1,000 0.488 → 0.471 against the whole
-table as every predicate's prior; docs/subset.md). A predicate's counts depend on its own support
-counts and its sub-predicates', never on the other queries of a workload; the lattice of a
-workload of 5,000 point queries on OCC (81 predicates of one to three conditions) holds 185
-predicates, whose support counts and fit cost ≈ 0.1 CPU second."""
+The predicates form a lattice under dropping conditions and widening them: every predicate of
+the workload, every one of its sub-predicates (its conditions' non-empty subsets) and, for a
+condition on an ordered (numeric) column that holds one run of values [lo, hi], the predicate
+with it widened to [lo − h, hi + h] for h in :data:`WIDEN` (age 30 → ages 26–34 and 18–42) is
+fitted, one level (number of conditions) at a time from one condition up, a wider predicate
+before a narrower one. A predicate is shrunk towards whichever of π⁰, its wider predicates'
+fitted distributions and, with d ≥ 2 conditions, its d parents' fitted distributions and its
+single conditions' fitted distributions combined under conditional independence gives its
+inversion the largest normal marginal likelihood (each at its own fitted strength). A parent
+has more records than its child, so its fitted distribution is the less noisy, and it is far
+closer to the child's than the whole table's (docs/subset.md). A predicate's counts depend on
+its own support counts and those of the predicates it was derived from, never on the other
+queries of a workload; the lattice of a workload of 5,000 point queries on OCC (81 predicates
+of one to three conditions) holds 333 predicates, whose support counts and fit cost 0.10–0.14
+CPU second."""
 
 from __future__ import annotations
 
