@@ -23,6 +23,7 @@ from ppdp.errors import ParameterError
 from ppdp.kernels.subset import (draw_subsets, inclusion_probabilities, optimal_k, posterior_bound, rare_variance,
                                  set_count_moments)
 from ppdp.kernels.transition import gamma_for, posterior_retained
+from ppdp.queries.workload import Workload
 from ppdp.queries.workloads import point_workload
 
 
@@ -316,3 +317,55 @@ def test_safe_by_default_disclosure(release, occ, tmp_path):
         m["disclosure"]["max_posterior"] = m["disclosure"]["max_posterior"] / 2
     rep = ppdp.verify(_tampered(release, tmp_path, "disc", understate), occ)
     assert not rep.ok and any("understates" in p for p in rep.problems), rep.problems
+
+
+def test_eb_is_workload_independent_and_uses_parents(release, occ):
+    """The default's estimate of a query does not depend on the other queries of the workload (its
+    predicate's parents are its own sub-predicates, fitted from the release whatever else is asked),
+    and its parents are not all the whole table (a two- or three-condition predicate on OCC is
+    explained better by a sub-predicate's distribution)."""
+    from ppdp.estimators.subset import SubsetSetup
+    from ppdp.estimators.subset_eb import WIDEN, PredicateLattice, lattice_fit, ordered_columns
+
+    wl = point_workload(occ, 600, seed=4)
+    full = release.estimate(wl).estimate
+    m = len(occ.domain(occ.sa))
+    for part in (slice(0, m), slice(2 * m, 5 * m), slice(len(wl) - m, None)):
+        sub = Workload(list(wl)[part])
+        assert np.allclose(release.estimate(sub).estimate, full[part], rtol=1e-9, atol=1e-9)
+    S = SubsetSetup(release, wl)
+    ordered = ordered_columns(release)
+    assert ordered["age"] and not ordered["sex"]
+    L = PredicateLattice(S.reps, ordered, WIDEN)
+    assert L.level.max() >= 2 and (L.parents[L.level >= 2] >= 0).sum() > 0
+    # wider parents: an age condition widened by each half-width, same level, fitted in an earlier wave
+    has = np.flatnonzero((L.wider >= 0).any(axis=1))
+    assert len(has) > 0 and all("age" in L.masks[u] for u in has)
+    for u in has:
+        for w in L.wider[u][L.wider[u] >= 0]:
+            assert L.level[w] == L.level[u] and L.wave[w] < L.wave[u]
+            assert (L.masks[w]["age"] >= L.masks[u]["age"]).all() and L.masks[w]["age"].sum() > L.masks[u]["age"].sum()
+    idx = release.support_index(sorted({c for mk in L.masks for c in mk}))
+    C = np.asarray(idx.sums(L.masks), dtype=np.float64)
+    X, chosen = lattice_fit(C, C.sum(axis=1) / S.k, S.p, S.q, S.whole_table(), L)
+    multi = L.level >= 2
+    assert (chosen[multi] != -1).mean() > 0.3  # most multi-condition predicates leave the whole table
+    assert np.allclose(X.sum(axis=1), C.sum(axis=1) / S.k) and (X >= 0).all()
+
+
+def test_a_query_selecting_every_value_is_its_records(release, occ):
+    """A query with no condition on the sensitive attribute counts its predicate's records, which
+    the release gives exactly (each report holds k values): every estimator returns that count
+    with a zero-width interval, the guarded default included (it lowers counts value by value)."""
+    from ppdp.queries.parser import parse_where
+
+    q, d = occ.quasi, occ.domain
+    wl = Workload([parse_where(f"{q[0]} = '{d(q[0])[0]}'"),
+                   parse_where(f"{q[0]} IN ('{d(q[0])[0]}', '{d(q[0])[1]}') AND {q[1]} = '{d(q[1])[0]}'"),
+                   parse_where(f"{q[1]} = '{d(q[1])[-1]}'")])
+    true = ppdp.queries.answer_exact(occ, wl)
+    assert (true > 0).all()
+    for est in (None, "norm-sub", "mle", "inversion", "full-mle"):
+        E = release.estimate(wl, estimator=est)
+        assert np.allclose(E.estimate, true), est
+        assert np.allclose(E.lower, true) and np.allclose(E.upper, true), est

@@ -179,9 +179,10 @@ def segment_sums(x: np.ndarray, cnt: np.ndarray) -> np.ndarray:
 class EBCounts:
     """The published counts of rows (one row: a predicate in a sub-table) at each row's domain
     entries, flat and in row order, with what does not depend on the prior (n, p, q per entry):
-    computed once for every candidate parent of :func:`eb_fit`."""
+    computed once for every candidate parent of :func:`eb_fit`. ``n``: the records per row when
+    they are not Σ of the row's counts (a channel whose reports hold several values each)."""
 
-    def __init__(self, Y, p, q, member):
+    def __init__(self, Y, p, q, member, n=None):
         member = np.asarray(member, dtype=bool)
         self.shape = member.shape
         self._member: np.ndarray | None = member
@@ -190,7 +191,7 @@ class EBCounts:
         self.cnt = pk.cnt
         self.flat = pk.idx  # each entry's index in the (rows × m) arrays
         self.y = np.asarray(Y, dtype=np.float64).ravel()[pk.idx]
-        self.n = segment_sums(self.y, self.cnt)
+        self.n = segment_sums(self.y, self.cnt) if n is None else np.asarray(n, dtype=np.float64)
         self.p_row, self.q_row = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
         self._grid: tuple[np.ndarray, np.ndarray] | None = None
 

@@ -24,14 +24,19 @@ OCC-like distributions equals the counts' within ~1% (the counts are sufficient 
 π, and OCC's distributions are far from concentrated), so it gains ≈ 1–2.5% over Norm-Sub on
 large counts only (docs/subset.md).
 
-**Empirical Bayes** (``"eb"``, the default): the inversion shrunk towards n_P·π⁰, π⁰ the
-whole table's distribution (Norm-Sub of its inversion over all records), by the best linear
-predictor under a Dirichlet-multinomial model whose dispersion is estimated from P's own
-counts by moments, then projected like Norm-Sub; a count Norm-Sub puts above 1,000 takes the
-full-report MLE's value instead (the shrinkage gains nothing there; only the predicates holding
-such a count are fitted). On OCC it is the most accurate in the 1–10, 11–100 and 101–1,000 bins
-and level with the full-report MLE above 1,000; on zero counts Norm-Sub is closer
-(docs/subset.md).
+**Empirical Bayes** (``"eb"``, the default; :mod:`ppdp.estimators.subset_eb`): the inversion
+shrunk by the best linear predictor under a Dirichlet-multinomial model towards the distribution
+of the predicate's best parent — the whole table's (Norm-Sub of its inversion over all records),
+a parent predicate's (one QI condition dropped, or on an ordered column one condition widened
+by 4 or 12 values; itself fitted the same way from its own support counts) or its conditions'
+combined under conditional independence — the parent chosen and the
+strength fitted per predicate by normal marginal likelihood (the uniform channel's fit,
+:class:`~ppdp.estimators.eb_rows.EBEntries`), then projected like Norm-Sub; then the guard (half
+way down to Norm-Sub's count where that is lower, up to 1,000); a count Norm-Sub puts above 1,000
+takes the full-report MLE's value instead (only the predicates holding such a count are fitted).
+A query's estimate depends on its predicate's support counts and its sub-predicates', never on
+the other queries. On OCC it is the most accurate in every bin and on zero counts; on Adult and
+EDU no shipped estimator is lower in any bin (docs/subset.md, :func:`eb_counts` for its parts).
 
 Uncertainty, every estimator but ``full-mle``: the inversion's variance is exact given the table (the records
 report independently): for a query selecting s values, a record whose value lies in the set
@@ -54,6 +59,7 @@ from scipy import sparse, stats
 from ..kernels.subset import inclusion_probabilities, set_count_moments
 from ..queries import split_masks
 from .base import Estimates, Estimator
+from .subset_eb import STRENGTH, WIDEN, parent_eb
 from .uniform import GUARD_PULL
 
 
@@ -146,7 +152,11 @@ class SubsetSetup:
         return x / x.sum() if x.sum() > 0 else np.full(self.m, 1.0 / self.m)
 
     def per_query(self, X: np.ndarray) -> np.ndarray:
-        return (X[self.inv] * self.sel).sum(axis=1)
+        """Σ over the values each query selects of its predicate's row of X; a query selecting
+        every value is its predicate's n_P, known exactly (the guard of ``eb`` lowers counts one
+        by one and would take it below)."""
+        est = (X[self.inv] * self.sel).sum(axis=1)
+        return np.where(self.sel.all(axis=1), self.n[self.inv], est)
 
     def interval(self, X: np.ndarray, level: float) -> Estimates:
         """The estimate Σ_S X with the inversion's exact-variance normal interval (module doc)."""
@@ -348,36 +358,39 @@ class SubsetMLE(_SubsetEstimator):
 LARGE = 1000.0
 
 
+def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, guard: bool = True,
+              switch: bool = True, widen: Sequence[int] = WIDEN) -> np.ndarray:
+    """(U, m): :class:`SubsetEB`'s counts — :func:`~ppdp.estimators.subset_eb.parent_eb` (``strength``,
+    ``parents``, ``widen``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
+    counts Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
+    shrunk = parent_eb(S, strength, parents, widen)
+    plain = norm_sub(S.inversion(), S.n)
+    if guard:
+        # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
+        # lower, half way down to it — the shrinkage lifts small and zero counts towards the parent's share
+        # (OCC (0.1, 0.3), 5 releases: zero MAE 18.3 → 13.7, 1–10 3.741 → 2.936, 11–100 1.143 → 1.035;
+        # 101–1,000 0.468 → 0.471, +0.002 ± 0.007; docs/subset.md)
+        low = (plain < shrunk) & (shrunk <= LARGE)
+        shrunk = np.where(low, shrunk + GUARD_PULL * (plain - shrunk), shrunk)
+    # a count Norm-Sub puts above LARGE: the full-report maximum likelihood's — the shrinkage, even towards
+    # the best parent, loses there (OCC (0.1, 0.3), 5 releases, > 1,000: 0.136 against 0.145; it costs
+    # 101–1,000 0.466 → 0.471; docs/subset.md)
+    big = plain > LARGE
+    if not switch or not big.any():
+        return shrunk
+    full = full_report_fit(S, only=np.asarray(big.any(axis=1)))[0]
+    return np.where(big, full, shrunk)
+
+
 class SubsetEB(_SubsetEstimator):
-    """Empirical Bayes: the inversion shrunk towards the whole table's distribution, then Norm-Sub."""
+    """Empirical Bayes: the inversion shrunk towards its best parent's distribution
+    (:func:`~ppdp.estimators.subset_eb.parent_eb`), then Norm-Sub, the guard, and the full-report
+    MLE on counts above :data:`LARGE` (:func:`eb_counts`)."""
 
     name = "eb"
 
     def fit(self, S: SubsetSetup) -> np.ndarray:
-        p, q, n = S.p, S.q, S.n[:, None]
-        pi0 = S.whole_table()[None, :]
-        mu = n * pi0
-        d = S.inversion() - mu
-        sig2 = n * (pi0 * p * (1 - p) + (1 - pi0) * q * (1 - q)) / (p - q) ** 2  # channel variance at the prior
-        base = n * pi0 * (1 - pi0)  # multinomial variance of the true counts at the prior
-        # E[d²] = base·(1 + s) + σ²: the dispersion s ≥ 0 of the predicate's true distribution around π⁰, by moments
-        s = np.maximum((d**2 - sig2).sum(axis=1) / np.maximum(base.sum(axis=1), 1e-300) - 1.0, 0.0)[:, None]
-        tau2 = base * (1.0 + s)
-        w = np.divide(tau2, tau2 + sig2, out=np.zeros_like(tau2), where=(tau2 + sig2) > 0)
-        shrunk = norm_sub(mu + w * d, S.n)
-        plain = norm_sub(S.inversion(), S.n)
-        # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
-        # lower, half way down to it — the shrinkage lifts small and zero counts towards the table's share
-        # (OCC (0.1, 0.3), 5 releases: zero MAE 19.9 → 15.1, 1–10 4.51 → 3.57, 11–100 1.239 → 1.125; docs/subset.md)
-        low = (plain < shrunk) & (shrunk <= LARGE)
-        shrunk = np.where(low, shrunk + GUARD_PULL * (plain - shrunk), shrunk)
-        # a count Norm-Sub puts above LARGE gains nothing from the shrinkage (OCC > 1,000: 0.144 against
-        # 0.139, docs/subset.md): the full-report maximum likelihood's there, the most accurate unshrunk estimate
-        big = plain > LARGE
-        if not big.any():
-            return shrunk
-        full = full_report_fit(S, only=np.asarray(big.any(axis=1)))[0]
-        return np.where(big, full, shrunk)
+        return eb_counts(S)
 
 
 #: per release, the full-report fits already made: predicate key → (π, covariance or None)
@@ -462,5 +475,5 @@ class SubsetFullMLE(_SubsetEstimator):
         return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), WALD, level)
 
 
-__all__ = ["FullReports", "SubsetEB", "SubsetFullMLE", "SubsetInversion", "SubsetMLE", "SubsetNormSub", "SubsetSetup", "constrained_covariance", "full_report_fit", "norm_sub",
+__all__ = ["FullReports", "SubsetEB", "SubsetFullMLE", "SubsetInversion", "SubsetMLE", "SubsetNormSub", "SubsetSetup", "constrained_covariance", "eb_counts", "full_report_fit", "norm_sub",
            "predicate_rows", "uniform_channel_mle"]
