@@ -192,7 +192,7 @@ def guarded(X: np.ndarray, Y: np.ndarray, rho: np.ndarray, model: EBTransition,
     information the release gives (e.g. a value held by almost every decoy group, or a small
     predicate). Set on OCC and EDU point queries, checked on Adult
     (benchmarks/bench_randomized_defaults.py, docs/diverted.md)."""
-    if model.k < 2 or not len(X):
+    if model.k < 2 or not len(X) or GUARD_PULL <= 0:
         return X
     s = model.support
     n = Y.sum(axis=1)
