@@ -688,7 +688,8 @@ class FullIterative(DivertedEstimator):
 
 class FullEB(FullIterative):
     """A' default: empirical-Bayes counts — the full-transition inversion shrunk towards the
-    table's SA distribution with a strength fitted per predicate by marginal likelihood
+    table's SA distribution with a strength fitted per predicate by marginal likelihood, guarded
+    towards the maximum-likelihood counts where the release does not identify a count
     (:mod:`ppdp.estimators.diverted_eb`); queries constraining two or more SAs: ``full-iterative``."""
 
     name = method = "full-eb"
