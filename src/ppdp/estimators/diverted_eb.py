@@ -30,9 +30,10 @@ kept): Var c_j = n(ρ(1 + q_j) + (1 − n/N) λ_j).
 - projected onto {x ≥ 0, Σx = n} (Norm-Sub, Wang et al. 2020);
 - guarded where the release does not identify a count at the predicate's size
   (:func:`guarded`): the shrinkage lifts such counts towards the prior's share, and where the
-  maximum-likelihood counts (the iterative update run to convergence, whose bound x ≥ 0 carries
-  what the Gaussian shrinkage ignores) are lower, the count moves :data:`GUARD_PULL` of the way
-  down to them.
+  maximum-likelihood counts (the iterative update run towards them, tolerance :data:`MLE_TOL`,
+  at most :data:`MLE_MAX_ITER` iterations — where the likelihood is flat it stops short of the
+  maximum; they keep the bound x ≥ 0, which the Gaussian shrinkage ignores) are lower, the count
+  moves :data:`GUARD_PULL` of the way down to them.
 
 Unlike the iterative update stopped early (which shrinks towards the published counts y_P, i.e.
 towards T's smoothing of x), the shrinkage target is a distribution and its strength is
