@@ -72,36 +72,3 @@ def test_default_on_a_real_table():
     ones = [Query((*nsa, Predicate(sa, "eq", (v,)))) for v in vals[:2]]
     e = rel.answer([two, *ones])
     assert np.isclose(e[0], e[1] + e[2])
-
-
-def test_guard_moves_unidentified_counts_down_to_the_maximum_likelihood_counts():
-    """Two values the channel hardly tells apart (rows 0 and 1 of T almost equal) and predicates
-    that hold value 0 either not at all or in bulk: the shrinkage lifts the absent value towards
-    the table's share; the guard (where the inversion's variance is of the order of the count's
-    largest spread) pulls such counts down towards the maximum-likelihood counts, never up, and
-    leaves the identified values alone."""
-    from ppdp.estimators.diverted import full_iterative
-    from ppdp.estimators.diverted_eb import MLE_MAX_ITER, MLE_TOL, guarded
-
-    rng = np.random.default_rng(1)
-    T = np.array([[0.31, 0.29, 0.2, 0.2], [0.29, 0.31, 0.2, 0.2], [0.1, 0.1, 0.6, 0.2], [0.1, 0.1, 0.2, 0.6]])
-    pi = np.array([0.3, 0.3, 0.2, 0.2])
-    n = rng.integers(200, 3000, size=400)
-    absent = rng.random(len(n)) < 0.5
-    theta = np.where(absent[:, None], [0.0, 0.6, 0.2, 0.2], [0.6, 0.0, 0.2, 0.2])
-    X = np.array([rng.multinomial(k, th) for k, th in zip(n, theta)]).astype(float)
-    Y = _channel_draws(rng, X, T)
-    model = EBTransition(T, pi)
-    plain, rho = full_eb(Y, T, pi, model)
-
-    def mle(Yr):
-        return full_iterative(Yr, [T], MLE_TOL, MLE_MAX_ITER)[0]
-
-    guard = full_eb(Y, T, pi, model, mle=mle)[0]
-    assert np.allclose(guarded(plain, Y, rho, model, mle), guard)
-    assert (guard <= plain + 1e-9).all() and (guard >= 0).all()
-    assert np.allclose(guard[:, 2:], plain[:, 2:])  # identified values: untouched
-    err_plain = np.abs(plain[absent, 0] - X[absent, 0]).mean()
-    err_guard = np.abs(guard[absent, 0] - X[absent, 0]).mean()
-    assert err_guard < 0.8 * err_plain, (err_guard, err_plain)
-    assert np.abs(guard - X).mean() <= np.abs(plain - X).mean()

@@ -18,7 +18,7 @@ from ..queries import split_masks
 from ..validation import Constraint, Integer, Optional, Options, Real
 from .base import Estimates
 from .channel import DEFAULT_TOL, MAX_ITER, RandomizedEstimator, distinct_predicates
-from .diverted_eb import MLE_MAX_ITER, MLE_TOL, EBTransition, full_eb
+from .diverted_eb import EBTransition, full_eb
 from .diverted_variance import DRAWS, linear_noise_variance, receiver_parts
 
 METHODS = ("full-iterative", "full-closed", "iterative", "closed", "full-eb")
@@ -189,9 +189,7 @@ def _full_estimates(Yu, inv, qs, sel_sa, sa_sel, sizes, Ts, method, tol, max_ite
         if other:
             Yp = Yp.sum(axis=other)
         pu = np.where(pu >= 0, np.searchsorted(kept, np.maximum(pu, 0)), -1)
-        T0 = mats[0]
-        X = full_eb(Ym, T0, models[sel_sa[0]][1], models[sel_sa[0]][0], parents=(Yp, pu),
-                    mle=lambda Yr: full_iterative(Yr, [T0], MLE_TOL, MLE_MAX_ITER)[0])[0]
+        X = full_eb(Ym, mats[0], models[sel_sa[0]][1], models[sel_sa[0]][0], parents=(Yp, pu))[0]
         its = np.zeros(len(u), dtype=np.int64)
     else:
         X, its = full_iterative(Ym, mats, tol, max_iter)
@@ -688,8 +686,7 @@ class FullIterative(DivertedEstimator):
 
 class FullEB(FullIterative):
     """A' default: empirical-Bayes counts — the full-transition inversion shrunk towards the
-    table's SA distribution with a strength fitted per predicate by marginal likelihood, guarded
-    towards the maximum-likelihood counts where the release does not identify a count
+    table's SA distribution with a strength fitted per predicate by marginal likelihood
     (:mod:`ppdp.estimators.diverted_eb`); queries constraining two or more SAs: ``full-iterative``."""
 
     name = method = "full-eb"

@@ -27,21 +27,13 @@ kept): Var c_j = n(ρ(1 + q_j) + (1 − n/N) λ_j).
 - the prior mean nπ may instead be n times a parent predicate's fitted SA distribution (the
   predicate with one column's condition dropped, itself fitted towards π): the prior with the
   highest marginal likelihood is used (:func:`full_eb`);
-- projected onto {x ≥ 0, Σx = n} (Norm-Sub, Wang et al. 2020);
-- guarded where the release does not identify a count at the predicate's size
-  (:func:`guarded`): the shrinkage lifts such counts towards the prior's share, and where the
-  maximum-likelihood counts (the iterative update run towards them, tolerance :data:`MLE_TOL`,
-  at most :data:`MLE_MAX_ITER` iterations — where the likelihood is flat it stops short of the
-  maximum; they keep the bound x ≥ 0, which the Gaussian shrinkage ignores) are lower, the count
-  moves :data:`GUARD_PULL` of the way down to them.
+- projected onto {x ≥ 0, Σx = n} (Norm-Sub, Wang et al. 2020).
 
 Unlike the iterative update stopped early (which shrinks towards the published counts y_P, i.e.
 towards T's smoothing of x), the shrinkage target is a distribution and its strength is
 estimated, not set by a stopping rule."""
 
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 from scipy import linalg
@@ -50,17 +42,8 @@ from .channel import norm_sub
 
 #: candidate heterogeneities ρ per predicate: 1 … n on a log grid of this many points
 RHO_GRID = 64
-#: :func:`guarded`: a count is not identified at its predicate's size when the inversion's
-#: variance is at least this share of the count's largest possible variance n²π(1 − π)
-GUARD_IDENT = 0.3
-#: :func:`guarded`: the share of the way down to the maximum-likelihood count (the randomized
-#: family's guard, :data:`ppdp.estimators.uniform.GUARD_PULL`)
-GUARD_PULL = 0.5
-#: :func:`guarded`: the maximum-likelihood counts' iterative update: relative tolerance, cap
-MLE_TOL = 1e-5
-MLE_MAX_ITER = 100_000
 
-__all__ = ["GUARD_IDENT", "GUARD_PULL", "MLE_MAX_ITER", "MLE_TOL", "RHO_GRID", "EBTransition", "full_eb", "guarded"]
+__all__ = ["RHO_GRID", "EBTransition", "full_eb"]
 
 
 class EBTransition:
@@ -101,13 +84,6 @@ class EBTransition:
         if errors is not None and len(errors):
             EP = np.asarray(errors)[:, s][:, :, s] @ self.P  # (B, k, k−1)
             self.q = np.einsum("bij,ik,bkj->j", EP, C, EP) / len(EP)
-        # per value: the inversion's variance per row, n·diag(S) from the channel and ρn·e from
-        # T̂'s error, e = E*[diag(Eᵀ C E)] (:func:`guarded`)
-        self.s_diag = np.maximum(np.diag(S), 0.0)
-        self.e_diag = np.zeros(k)
-        if errors is not None and len(errors):
-            Es = np.asarray(errors)[:, s][:, :, s]
-            self.e_diag = np.einsum("bij,ik,bkj->j", Es, C, Es) / len(Es)
 
     def fit(self, Xt: np.ndarray, n: np.ndarray, mu: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(x̂ (rows, k) before the projection, ρ̂ (rows,), the minimised −2 log marginal likelihood
@@ -136,8 +112,7 @@ class EBTransition:
 
 
 def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | None = None,
-            parents: tuple[np.ndarray, np.ndarray] | None = None,
-            mle: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+            parents: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Empirical-Bayes counts (rows, m) and each row's ρ̂ for published counts ``Y`` (rows, m)
     of one SA through ``T`` with table distribution ``pi`` (module docstring).
 
@@ -145,10 +120,7 @@ def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | 
     instead be shrunk towards the SA distribution of one of its parent predicates (its own
     predicate with one column's condition dropped), that parent's counts fitted first towards
     the table's; the prior (the table's or a parent's) that gives the row's published counts
-    the highest marginal likelihood is used (model choice by marginal likelihood).
-
-    ``mle``: the maximum-likelihood counts (rows', m) of published counts (rows', m); given,
-    the counts are :func:`guarded` (then Σx ≤ n_P; without it, Σx = n_P exactly)."""
+    the highest marginal likelihood is used (model choice by marginal likelihood)."""
     Y = np.asarray(Y, dtype=np.float64)
     model = model or EBTransition(T, pi)
     n = Y.sum(axis=1)
@@ -174,38 +146,4 @@ def full_eb(Y: np.ndarray, T: np.ndarray, pi: np.ndarray, model: EBTransition | 
             r = rows[better]
             Xs[r], rho[r], best[r] = X2[better], r2[better], b2[better]
     out[:, model.support] = norm_sub(Xs, np.ones(Xs.shape, dtype=bool), n)
-    if mle is not None:
-        out = guarded(out, Y, rho, model, mle)
     return out, rho
-
-
-def guarded(X: np.ndarray, Y: np.ndarray, rho: np.ndarray, model: EBTransition,
-            mle: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """The empirical-Bayes counts ``X`` (rows, m) of published counts ``Y`` guarded entry by
-    entry where the release does not identify the count at its predicate's size, by public
-    quantities only (the published counts, n_P, the receiver's transition and its simulated
-    error): where the inversion's variance n(fpc·S_vv + ρ̂·e_v) (module docstring) is at least
-    :data:`GUARD_IDENT` times the count's largest possible variance n²π_v(1 − π_v) (a predicate
-    whose rows all hold v or none do), and the maximum-likelihood count ``mle`` is lower, the
-    count moves :data:`GUARD_PULL` of the way down to it. There the shrinkage sets the count
-    close to the prior's share whatever the predicate holds, and the bound x ≥ 0, which the
-    maximum-likelihood counts keep and the Gaussian shrinkage does not use, is the only
-    information the release gives (e.g. a value held by almost every decoy group, or a small
-    predicate). Set on OCC and EDU point queries, checked on Adult
-    (benchmarks/bench_randomized_defaults.py, docs/diverted.md)."""
-    if model.k < 2 or not len(X) or GUARD_PULL <= 0:
-        return X
-    s = model.support
-    n = Y.sum(axis=1)
-    fpc = np.clip(1.0 - n / model.N, 0.0, 1.0) if model.N > 0 else np.ones(len(n))
-    var = n[:, None] * (fpc[:, None] * model.s_diag[None, :] + rho[:, None] * model.e_diag[None, :])
-    weak = (var >= GUARD_IDENT * n[:, None] ** 2 * (model.pi * (1.0 - model.pi))[None, :]) & (X[:, s] > 0)
-    rows = np.flatnonzero(weak.any(axis=1))
-    if not len(rows):
-        return X
-    Xm = np.asarray(mle(Y[rows]), dtype=np.float64)[:, s]
-    Xr = X[np.ix_(rows, s)]
-    down = weak[rows] & (Xm < Xr)
-    out = X.copy()
-    out[np.ix_(rows, s)] = np.where(down, Xr - GUARD_PULL * (Xr - Xm), Xr)
-    return out
