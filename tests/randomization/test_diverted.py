@@ -326,3 +326,26 @@ def test_bad_input(tmp_path):
     with pytest.raises(PpdpError, match="at least one sensitive"):
         ppdp.publish(t.with_roles(sensitive=[]), ppdp.Diverted(2))
     assert not any(tmp_path.iterdir())
+
+
+def test_closed_form_stays_finite_where_a_value_is_published_exactly_n_over_l_prime_times():
+    """A value published exactly N/ℓ' times makes the 4-state factor singular (r = 1/ℓ'): the release
+    does not identify its count. On the Chile survey's votes (carData, tests/gauntlet; ℓ' = 3,
+    N = 2,700) release 0 publishes 'N' exactly 900 times; `closed` answered 10¹⁷ there."""
+    import warnings
+    from pathlib import Path
+
+    from ppdp.queries.workloads import point_workload
+    from ppdp.schema import read_table
+
+    g = Path(__file__).resolve().parent.parent / "gauntlet"
+    t = read_table(g / "data" / "chile.csv", g / "schemas" / "chile.toml")
+    rel = ppdp.publish(t, ppdp.Diverted(3), seed=0)
+    assert t.n_rows % 3 == 0 and (t.n_rows // 3) in set(rel.published_counts("vote").tolist())  # the singular case is there
+    wl = point_workload(t, 2000, seed=0)
+    true = ppdp.queries.answer_exact(t, wl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or division by zero
+        est = rel.estimate(wl, estimator="closed")
+    assert np.isfinite(est.estimate).all() and np.abs(est.estimate).max() <= t.n_rows
+    assert np.mean((est.lower <= true) & (true <= est.upper)) >= 0.9

@@ -79,6 +79,10 @@ def iterative_bayes(y: np.ndarray, N: float, lp: int, w: int, tol: float = DEFAU
     return x, iters
 
 
+#: |1/ℓ' − r| below this: the 4-state factor is singular (:func:`closed_form`)
+SINGULAR_GAP = 1e-9
+
+
 def closed_form(y: np.ndarray, f: np.ndarray, N: float, lp: int, w: int, r: str = "exact") -> np.ndarray:
     """Exact inversion x = (Mᵀ)⁻¹ y with r from the published counts f'_{s_i} (n, w).
 
@@ -91,8 +95,20 @@ def closed_form(y: np.ndarray, f: np.ndarray, N: float, lp: int, w: int, r: str 
         Fm[:, 0, 0], Fm[:, 0, 1] = 1 - rr, rr
         Fm[:, 1, 0], Fm[:, 1, 1] = (lp - 1) / lp, 1 / lp
         factors.append(Fm)
-    M = _kron_batch(factors)
-    return np.linalg.solve(np.transpose(M, (0, 2, 1)), y[:, :, None])[:, :, 0]
+    Mt = np.transpose(_kron_batch(factors), (0, 2, 1))
+    # a value published exactly N/ℓ' times makes its factor singular (r = 1/ℓ': a row holding it and a row
+    # not holding it publish alike), so the release does not identify the count: the minimum-norm
+    # least-squares solution there, not the solver's overflow (10¹⁷ on Chile's votes at ℓ' = 3)
+    singular = np.zeros(n, dtype=bool)
+    for i in range(w):
+        singular |= np.abs(1.0 / lp - _r(f[:, i], N, lp, r)) < SINGULAR_GAP
+    x = np.empty((n, K))
+    ok = ~singular
+    if ok.any():
+        x[ok] = np.linalg.solve(Mt[ok], y[ok][:, :, None])[:, :, 0]
+    if singular.any():
+        x[singular] = np.einsum("nij,nj->ni", np.linalg.pinv(Mt[singular]), y[singular])
+    return x
 
 
 def _subset_counts(Yt: np.ndarray, sel: list[int], combos: np.ndarray, qidx: np.ndarray) -> dict[tuple[int, ...], np.ndarray]:
@@ -408,7 +424,10 @@ def diverted_estimates(release, masks, method: str, tol: float = DEFAULT_TOL, r:
                 rr = _r(f_pub[todo, 0], N, lp, r)
                 nP = yP.sum(axis=1)
                 xx = np.clip(x[:, -1], 0.0, nP)
-                var[todo] = (xx * (1 / lp) * (1 - 1 / lp) + (nP - xx) * rr * (1 - rr)) / (1 / lp - rr) ** 2
+                gap = (1 / lp - rr) ** 2
+                # unidentified (singular factor): an unbounded variance, so the interval is all of [0, n_P]
+                var[todo] = np.divide(xx * (1 / lp) * (1 - 1 / lp) + (nP - xx) * rr * (1 - rr), gap,
+                                      out=np.full(len(gap), np.inf), where=gap >= SINGULAR_GAP**2)
                 lin[todo] = x_closed[:, -1]
         np.add.at(out, pair_q, est)
         np.maximum.at(iters_out, pair_q, its)
