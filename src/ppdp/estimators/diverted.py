@@ -89,19 +89,18 @@ def closed_form(y: np.ndarray, f: np.ndarray, N: float, lp: int, w: int, r: str 
     For one SA this is x̂3 = (y3 − n_P·r)/(1/ℓ' − r)."""
     n, K = y.shape
     factors = []
-    for i in range(w):
-        rr = _r(f[:, i], N, lp, r)
-        Fm = np.empty((n, 2, 2))
-        Fm[:, 0, 0], Fm[:, 0, 1] = 1 - rr, rr
-        Fm[:, 1, 0], Fm[:, 1, 1] = (lp - 1) / lp, 1 / lp
-        factors.append(Fm)
-    Mt = np.transpose(_kron_batch(factors), (0, 2, 1))
     # a value published exactly N/ℓ' times makes its factor singular (r = 1/ℓ': a row holding it and a row
     # not holding it publish alike), so the release does not identify the count: the minimum-norm
     # least-squares solution there, not the solver's overflow (10¹⁷ on Chile's votes at ℓ' = 3)
     singular = np.zeros(n, dtype=bool)
     for i in range(w):
-        singular |= np.abs(1.0 / lp - _r(f[:, i], N, lp, r)) < SINGULAR_GAP
+        rr = _r(f[:, i], N, lp, r)
+        singular |= np.abs(1.0 / lp - rr) < SINGULAR_GAP
+        Fm = np.empty((n, 2, 2))
+        Fm[:, 0, 0], Fm[:, 0, 1] = 1 - rr, rr
+        Fm[:, 1, 0], Fm[:, 1, 1] = (lp - 1) / lp, 1 / lp
+        factors.append(Fm)
+    Mt = np.transpose(_kron_batch(factors), (0, 2, 1))
     x = np.empty((n, K))
     ok = ~singular
     if ok.any():
