@@ -16,16 +16,20 @@ under the default's fit); below ~1 no test on the release tells them apart.
 
 Also two candidates tried: ``full-eb`` with the prior strength ρ integrated over its grid
 (posterior mean under a flat prior on log ρ) instead of the maximum-marginal-likelihood ρ̂, and
-with a strength per coordinate (a log-normal scale mixture around ρ̂, sd ``TAU``).
+with a strength per coordinate (a log-normal scale mixture around ρ̂, sd ``TAU``); that scale chosen
+per release (``full-eb (tau ML)``: τ̂ from ``TAU_GRID`` by the log marginal likelihood of the
+release's one- and two-way QI marginals pooled, public quantities only) or fixed at 0.5; and a
+two-point strength per coordinate (ρ̂, or no pooling with probability w, ŵ per release likewise).
 
     python benchmarks/diag_diverted_unidentified.py --data edu --releases 10
-    python benchmarks/diag_diverted_unidentified.py --data gauntlet:slid_fr --releases 10
+    python benchmarks/diag_diverted_unidentified.py --data gauntlet:slid_fr --releases 10 --suffix _tau
 
-Writes benchmarks/results/diag_diverted_unidentified_<data>.json."""
+Writes benchmarks/results/diag_diverted_unidentified_<data><suffix>.json."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import numpy as np
@@ -33,14 +37,21 @@ import numpy as np
 import ppdp
 from _common import provenance, write_result
 from bench_randomized_defaults import BINS, bin_errors, cells
+from diag_diverted_strength_ml import release_log_likelihoods
 from ppdp.estimators import diverted_eb
 from ppdp.estimators.diverted_eb import EBTransition
 from ppdp.queries.workloads import point_workload
 
-ESTIMATORS = ("full-eb", "full-eb (rho averaged)", "full-eb (rho per coordinate)", "full-iterative", "iterative", "closed",
-              "full-closed")
+ESTIMATORS = ("full-eb", "full-eb (rho averaged)", "full-eb (rho per coordinate)", "full-eb (tau 0.5)", "full-eb (tau ML)",
+              "full-eb (spike ML)", "full-iterative", "iterative", "closed", "full-closed")
 #: the per-coordinate variant: log ρ_j ~ N(log ρ̂, TAU²) around the predicate's fitted strength
 TAU = 2.0
+#: "full-eb (tau ML)": τ per release from this grid, by the log marginal likelihood of the release's
+#: one- and two-way QI marginals pooled (τ = 0 is ``full-eb``)
+TAU_GRID = (0.0, 0.25, 0.5, 1.0)
+#: "full-eb (spike ML)": each coordinate's strength is the predicate's ρ or, with probability w, n (no
+#: pooling in that direction); w per release from this grid by the same pooled marginal likelihood
+SPIKE_GRID = (0.0, 0.01, 0.03, 0.1, 0.3)
 
 
 def fit_averaged(self, Xt, n, mu=None):
@@ -62,11 +73,12 @@ def fit_averaged(self, Xt, n, mu=None):
     return mu + (c * g) @ self.U.T, rho, best
 
 
-def fit_per_coordinate(self, Xt, n, mu=None):
+def fit_per_coordinate(self, Xt, n, mu=None, tau=None):
     """``EBTransition.fit`` with a strength per coordinate: each coordinate's shrinkage factor
     averaged over the ρ grid with weights ∝ its own likelihood times a log-normal prior (sd
-    ``TAU``) around the predicate's maximum-marginal-likelihood ρ̂ (a scale mixture: a direction
-    in which the predicate deviates far from the prior is shrunk less)."""
+    ``tau``, default ``TAU``) around the predicate's maximum-marginal-likelihood ρ̂ (a scale mixture: a
+    direction in which the predicate deviates far from the prior is shrunk less)."""
+    tau = TAU if tau is None else tau
     mu = n[:, None] * self.pi if mu is None else mu
     c = (Xt - mu) @ self.P
     nn = np.maximum(n, 1.0)
@@ -77,15 +89,82 @@ def fit_per_coordinate(self, Xt, n, mu=None):
     nll = np.log(v).sum(axis=2) + (c[:, None, :] ** 2 / v).sum(axis=2)
     j = np.argmin(nll, axis=1)
     rows = np.arange(len(n))
-    ll = -0.5 * (np.log(v) + c[:, None, :] ** 2 / v) - ((lg - lg[rows, j][:, None]) ** 2 / (2 * TAU**2))[:, :, None]
+    ll = -0.5 * (np.log(v) + c[:, None, :] ** 2 / v) - ((lg - lg[rows, j][:, None]) ** 2 / (2 * tau**2))[:, :, None]
     w = np.exp(ll - ll.max(axis=1, keepdims=True))
     gg = nn[:, None, None] * grid[:, :, None] / v
     g = (w * gg).sum(axis=1) / w.sum(axis=1)
     return mu + (c * g) @ self.U.T, grid[rows, j], nll[rows, j]
 
 
-def answer(rel, wl, name):
+def _spike_parts(self, Xt, n, mu):
+    mu = n[:, None] * self.pi if mu is None else mu
+    c = (Xt - mu) @ self.P
+    nn = np.maximum(n, 1.0)
+    grid = np.exp(np.linspace(0.0, 1.0, diverted_eb.RHO_GRID)[None, :] * np.log(nn)[:, None])
+    fpc = np.clip(1.0 - n / self.N, 0.0, 1.0) if self.N > 0 else np.ones(len(n))
+    v = nn[:, None, None] * (grid[:, :, None] * (1.0 + self.q[None, None, :]) + fpc[:, None, None] * self.lam[None, None, :])
+    ell = -0.5 * (np.log(v) + c[:, None, :] ** 2 / v)  # (rows, grid, coordinates)
+    return mu, c, nn, grid, v, ell
+
+
+def fit_spike(self, Xt, n, mu=None, w=0.0):
+    """``EBTransition.fit`` with a two-point strength per coordinate: the predicate's ρ (profiled
+    over the grid) with probability 1 − w, n (the direction not pooled) with probability w; each
+    coordinate's shrinkage factor is the posterior mix of the two."""
+    mu, c, nn, grid, v, ell = _spike_parts(self, Xt, n, mu)
+    top = ell[:, -1:, :]  # ρ = n
+    mix = np.logaddexp(np.log1p(-w) + ell, np.log(w) + top) if w > 0 else ell
+    j = np.argmax(mix.sum(axis=2), axis=1)
+    rows = np.arange(len(n))
+    a, b = np.log1p(-w) + ell[rows, j], (np.log(w) + top[:, 0]) if w > 0 else np.full_like(ell[rows, j], -np.inf)
+    p_top = 1.0 / (1.0 + np.exp(np.clip(a - b, -700, 700)))
+    g = (1 - p_top) * nn[:, None] * grid[rows, j][:, None] / v[rows, j] + p_top * nn[:, None] * grid[:, -1:] / v[:, -1]
+    return mu + (c * g) @ self.U.T, grid[rows, j], -2 * mix[rows, j].sum(axis=1)
+
+
+def select_spike(rel, grid=SPIKE_GRID) -> tuple[float, dict]:
+    """ŵ of a release: the pooled log marginal likelihood (ρ flat on its grid) of its one- and
+    two-way QI marginals under the two-point prior, maximised over ``grid``."""
+    from diag_diverted_strength_ml import marginals, release_model
+    from scipy.special import logsumexp
+
+    model, code = release_model(rel)
+    tot = dict.fromkeys(grid, 0.0)
+    per: dict = {}
+    for ways in (1, 2):
+        Y = marginals(rel, model.m, code, ways)
+        n = Y.sum(axis=1)
+        Y, n = Y[n > 0], n[n > 0]
+        ell = _spike_parts(model, model.inversion(Y), n, None)[5]
+        for w in grid:
+            mix = np.logaddexp(np.log1p(-w) + ell, np.log(w) + ell[:, -1:, :]) if w > 0 else ell
+            L = float((logsumexp(mix.sum(axis=2), axis=1) - np.log(ell.shape[1])).sum())
+            per.setdefault(f"{ways}-way", {})[str(w)] = L
+            tot[w] += L
+    best = max(grid, key=lambda w: tot[w])
+    return float(best), {k: {w: L - d["0.0"] for w, L in d.items()} for k, d in per.items()}
+
+
+def select_tau(rel, grid=TAU_GRID) -> tuple[float, dict]:
+    """τ̂ of a release: the grid point with the highest log marginal likelihood of its one- and
+    two-way QI marginals, pooled (``diag_diverted_strength_ml.release_log_likelihoods``)."""
+    L = release_log_likelihoods(rel, grid)
+    tot = {tau: L[1][tau] + L[2][tau] for tau in grid}
+    best = max(grid, key=lambda tau: tot[tau])
+    return float(best), {f"{ways}-way": {str(tau): v - L[ways][0.0] for tau, v in L[ways].items()} for ways in L}
+
+
+def answer(rel, wl, name, tau_hat=0.0, w_hat=0.0):
     fits = {"full-eb (rho averaged)": fit_averaged, "full-eb (rho per coordinate)": fit_per_coordinate}
+    taus = {"full-eb (tau 0.5)": 0.5, "full-eb (tau ML)": tau_hat}
+    if name == "full-eb (spike ML)":
+        if w_hat == 0:
+            return rel.answer(wl, estimator="full-eb")
+        fits[name] = functools.partialmethod(fit_spike, w=w_hat)
+    if name in taus:
+        if taus[name] == 0:
+            return rel.answer(wl, estimator="full-eb")
+        fits[name] = functools.partialmethod(fit_per_coordinate, tau=taus[name])
     if name not in fits:
         return rel.answer(wl, estimator=name)
     orig = EBTransition.fit
@@ -96,7 +175,7 @@ def answer(rel, wl, name):
         EBTransition.fit = orig  # type: ignore[method-assign]
 
 
-def run(data: str, releases: int, n_queries: int) -> dict:
+def run(data: str, releases: int, n_queries: int, estimators=ESTIMATORS) -> dict:
     label, t, mech = [c for c in cells(data, 100_000) if c[0].startswith("diverted")][0]
     sa = t.sensitive[0]
     dom = list(t.domains[sa])
@@ -119,11 +198,23 @@ def run(data: str, releases: int, n_queries: int) -> dict:
             a, b = b, a  # a: the smaller of the two
         est = {}
         cpu = {}
-        for e in ESTIMATORS:
+        tau_hat, tau_ll, tau_cpu = 0.0, {}, 0.0
+        if "full-eb (tau ML)" in estimators:
             c0 = time.process_time()
-            est[e] = answer(rel, wl, e)
+            tau_hat, tau_ll = select_tau(rel)
+            tau_cpu = time.process_time() - c0
+        w_hat, w_ll = 0.0, {}
+        if "full-eb (spike ML)" in estimators:
+            c0 = time.process_time()
+            w_hat, w_ll = select_spike(rel)
+            tau_cpu += time.process_time() - c0
+        for e in estimators:
+            c0 = time.process_time()
+            est[e] = answer(rel, wl, e, tau_hat, w_hat)
             cpu[e] = time.process_time() - c0
-        row: dict = {"seed": r, "pair": [dom[a], dom[b]], "cpu_s": cpu, "bins": {e: bin_errors(v, true) for e, v in est.items()}}
+        row: dict = {"seed": r, "pair": [dom[a], dom[b]], "cpu_s": cpu, "bins": {e: bin_errors(v, true) for e, v in est.items()},
+                     "tau_hat": tau_hat, "tau_log_likelihood_vs_0": tau_ll, "tau_cpu_s": tau_cpu,
+                     "w_hat": w_hat, "w_log_likelihood_vs_0": w_ll}
         for lo, hi, name in ((0, 0, "zero"), (1, 10, "1-10")):
             m = (true >= lo) & (true <= hi)
             row.setdefault("pair_share", {})[name] = {}
@@ -154,11 +245,11 @@ def run(data: str, releases: int, n_queries: int) -> dict:
                               "counts": [int(t.counts(sa)[a]), int(t.counts(sa)[b])], "N_over_lp": t.n_rows / mech.get_params()["l_prime"],
                               "T_a": T[a].tolist(), "T_b": T[b].tolist(), "max_abs_row_difference": float(np.abs(T[a] - T[b]).max())}
         out["releases"].append(row)
-        print(f"release {r}: pair {dom[a]!r} / {dom[b]!r}", flush=True)
+        print(f"release {r}: pair {dom[a]!r} / {dom[b]!r}, tau ML {tau_hat}, w ML {w_hat} ({tau_cpu:.1f} s)", flush=True)
     # summary: mean ± se over releases, paired differences to full-eb
     R = len(out["releases"])
     summ: dict = {}
-    for e in ESTIMATORS:
+    for e in estimators:
         summ[e] = {}
         for bn in BINS:
             k = "mae" if bn == "zero" else "mre"
@@ -176,15 +267,18 @@ def main() -> None:
     ap.add_argument("--data", default="edu")
     ap.add_argument("--releases", type=int, default=10)
     ap.add_argument("--queries", type=int, default=5000)
+    ap.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=ESTIMATORS,
+                    help="the first is the reference of the paired differences; full-eb must be among them")
+    ap.add_argument("--suffix", default="", help="appended to the result file's name")
     a = ap.parse_args()
     c0, w0 = time.process_time(), time.perf_counter()
-    res = run(a.data, a.releases, a.queries)
+    res = run(a.data, a.releases, a.queries, tuple(a.estimators))
     res["cpu_s"], res["wall_s"] = time.process_time() - c0, time.perf_counter() - w0
     res.update(provenance(seed=0))
     for e, row in res["summary"].items():
         print(f"{e:<30}" + "".join(f"{bn}: {row[bn]['mae' if bn == 'zero' else 'mre']:.3f} ({row[bn]['vs_full_eb']:+.3f}±{row[bn]['vs_full_eb_se']:.3f})  "
                                    for bn in BINS) + f"cpu {row['cpu_s_per_release']:.2f}")
-    print(write_result(f"diag_diverted_unidentified_{a.data.replace('gauntlet:', '')}", res))
+    print(write_result(f"diag_diverted_unidentified_{a.data.replace('gauntlet:', '')}{a.suffix}", res))
 
 
 if __name__ == "__main__":
