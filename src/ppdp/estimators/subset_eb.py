@@ -141,7 +141,8 @@ class PredicateLattice:
 
 
 def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarray, L: PredicateLattice,
-                strength: str = STRENGTH, select: str = STRENGTH, parents: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                strength: str = STRENGTH, select: str = STRENGTH, parents: bool = True,
+                prior_out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The empirical-Bayes counts (U, m) of every predicate of the lattice ``L`` from its support
     counts ``C`` (U, m) and records ``n`` (U,) through the subset channel's inclusion
     probabilities (p, q), and each predicate's chosen parent (U,): its index in ``L``, −1 the
@@ -154,7 +155,8 @@ def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarra
     conditional independence of the conditions given the SA value, ∝ Π_c π_c / (π⁰)^(d−1) (as
     the uniform channel's :func:`~ppdp.estimators.empirical_bayes.eb_fit`); each wider
     predicate's fitted distribution. ``parents=False``: every predicate shrunk towards π⁰ (the
-    comparison of docs/subset.md)."""
+    comparison of docs/subset.md). ``prior_out`` (U, m), if given, receives each predicate's chosen
+    prior distribution (the experiments of ``benchmarks/bench_subset_floor.py``)."""
     U, m = C.shape
     counts = EBCounts(C, np.full(U, p - q), np.full(U, q), np.ones((U, m), dtype=bool), n=n)
     X = np.zeros((U, m))
@@ -189,6 +191,8 @@ def lattice_fit(C: np.ndarray, n: np.ndarray, p: float, q: float, pi0: np.ndarra
                     prior[rb] = cand[rb]
                     best[rb] = ll[better]
                     chosen[us[rb]] = tag[rb]
+            if prior_out is not None:
+                prior_out[us] = prior
             Xd = EBEntries(sub, prior).fit(strength, predict=True)[1]
             X[us] = Xd
             tot = Xd.sum(axis=1, keepdims=True)
