@@ -4,7 +4,7 @@ true-count bin, paired per release: MAE on zero counts, mean relative error on 1
 paired standard errors. With ``--parts`` the default's parts are compared too (not shipped, never
 marked as beating it): `eb[table]` every predicate shrunk towards the whole table (the parents
 off), `eb[no-widen]` no wider parents on ordered columns, `eb[moments]` the strength by moments, `eb[unguarded]` without the guard, `eb[no-switch]`
-without the full-report MLE above 1,000 (:func:`ppdp.estimators.subset.eb_counts`).
+without the full-report MLE above 1,000, `eb[no-siblings]` without the sibling parents (:func:`ppdp.estimators.subset.eb_counts`).
 
     python benchmarks/bench_subset_defaults.py [--data occ] [--seeds 5] [--rho 0.1,0.3] [--parts]
     python benchmarks/bench_subset_defaults.py --data gauntlet:gss_vocab   # a public table, never tuned on
@@ -33,7 +33,7 @@ BINS = {"zero": (0, 0), "1-10": (1, 10), "11-100": (11, 100), "101-1000": (101, 
 
 
 PARTS = {"eb[table]": dict(parents=False), "eb[no-widen]": dict(widen=()), "eb[moments]": dict(strength="moments"),
-         "eb[unguarded]": dict(guard=False), "eb[no-switch]": dict(switch=False)}
+         "eb[unguarded]": dict(guard=False), "eb[no-switch]": dict(switch=False), "eb[no-siblings]": dict(siblings=False)}
 
 
 def run(data: str, seeds: int, rho: tuple[float, float], parts: bool = False) -> dict:

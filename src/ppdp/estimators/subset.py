@@ -359,11 +359,11 @@ LARGE = 1000.0
 
 
 def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, guard: bool = True,
-              switch: bool = True, widen: Sequence[int] = WIDEN) -> np.ndarray:
+              switch: bool = True, widen: Sequence[int] = WIDEN, siblings: bool = True) -> np.ndarray:
     """(U, m): :class:`SubsetEB`'s counts — :func:`~ppdp.estimators.subset_eb.parent_eb` (``strength``,
-    ``parents``, ``widen``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
+    ``parents``, ``widen``, ``siblings``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
     counts Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
-    shrunk = parent_eb(S, strength, parents, widen)
+    shrunk = parent_eb(S, strength, parents, widen, siblings)
     plain = norm_sub(S.inversion(), S.n)
     if guard:
         # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
