@@ -1,7 +1,8 @@
 """The empirical-Bayes counts of the "ldp" family's default (``"eb"``, :class:`~ppdp.estimators.subset.SubsetEB`):
 each QI predicate's inverted support counts shrunk towards the estimated SA distribution of its
 best parent — a predicate with one of its conditions dropped or (on an ordered column) widened,
-its conditions combined, or the whole table — chosen by
+its conditions combined, for a condition on one value of an unordered column another value of
+that column (a sibling), or the whole table — chosen by
 marginal likelihood, through the randomized family's empirical-Bayes fit
 (:class:`~ppdp.estimators.eb_rows.EBEntries`, :class:`~ppdp.estimators.eb_rows.EBStrength`).
 
@@ -20,9 +21,13 @@ fitted distributions and, with d ≥ 2 conditions, its d parents' fitted distrib
 single conditions' fitted distributions combined under conditional independence gives its
 inversion the largest normal marginal likelihood (each at its own fitted strength). A parent
 has more records than its child, so its fitted distribution is the less noisy, and it is far
-closer to the child's than the whole table's (docs/subset.md). A predicate's counts depend on
-its own support counts and those of the predicates it was derived from, never on the other
-queries of a workload; the lattice of a workload of 5,000 point queries on OCC (81 predicates
+closer to the child's than the whole table's (docs/subset.md). A one-condition predicate that
+selects one value of an unordered column (sex, race, education on OCC) has no parent but the
+whole table; it is also offered its siblings, every other value of that column, each fitted
+towards π⁰ alone (:func:`siblings_of`, :data:`SIBLINGS`), the one of largest marginal likelihood
+taken when it beats the others. A predicate's counts depend on
+its own support counts and those of the predicates it was derived from (or its column's other
+values), never on the other queries of a workload; the lattice of a workload of 5,000 point queries on OCC (81 predicates
 of one to three conditions) holds 333 predicates, whose support counts and fit cost 0.10–0.14
 CPU second."""
 
