@@ -28,8 +28,9 @@ large counts only (docs/subset.md).
 shrunk by the best linear predictor under a Dirichlet-multinomial model towards the distribution
 of the predicate's best parent — the whole table's (Norm-Sub of its inversion over all records),
 a parent predicate's (one QI condition dropped, or on an ordered column one condition widened
-by 4 or 12 values; itself fitted the same way from its own support counts) or its conditions'
-combined under conditional independence — the parent chosen and the
+by 4 or 12 values; itself fitted the same way from its own support counts), its conditions'
+combined under conditional independence or, for one value of an unordered column, another
+value's of that column (a sibling, fitted towards the whole table) — the parent chosen and the
 strength fitted per predicate by normal marginal likelihood (the uniform channel's fit,
 :class:`~ppdp.estimators.eb_rows.EBEntries`), then projected like Norm-Sub; then the guard (half
 way down to Norm-Sub's count where that is lower, up to 1,000); a count Norm-Sub puts above 1,000
