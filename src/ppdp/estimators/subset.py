@@ -28,8 +28,9 @@ large counts only (docs/subset.md).
 shrunk by the best linear predictor under a Dirichlet-multinomial model towards the distribution
 of the predicate's best parent — the whole table's (Norm-Sub of its inversion over all records),
 a parent predicate's (one QI condition dropped, or on an ordered column one condition widened
-by 4 or 12 values; itself fitted the same way from its own support counts) or its conditions'
-combined under conditional independence — the parent chosen and the
+by 4 or 12 values; itself fitted the same way from its own support counts), its conditions'
+combined under conditional independence or, for one value of an unordered column, another
+value's of that column (a sibling, fitted towards the whole table) — the parent chosen and the
 strength fitted per predicate by normal marginal likelihood (the uniform channel's fit,
 :class:`~ppdp.estimators.eb_rows.EBEntries`), then projected like Norm-Sub; then the guard (half
 way down to Norm-Sub's count where that is lower, up to 1,000); a count Norm-Sub puts above 1,000
@@ -359,11 +360,11 @@ LARGE = 1000.0
 
 
 def eb_counts(S: SubsetSetup, strength: str = STRENGTH, parents: bool = True, guard: bool = True,
-              switch: bool = True, widen: Sequence[int] = WIDEN) -> np.ndarray:
+              switch: bool = True, widen: Sequence[int] = WIDEN, siblings: bool = True) -> np.ndarray:
     """(U, m): :class:`SubsetEB`'s counts — :func:`~ppdp.estimators.subset_eb.parent_eb` (``strength``,
-    ``parents``, ``widen``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
+    ``parents``, ``widen``, ``siblings``), then with ``guard`` the guard and with ``switch`` the full-report MLE on
     counts Norm-Sub puts above :data:`LARGE` (the options are the comparisons of docs/subset.md)."""
-    shrunk = parent_eb(S, strength, parents, widen)
+    shrunk = parent_eb(S, strength, parents, widen, siblings)
     plain = norm_sub(S.inversion(), S.n)
     if guard:
         # the guard of the randomized family's default (estimators/uniform.py): where Norm-Sub's count is
