@@ -58,9 +58,12 @@ def cells(data: str, sample: int) -> list:
     # A' needs every SA value at most N/ℓ' times: ℓ' = 5, or the largest feasible below it (EDU: 4)
     top = max(int(small.counts(c).max()) for c in small.sensitive)
     lp = max(2, min(5, small.n_rows // top))
+    # A needs retention 1/ℓ' above 1/m: ℓ' = 5, or m − 1 on an SA of at most 5 values (Chile's vote: 4)
+    m = min(len(small.domain(c)) for c in small.sensitive)
+    la = max(2, min(5, m - 1))
     return [("uniform(0.1,0.3)", full, ppdp.UniformPerturbation(0.1, 0.3)),
             ("sdr(0.1,0.3)", full, ppdp.SDR(0.1, 0.3)),
-            (f"global(l'=5, n={small.n_rows})", small, ppdp.GlobalRandomization(5)),
+            (f"global(l'={la}, n={small.n_rows})", small, ppdp.GlobalRandomization(la)),
             (f"diverted(l'={lp}, n={small.n_rows})", small, ppdp.Diverted(lp))]
 
 
