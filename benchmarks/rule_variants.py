@@ -14,13 +14,27 @@ def _pick(pred):
     return min(c, key=lambda k: (c[k], k))
 
 
+def v3(rest, shape, n_hat, draw):
+    """The rule before the guard (the first probe only)."""
+    keep = R._guard_wanted
+    R._guard_wanted = lambda *a: False
+    try:
+        return current(rest, shape, n_hat, draw)
+    finally:
+        R._guard_wanted = keep
+
+
 def current(rest, shape, n_hat, draw):
+    """The rule as shipped (:func:`ppdp.claims.dp_rule.dp_choice`, the guard included)."""
     if not R.probe_needed(rest, shape, n_hat):
         return "kron", rest
     eb = rest * R.PROBE_FRACTION
-    ch = R.dp_choice(rest, shape, n_hat, [int(v) for v in draw(eb).ravel()])
+    probe = [int(v) for v in draw(eb).ravel()]
+    if R.guard_needed(rest, shape, n_hat, probe):
+        probe += [int(v) for v in draw(rest * R.GUARD_FRACTION, R.GUARD_BLOCKS).ravel()]
+    ch = R.dp_choice(rest, shape, n_hat, probe)
     alg = ch["algorithm"] + (str(ch["way"]) if "way" in ch else "")
-    return alg, rest - eb
+    return alg, rest - ch["epsilon_probe"]
 
 
 def probe_multi(ys, ebs, shape, n_hat, way, replicates=R.PROBE_REPLICATES):

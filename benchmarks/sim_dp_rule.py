@@ -7,7 +7,8 @@ for it (the candidate's MAE split into bias b and noise c/ε from its runs at ε
 MAE² = b² + (c/ε)²). Reported: expected MAE of the rule, the best candidate, their ratio, the
 choices, and the mean share of ε the probes spent.
 
-``PYTHONPATH=src nice python benchmarks/sim_dp_rule.py --variants current,seq --draws 40``
+``cd benchmarks && PYTHONPATH=../src:. nice python sim_dp_rule.py --variants current,guard --draws 10
+--cubes fair4d,gss4d --epsilons 0.05,0.1 [--out sim_dp_rule]`` (variants: ``rule_variants.py``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import provenance, write_result
 from bench_dp_default import CUBES, load
 from ppdp.claims import dp_rule as R
 from ppdp.mechanisms.histogram import MarginalsModel
@@ -61,13 +63,44 @@ def mae_at(maes: dict, e_nom: float, e_used: float) -> float:
     return math.sqrt(b2 + noise2 * (e_nom / e_used) ** 2)
 
 
+def snr(cubes: list[str], blocks_list=(2, 3, 4), ebs=(0.005, 0.01, 0.02, 0.05), replicates=24) -> None:
+    """How much of the 1-way model's bias a b-block table sees (√T noise-free ÷ the model's RMS bias
+    on 2,000 random boxes) and how well a probe of ε_b measures it (T ÷ the null's sd of T)."""
+    import rule_variants as V
+    from diag_dp_rule import answer, boxes, ipf
+
+    for cube in cubes:
+        table, domains = load(cube)
+        _, x = MarginalsModel(1.0, CUBES[cube][2], way=1, domains=domains)._dense_cube(table)
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi = boxes(x.shape, 2000, 7)
+        t = answer(x, lo, hi)
+        b1 = float(np.sqrt(np.mean((answer(ipf(x, 1, 5), lo, hi) - t) ** 2)))
+        for blocks in blocks_list:
+            y = V.table_at(x, blocks).astype(np.float64)
+            ms = [R._coverage(int(n), tuple(e)) for n, e in zip(x.shape, V.edges_at(x.shape, blocks))]
+            stat = R._qform(y - R._ipf(y, 1), ms)
+            row = {"cube": cube, "blocks": blocks, "rms_bias_1way": b1, "seen": math.sqrt(stat) / b1}
+            for eb in ebs:
+                rng = np.random.default_rng(1)
+                base = R._ipf(y, 1)
+                null = [R._qform(z - R._ipf(z, 1), ms)
+                        for z in (np.rint(base + rng.laplace(0, 1 / eb, y.shape)) for _ in range(replicates))]
+                row[f"snr_{eb}"] = stat / float(np.std(null))
+            print(json.dumps(row), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--snr", action="store_true", help="the probe's resolution against its noise (no rule)")
     ap.add_argument("--cubes", default="adult3d,adult4d,occ4d,edu3d,gss4d,insurance4d,arrests4d,fair4d,wage4d")
     ap.add_argument("--variants", default="current")
     ap.add_argument("--draws", type=int, default=40)
     ap.add_argument("--epsilons", default="0.05,0.1,0.5,1")
+    ap.add_argument("--out", default="", help="write benchmarks/results/<out>.json")
     a = ap.parse_args()
+    if a.snr:
+        return snr(a.cubes.split(","))
     import rule_variants as V
 
     summary = {}
@@ -78,7 +111,7 @@ def main():
         x = np.asarray(x, dtype=np.float64)
         truth_probe = R.probe_table(x)
         import rule_variants as V2
-        truth2 = V2.table_at(x, 2)
+        truth2 = {b: V2.table_at(x, b) for b in (2, 3)}
         n = float(x.sum())
         cand = candidates(cube)
         for e in (float(v) for v in a.epsilons.split(",")):
@@ -91,7 +124,7 @@ def main():
                     rest = e * 0.99
 
                     def draw(eb, blocks=None, rng=rng):
-                        tp = truth_probe if blocks is None else truth2
+                        tp = truth_probe if blocks is None else truth2[blocks]
                         return np.rint(tp + rng.laplace(0, 1 / eb, tp.shape))
 
                     alg, e_used = rule(rest, x.shape, n_hat, draw)
@@ -110,6 +143,10 @@ def main():
                 flag = " MISS" if row["ratio"] > 1.2 else ""
                 print(f"{cube:12s} ε={e:<5} {var:10s} {row['mae']:8.1f} best {best:7.1f} ×{row['ratio']:.2f}{flag}"
                       f" spent {row['spent']:.3f} {picks}", flush=True)
+    if a.out:
+        write_result(a.out, {**provenance(seed=10_000), "draws": a.draws, "variants": a.variants.split(","),
+                             "method": "simulated probes of the real tables (continuous Laplace, rounded), scored by "
+                                       "the candidates' measured MAE at the ε left for them", "results": summary})
     for var, s in summary.items():
         ratios = [v["ratio"] for c in s.values() for v in c.values() if not math.isnan(v["ratio"])]
         print(var, "misses", sum(r > 1.2 for r in ratios), "of", len(ratios), "max", round(max(ratios), 2),

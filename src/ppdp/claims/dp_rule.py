@@ -26,6 +26,12 @@ total and, for the marginal models' bias, the probe, whose share of ε is in the
     random box, pooled with the prior :data:`MARGINAL_BIAS`\\[way]·Â (Â = N̂·Π E(len_i)/n_i)
     by precision. The probe is a ledger entry and its counts are in the choice: verify
     re-derives the estimate and the choice from them;
+  - the guard (:func:`guard_needed`, :func:`guard_bound`): when the 1-way model is chosen after
+    the probe but would lose to the runner-up with its squared bias at the probe's upper bound
+    (pooled + :data:`GUARD_UPPER_Z` sd) — the probe could not tell — a second probe,
+    :data:`GUARD_FRACTION` of ε, measures the 2-block table; its lower confidence bound on each
+    model's squared bias (excess − :data:`GUARD_LOWER_Z` null sd) raises the bias when it is
+    larger, never lowers it. A second ledger entry; its counts follow the probe's in the choice;
   - floor: :func:`inference_floor` (κ_w·√cells)·Â, the part of the error private-pgm's mirror
     descent leaves even with exact marginals (not a property of the table, so not probed).
 
@@ -377,8 +383,10 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int, probe: Sequence[
     * one dimension → ``kron``; two → ``kron`` when s ≥ :data:`DP_CELL_SIGNAL`, else ``agrid``;
     * three or more → the candidate with the smallest predicted MAE among ``kron`` and the
       1- and 2-way ``marginals`` (the identity is never below ``kron``), with the ε left after the
-      probe (``epsilon_probe`` = :data:`PROBE_FRACTION` of ε when it is spent, else 0) and the
-      models' biases estimated from it (``bias``).
+      probes (``epsilon_probe``: :data:`PROBE_FRACTION` of ε when the probe is spent, plus
+      :data:`GUARD_FRACTION` when the guard is, else 0) and the models' biases estimated from the
+      probe (``bias``) and, with the guard, raised to its lower bound (``guard``; ``probe`` then
+      holds the probe's counts followed by the guard's, ``guard_shape`` the guard's table).
     """
     e = float(epsilon)
     d = len(shape)

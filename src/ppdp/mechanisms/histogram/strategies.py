@@ -23,7 +23,8 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   with the rest of ε, the strategy with the smallest predicted mean absolute error on a
   uniformly random box (:mod:`ppdp.claims.dp_rule`): in ≥ 3 dimensions ``kron`` (closed form)
   or the 1- or 2-way ``marginals`` (noise plus the model's bias, estimated from a bias probe of 5%
-  of ε when a model is in contention); in 2 dimensions ``kron``
+  of ε when a model is in contention, and a second probe of 10%, the guard, when the 1-way model
+  is chosen but not safe); in 2 dimensions ``kron``
   when N̂ε/cells ≥ 10, else ``agrid`` (α = 0.3, profile 0.1). The choice and the predictions are
   in the certificate; verify re-derives them.
 
