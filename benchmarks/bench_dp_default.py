@@ -105,7 +105,7 @@ def run(cube: str, methods: list[str], epsilons: list[float], trials: int) -> di
         make = factory(m, dims, domains)
         rows = {}
         for e in epsilons:
-            errs, choices, preds = [], [], None
+            errs, choices, preds, guards = [], [], None, 0
             c0, w0 = time.process_time(), time.perf_counter()
             for t in range(trials):
                 rel = ppdp.publish(table, make(e), seed=t, allow_low_utility=True)
@@ -114,14 +114,16 @@ def run(cube: str, methods: list[str], epsilons: list[float], trials: int) -> di
                 if ch:
                     choices.append(ch["algorithm"] + (str(ch["way"]) if "way" in ch else ""))
                     preds = ch.get("predicted_mae")
+                    guards += "guard" in ch
             rows[str(e)] = {"mae": float(np.mean(errs)), "se": float(np.std(errs, ddof=1) / math.sqrt(trials)),
                             "errors": errs, "cpu_seconds": time.process_time() - c0,
                             "wall_seconds": time.perf_counter() - w0, "load_average": load_average()}
             if choices:
                 rows[str(e)]["choices"] = {c: choices.count(c) for c in sorted(set(choices))}
                 rows[str(e)]["predicted_mae_last_trial"] = preds
+                rows[str(e)]["guard_spent"] = guards  # trials in which the rule spent its second probe
             print(cube, m, e, f"{rows[str(e)]['mae']:.1f} ± {rows[str(e)]['se']:.1f}", rows[str(e)].get("choices", ""),
-                  flush=True)
+                  "guard", rows[str(e)].get("guard_spent", ""), flush=True)
         out[m] = rows
     return {"n_rows": int(table.n_rows), "dims": dims, "shape": [len(domains[d]) for d in dims],
             "truth_mean": float(np.mean([x.mean() for x in truth])), "methods": out}

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ppdp
-from ppdp.claims.dp_rule import (DP_CELL_SIGNAL, PROBE_FRACTION, box_fraction, dp_choice, identity_mae, inference_floor,
-                                 kron_mae,
+from ppdp.claims.dp_rule import (DP_CELL_SIGNAL, GUARD_FRACTION, PROBE_FRACTION, box_fraction, dp_choice, guard_bound,
+                                 guard_needed, guard_shape, guard_table, identity_mae, inference_floor, kron_mae,
                                  marginals_mae, predicted_errors, probe_bias, probe_edges, probe_needed, probe_shape,
                                  probe_table)
 from ppdp.datasets.domains import public_domains
@@ -51,8 +52,8 @@ def test_choice_is_the_smallest_predicted_error_in_three_or_more_dimensions():
         ch = dp_choice(e, shape, n, probe)
         pred = ch["predicted_mae"]
         e_rest = e - ch["epsilon_probe"]
-        assert math.isclose(ch["epsilon_probe"], e * PROBE_FRACTION if probe else 0.0)
-        biases = None if probe is None else {int(k[-1]): v["bias"] for k, v in ch["bias"].items()}
+        assert math.isclose(ch["epsilon_probe"], e * (PROBE_FRACTION + GUARD_FRACTION * ("guard" in ch)) if probe else 0.0)
+        biases = None if probe is None else {int(k[-1]): v["bias"] for k, v in ch.get("guard", ch["bias"]).items()}
         assert pred == predicted_errors(e_rest, shape, n, biases)
         # the identity's closed form is never below kron's (kron's design contains the identity)
         assert pred["cells"] >= pred["kron"] * (1 - 1e-9), (shape, e)
@@ -238,3 +239,68 @@ def test_a_tampered_bias_estimate_fails_verify(adult):
         assert not ppdp.verify(rel).ok, key
         rel.manifest["certificate"]["choice"]["bias"]["marginals1"][key] = est[key]
     assert ppdp.verify(rel).ok
+
+
+@pytest.fixture(scope="module")
+def fair():
+    """statsmodels' ``fair`` (6,366 rows) as the gauntlet writes it, 4-D age × yrs_married ×
+    religious × educ in its reviewed schema's domains; the 1-way model's bias there is 0.38 of a
+    random box's count (docs/dp-histograms.md)."""
+    from ppdp.schema import read_table
+
+    g = Path(__file__).resolve().parents[1] / "gauntlet"
+    t = read_table(g / "data" / "fair.tsv", g / "schemas" / "fair.toml")
+    dims = ["age", "yrs_married", "religious", "educ"]
+    dom = {d: list(t.domain(d)) for d in dims}
+    declared, _ = declared_domains(dims, None, dom)
+    spec, codes = cube_codes(t, dims, None, declared)
+    return t, dims, dom, dense_counts(codes, spec.shape)
+
+
+def test_the_guard_is_spent_when_the_1way_choice_is_unsafe_and_raises_its_bias_only_on_evidence(fair):
+    # Fair's shape and size at ε = 0.1: a first probe with no interaction leaves the 1-way model
+    # chosen on the prior, which is not safe against the 2-way model: the guard is wanted, and a
+    # choice without its counts is refused. A guard table with no interaction (control) has a lower
+    # bound of 0 and keeps the 1-way model; the real table's 2-block counts bound the 1-way model's
+    # bias far above the prior and take the 2-way model.
+    _, _, _, x = fair
+    shape, n, e = x.shape, int(x.sum()), 0.1 * 0.99
+    p1 = _uniform_probe(shape, n)
+    assert guard_needed(e, shape, n, p1)
+    with pytest.raises(PpdpError, match="guard"):
+        dp_choice(e, shape, n, p1)
+    assert not guard_needed(0.05 * 0.99, (74, 16, 99, 2), 48_842, _uniform_probe((74, 16, 99, 2), 48_842))
+    flat = _uniform_probe(shape, n)
+    k1 = math.prod(probe_shape(shape))
+    calm = dp_choice(e, shape, n, p1 + [int(v) for v in np.rint(
+        np.full(guard_shape(shape), n / math.prod(guard_shape(shape)))).ravel()])
+    assert calm["guard"]["marginals1"]["lower"] == 0.0 and calm["algorithm"] == "marginals" and calm["way"] == 1
+    assert calm["guard"]["marginals1"]["bias"] == pytest.approx(calm["bias"]["marginals1"]["bias"])
+    real = dp_choice(e, shape, n, flat[:k1] + [int(v) for v in guard_table(x).ravel()])
+    g1 = real["guard"]["marginals1"]
+    assert g1["lower"] > 3 * real["bias"]["marginals1"]["bias"] ** 2 and (real["algorithm"], real["way"]) == ("marginals", 2)
+    assert math.isclose(real["epsilon_probe"], e * (PROBE_FRACTION + GUARD_FRACTION))
+    # deterministic (verify re-derives it)
+    assert guard_bound(guard_table(x), shape, e * GUARD_FRACTION, 1) == guard_bound(guard_table(x), shape, e * GUARD_FRACTION, 1)
+
+
+def test_the_guard_is_in_the_ledger_verify_re_derives_it_and_a_replay_follows_it(fair):
+    table, dims, dom, _ = fair
+    mech = DefaultHistogram(0.1, dims, domains=dom)
+    rel = ppdp.publish(table, mech, seed=0, allow_low_utility=True)
+    ch = rel.certificate["choice"]
+    whats = [s["what"] for s in rel.certificate["ledger"]]
+    assert whats[1].startswith("bias probe:") and whats[2].startswith("bias probe (guard)")
+    k1, k2 = math.prod(ch["probe_shape"]), math.prod(ch["guard_shape"])
+    assert len(ch["probe"]) == k1 + k2 and (ch["algorithm"], ch["way"]) == ("marginals", 2)
+    assert ppdp.verify(rel).ok and ppdp.verify(rel, table).ok
+    from ppdp.claims.dp import DPClaim
+    claim = DPClaim.from_certificate(rel.certificate)
+    cells, _ = mech.replay(np.ones(rel.shape, np.int64), claim.noisy_total, claim.ledger, np.random.default_rng(1))
+    assert cells.shape == tuple(rel.shape)
+    rel.manifest["certificate"]["choice"]["probe"][k1] += 1000  # another guard count, the same recorded choice
+    assert not ppdp.verify(rel).ok
+    rel.manifest["certificate"]["choice"]["probe"][k1] -= 1000
+    assert ppdp.verify(rel).ok
+    rel.manifest["certificate"]["choice"]["guard"]["marginals1"]["lower"] *= 0.5
+    assert not ppdp.verify(rel).ok

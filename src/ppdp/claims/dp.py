@@ -47,10 +47,11 @@ from ..kernels.strategies import expected_range_sd, kron_strategy
 from ..kernels.noise import (EPSILON_FLOOR, HARDENED_SAMPLERS, SAMPLER, Budget, Spend, Step, check_epsilon,
                               discrete_laplace_variance, noise_fit_test, sampler_is_integer, sparse_threshold)
 from . import Claim
-from .dp_rule import DP_CELL_SIGNAL, PROBE_FRACTION, dp_choice, probe_needed, probe_shape
+from .dp_rule import (DP_CELL_SIGNAL, GUARD_FRACTION, PROBE_FRACTION, dp_choice, guard_needed, guard_shape, probe_needed,
+                      probe_shape)
 
 __all__ = ["BudgetPlan", "DPClaim", "budget_plan", "dp_choice", "DP_CELL_SIGNAL", "expected_error", "kron_steps", "agrid_steps",
-           "agrid_first_grid", "marginal_sets", "dp_probe_step", "dp_cell_steps", "dp_replay_choice", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
+           "agrid_first_grid", "marginal_sets", "dp_probe_step", "dp_guard_step", "dp_cell_steps", "dp_replay_choice", "marginal_steps", "TOTAL_FRACTION", "AGRID_ALPHA", "AGRID_C", "AGRID_PROFILE", "dpcube_alphas", "kdtree_default_depth", "kdtree_total_step",
            "dpcube_paper_split_rule", "SPLIT_RULES", "PAPER_XI0_NOISE_MULTIPLE",
            "published_total", "FIT_ALPHA", "KDTREE_TOTAL_FRACTION", "utility_check", "state_utility", "LOW_UTILITY_REFUSE",
            "LOW_UTILITY_WARN"]
@@ -313,6 +314,18 @@ def dp_probe_step(e_rest: float, shape: Sequence[int], n_hat: int) -> Step | Non
                 parts=math.prod(k))
 
 
+def dp_guard_step(e_rest: float, shape: Sequence[int], n_hat: int, probe: Sequence[int] | None = None,
+                  force: bool = False) -> Step | None:
+    """The default's second probe, the guard (the noisy counts of the 2-block table,
+    :data:`GUARD_FRACTION` of the ε left after the noisy total), when the rule spends it after the
+    first probe's counts ``probe`` (or ``force``: a replay that follows its ledger); else None."""
+    if not force and (probe is None or not guard_needed(e_rest, shape, n_hat, probe)):
+        return None
+    k = guard_shape(shape)
+    return Step(e_rest * GUARD_FRACTION, f"bias probe (guard): noisy counts of the coarse {'×'.join(str(n) for n in k)} table",
+                parts=math.prod(k))
+
+
 def dp_cell_steps(e: float, shape: Sequence[int], dims, n_hat: int, algorithm: str, way: int | None) -> tuple[Step, ...]:
     """The measurements of the strategy the default chose, with ε = ``e``."""
     if algorithm == "kron":
@@ -326,8 +339,9 @@ def _dp_plan(p, shape, noisy_total, probe=None) -> BudgetPlan:
     e, total, rest, n_hat = _after_total(p, noisy_total, "the default histogram's rule")
     ch = dp_choice(rest, shape, n_hat, probe)
     pstep = dp_probe_step(rest, shape, n_hat)
-    structure = (total,) if pstep is None else (total, pstep)
-    e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
+    gstep = None if pstep is None else dp_guard_step(rest, shape, n_hat, probe)
+    structure = tuple(s for s in (total, pstep, gstep) if s is not None)
+    e_cells = rest - sum(s.epsilon for s in (pstep, gstep) if s is not None)
     steps = dp_cell_steps(e_cells, shape, p["dims"], n_hat, ch["algorithm"], ch.get("way"))
     return BudgetPlan(e, e_cells, 0.0, structure=structure, cells=steps, cells_postprocessed=True,
                       noisy_total=n_hat, choice=ch)
@@ -339,8 +353,10 @@ def dp_replay_choice(params: Mapping[str, Any], shape: Sequence[int], n_hat: int
     e = check_epsilon(params["epsilon"])
     rest = e - _total_step(e).epsilon
     pstep = dp_probe_step(rest, shape, n_hat)
-    e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
-    tail = [s.what for s in ledger][1 + (pstep is not None):]
+    gstep = dp_guard_step(rest, shape, n_hat, force=True) if pstep is not None else None
+    guarded = gstep is not None and any(s.what == gstep.what for s in ledger)
+    e_cells = rest - sum(s.epsilon for s in (pstep, gstep if guarded else None) if s is not None)
+    tail = [s.what for s in ledger][1 + (pstep is not None) + guarded:]
     for alg, way in (("kron", None), ("marginals", 1), ("marginals", 2), ("agrid", None)):
         try:
             if [s.what for s in dp_cell_steps(e_cells, shape, params["dims"], n_hat, alg, way)] == tail:

@@ -26,6 +26,12 @@ total and, for the marginal models' bias, the probe, whose share of ε is in the
     random box, pooled with the prior :data:`MARGINAL_BIAS`\\[way]·Â (Â = N̂·Π E(len_i)/n_i)
     by precision. The probe is a ledger entry and its counts are in the choice: verify
     re-derives the estimate and the choice from them;
+  - the guard (:func:`guard_needed`, :func:`guard_bound`): when the 1-way model is chosen after
+    the probe but would lose to the runner-up with its squared bias at the probe's upper bound
+    (pooled + :data:`GUARD_UPPER_Z` sd) — the probe could not tell — a second probe,
+    :data:`GUARD_FRACTION` of ε, measures the 2-block table; its lower confidence bound on each
+    model's squared bias (excess − :data:`GUARD_LOWER_Z` null sd) raises the bias when it is
+    larger, never lowers it. A second ledger entry; its counts follow the probe's in the choice;
   - floor: :func:`inference_floor` (κ_w·√cells)·Â, the part of the error private-pgm's mirror
     descent leaves even with exact marginals (not a property of the table, so not probed).
 
@@ -49,8 +55,9 @@ from ..errors import PpdpError
 from ..kernels.strategies import kron_strategy
 
 __all__ = ["dp_choice", "predicted_errors", "box_fraction", "inference_floor", "probe_needed", "probe_edges", "probe_shape", "probe_table",
-           "probe_bias", "DP_CELL_SIGNAL", "MARGINAL_NOISE", "MARGINAL_BIAS", "MARGINAL_INFERENCE_FLOOR",
-           "PROBE_FRACTION", "PROBE_BLOCKS"]
+           "probe_bias", "guard_needed", "guard_edges", "guard_shape", "guard_table", "guard_bound",
+           "DP_CELL_SIGNAL", "MARGINAL_NOISE", "MARGINAL_BIAS", "MARGINAL_INFERENCE_FLOOR",
+           "PROBE_FRACTION", "PROBE_BLOCKS", "GUARD_FRACTION", "GUARD_BLOCKS", "GUARD_UPPER_Z", "GUARD_LOWER_Z"]
 
 #: one or two dimensions: ``kron`` when N̂·ε/cells is at least this, else the adaptive grid
 DP_CELL_SIGNAL = 10.0
@@ -76,6 +83,15 @@ PROBE_IPF_ITERATIONS = 50
 #: the probe's null replicates (parametric bootstrap of the noise, fixed seed)
 PROBE_REPLICATES = 32
 PROBE_SEED = 20131
+#: the guard: a second probe, of the 2-block table, spent when the 1-way model is chosen but would
+#: lose to the runner-up with its squared bias at the first probe's upper bound (see :func:`guard_needed`)
+GUARD_FRACTION = 0.10
+#: blocks per dimension of the guard's table (2⁴ = 16 cells in four dimensions)
+GUARD_BLOCKS = 2
+#: the guard is spent when the 1-way model loses with its squared bias at pooled + this many sd
+GUARD_UPPER_Z = 2.0
+#: the guard's lower confidence bound on a model's squared bias: excess − this many sd of the null
+GUARD_LOWER_Z = 2.0
 #: ways the rule considers in three or more dimensions
 MARGINAL_WAYS = (1, 2)
 
@@ -159,14 +175,25 @@ def marginals_mae(epsilon: float, shape: Sequence[int], n_hat: float, way: int,
 
 
 # ------------------------------------------------------------------ the bias probe
+def _block_edges(shape: Sequence[int], blocks: int) -> list[list[int]]:
+    out = []
+    for n in shape:
+        k = max(1, min(int(n), int(blocks)))
+        out.append([int(v) for v in np.unique(np.round(np.linspace(0, int(n), k + 1)).astype(np.int64))])
+    return out
+
+
+def _block_table(x: np.ndarray, edges: list[list[int]]) -> np.ndarray:
+    y = np.asarray(x)
+    for ax, e in enumerate(edges):
+        y = np.add.reduceat(y, np.asarray(e[:-1], dtype=np.int64), axis=ax)
+    return y
+
+
 def probe_edges(shape: Sequence[int]) -> list[list[int]]:
     """Start offsets (and the end) of the probe's equal-width blocks, per dimension: at most
     :data:`PROBE_BLOCKS` blocks of a dimension (a dimension of fewer cells keeps its cells)."""
-    out = []
-    for n in shape:
-        k = max(1, min(int(n), PROBE_BLOCKS))
-        out.append([int(v) for v in np.unique(np.round(np.linspace(0, int(n), k + 1)).astype(np.int64))])
-    return out
+    return _block_edges(shape, PROBE_BLOCKS)
 
 
 def probe_shape(shape: Sequence[int]) -> tuple[int, ...]:
@@ -175,10 +202,21 @@ def probe_shape(shape: Sequence[int]) -> tuple[int, ...]:
 
 def probe_table(x: np.ndarray) -> np.ndarray:
     """The probe's true coarse table of the cube ``x`` (the mechanism adds the noise)."""
-    y = np.asarray(x)
-    for ax, e in enumerate(probe_edges(x.shape)):
-        y = np.add.reduceat(y, np.asarray(e[:-1], dtype=np.int64), axis=ax)
-    return y
+    return _block_table(x, probe_edges(x.shape))
+
+
+def guard_edges(shape: Sequence[int]) -> list[list[int]]:
+    """The guard's blocks: at most :data:`GUARD_BLOCKS` equal-width blocks per dimension."""
+    return _block_edges(shape, GUARD_BLOCKS)
+
+
+def guard_shape(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(len(e) - 1 for e in guard_edges(shape))
+
+
+def guard_table(x: np.ndarray) -> np.ndarray:
+    """The guard's true 2-block table of the cube ``x`` (the mechanism adds the noise)."""
+    return _block_table(x, guard_edges(x.shape))
 
 
 @lru_cache(maxsize=256)
@@ -217,6 +255,25 @@ def _ipf(y: np.ndarray, way: int) -> np.ndarray:
     return fit
 
 
+def _statistic(y: np.ndarray, shape: Sequence[int], edges: list[list[int]], epsilon_probe: float,
+               way: int) -> tuple[float, float, float]:
+    """(T, the null's mean of T, the null's variance) of a noisy block table ``y`` (ε_b per count):
+    T = E_box(Σ_c f_c(box)·r_c)², r the residual of ``y`` from its maximum-entropy ``way`` fit; the
+    null a parametric bootstrap under the fit (:data:`PROBE_REPLICATES`, seed :data:`PROBE_SEED`)."""
+    ms = [_coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
+    fit = _ipf(y, way)
+    t = _qform(y - fit, ms)
+    rng = np.random.default_rng(PROBE_SEED + way)
+    base = np.maximum(fit, 0.0)
+    null = []
+    for _ in range(PROBE_REPLICATES):
+        z = np.rint(base + rng.laplace(0.0, 1.0 / float(epsilon_probe), y.shape))
+        null.append(_qform(z - _ipf(z, way), ms))
+    noise = float(np.mean(null))
+    var = float(np.var(null, ddof=1)) * (1.0 + 1.0 / PROBE_REPLICATES) + 1e-12
+    return t, noise, var
+
+
 def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n_hat: float,
                way: int) -> dict[str, float]:
     """The ``way``-marginal model's bias on a random box, estimated from the probe's noisy coarse
@@ -229,19 +286,7 @@ def probe_bias(counts: np.ndarray, shape: Sequence[int], epsilon_probe: float, n
     excess's. The excess is pooled with the prior (:data:`MARGINAL_BIAS`·Â, prior sd of B² equal
     to its mean) by the precision of each: the prior decides when the probe is mostly noise. The
     bias is √E max(B², 0) under the pooled estimate's normal law (mean ``pooled``, sd ``pooled_sd``)."""
-    y = np.asarray(counts, dtype=np.float64)
-    edges = probe_edges(shape)
-    ms = [_coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
-    fit = _ipf(y, way)
-    t = _qform(y - fit, ms)
-    rng = np.random.default_rng(PROBE_SEED + way)
-    base = np.maximum(fit, 0.0)
-    null = []
-    for _ in range(PROBE_REPLICATES):
-        z = np.rint(base + rng.laplace(0.0, 1.0 / float(epsilon_probe), y.shape))
-        null.append(_qform(z - _ipf(z, way), ms))
-    noise = float(np.mean(null))
-    var = float(np.var(null, ddof=1)) * (1.0 + 1.0 / PROBE_REPLICATES) + 1e-12
+    t, noise, var = _statistic(np.asarray(counts, dtype=np.float64), shape, probe_edges(shape), epsilon_probe, way)
     excess = t - noise
     prior = (MARGINAL_BIAS[int(way)] * max(float(n_hat), 0.0) * box_fraction(shape)) ** 2
     pvar = max(prior * prior, 1e-12)
@@ -268,6 +313,53 @@ def probe_needed(epsilon: float, shape: Sequence[int], n_hat: float) -> bool:
                for w in MARGINAL_WAYS if w < len(shape))
 
 
+def guard_bound(counts: np.ndarray, shape: Sequence[int], epsilon_guard: float, way: int) -> dict[str, float]:
+    """The guard's lower confidence bound on the ``way``-marginal model's squared bias on a random
+    box, from the noisy 2-block table (ε_g per count): the statistic T of :func:`probe_bias` on
+    that table, less the null's mean and :data:`GUARD_LOWER_Z` null sd, at least 0. The 2-block
+    table sees only part of the bias (on Adult 4-D 0.16 of the 1-way model's, on other tables up to
+    0.7), so it is a bound from below, never an estimate; its few large cells make it precise at a
+    budget where the 4-block probe is mostly noise."""
+    y = np.asarray(counts, dtype=np.float64)
+    t, noise, var = _statistic(y, shape, guard_edges(shape), epsilon_guard, way)
+    sd = math.sqrt(var)
+    return {"statistic": t, "noise": noise, "noise_sd": sd, "lower": max(t - noise - GUARD_LOWER_Z * sd, 0.0)}
+
+
+def _probe_estimates(epsilon: float, shape: Sequence[int], n_hat: float, counts: np.ndarray) -> dict[int, dict[str, float]]:
+    e_probe = epsilon * PROBE_FRACTION
+    return {w: probe_bias(counts, shape, e_probe, n_hat, w) for w in MARGINAL_WAYS if w < len(shape)}
+
+
+def _guard_wanted(epsilon: float, shape: Sequence[int], n_hat: float, est: dict[int, dict[str, float]]) -> bool:
+    """The 1-way model is the choice after the probe, and with its squared bias at the probe's upper
+    bound (pooled + :data:`GUARD_UPPER_Z` sd) it would lose to the runner-up, both with the ε left
+    after the guard."""
+    if 1 not in est:
+        return False
+    biases = {w: v["bias"] for w, v in est.items()}
+    pred = predicted_errors(epsilon * (1.0 - PROBE_FRACTION), shape, n_hat, biases)
+    cands = {k: v for k, v in pred.items() if k != "cells"}
+    if min(cands, key=lambda k: (cands[k], k)) != "marginals1":
+        return False
+    up = max(est[1]["pooled"] + GUARD_UPPER_Z * est[1]["pooled_sd"], 0.0)
+    pu = predicted_errors(epsilon * (1.0 - PROBE_FRACTION - GUARD_FRACTION), shape, n_hat, {**biases, 1: math.sqrt(up)})
+    return pu["marginals1"] > min(v for k, v in pu.items() if k not in ("cells", "marginals1"))
+
+
+def guard_needed(epsilon: float, shape: Sequence[int], n_hat: float, probe: Sequence[int]) -> bool:
+    """Whether the rule spends the guard (:data:`GUARD_FRACTION` of ``epsilon``, the ε after the noisy
+    total) after the probe's counts ``probe`` (the first-stage counts, flat): the 1-way model is
+    chosen but is not safe against the runner-up (:func:`_guard_wanted`)."""
+    if not probe_needed(epsilon, shape, n_hat):
+        return False
+    k1 = math.prod(probe_shape(shape))
+    counts = np.asarray(probe, dtype=np.float64).ravel()[:k1]
+    if counts.size != k1 or not np.all(np.isfinite(counts)):
+        raise PpdpError(f"the bias probe holds {counts.size} counts, the rule wants {k1} finite counts")
+    return _guard_wanted(float(epsilon), shape, n_hat, _probe_estimates(float(epsilon), shape, n_hat, counts.reshape(probe_shape(shape))))
+
+
 def predicted_errors(epsilon: float, shape: Sequence[int], n_hat: float,
                      biases: dict[int, float] | None = None) -> dict[str, float]:
     """Predicted MAE on a random box of every candidate (``cells``, ``kron``, ``marginals{way}``
@@ -291,31 +383,44 @@ def dp_choice(epsilon: float, shape: Sequence[int], n_hat: int, probe: Sequence[
     * one dimension → ``kron``; two → ``kron`` when s ≥ :data:`DP_CELL_SIGNAL`, else ``agrid``;
     * three or more → the candidate with the smallest predicted MAE among ``kron`` and the
       1- and 2-way ``marginals`` (the identity is never below ``kron``), with the ε left after the
-      probe (``epsilon_probe`` = :data:`PROBE_FRACTION` of ε when it is spent, else 0) and the
-      models' biases estimated from it (``bias``).
+      probes (``epsilon_probe``: :data:`PROBE_FRACTION` of ε when the probe is spent, plus
+      :data:`GUARD_FRACTION` when the guard is, else 0) and the models' biases estimated from the
+      probe (``bias``) and, with the guard, raised to its lower bound (``guard``; ``probe`` then
+      holds the probe's counts followed by the guard's, ``guard_shape`` the guard's table).
     """
     e = float(epsilon)
     d = len(shape)
     need = probe_needed(e, shape, n_hat)
     e_probe = e * PROBE_FRACTION if need else 0.0
-    e_rest = e - e_probe
     biases: dict[int, float] | None = None
     out: dict[str, Any] = {}
     if need:
         if probe is None:
             raise PpdpError("the default histogram's rule needs the bias probe's noisy counts")
-        counts = np.asarray(probe, dtype=np.float64)
-        if counts.size != math.prod(probe_shape(shape)) or not np.all(np.isfinite(counts)):
-            raise PpdpError(f"the bias probe holds {counts.size} counts, the rule wants "
-                            f"{math.prod(probe_shape(shape))} finite counts")
-        counts = counts.reshape(probe_shape(shape))
-        est = {w: probe_bias(counts, shape, e_probe, n_hat, w) for w in MARGINAL_WAYS if w < d}
+        flat = np.asarray(probe, dtype=np.float64).ravel()
+        k1, k2 = math.prod(probe_shape(shape)), math.prod(guard_shape(shape))
+        if flat.size < k1 or not np.all(np.isfinite(flat)):
+            raise PpdpError(f"the bias probe holds {flat.size} counts, the rule wants {k1} finite counts")
+        est = _probe_estimates(e, shape, n_hat, flat[:k1].reshape(probe_shape(shape)))
         biases = {w: v["bias"] for w, v in est.items()}
+        guard = _guard_wanted(e, shape, n_hat, est)
+        if flat.size != k1 + (k2 if guard else 0):
+            raise PpdpError(f"the bias probe holds {flat.size} counts, the rule wants {k1}"
+                            + (f" and the guard's {k2}" if guard else " (no guard here)"))
         out["probe"] = [int(v) for v in np.asarray(probe).ravel()]
         out["probe_shape"] = list(probe_shape(shape))
         out["bias"] = {f"marginals{w}": v for w, v in est.items()}
+        if guard:  # the second probe: its lower bound raises a model's squared bias, never lowers it
+            e_guard = e * GUARD_FRACTION
+            e_probe += e_guard
+            g = {w: guard_bound(flat[k1:].reshape(guard_shape(shape)), shape, e_guard, w) for w in est}
+            biases = {w: math.sqrt(max(biases[w] ** 2, g[w]["lower"])) for w in est}
+            out["guard_shape"] = list(guard_shape(shape))
+            out["epsilon_guard"] = e_guard
+            out["guard"] = {f"marginals{w}": {**v, "bias": biases[w]} for w, v in g.items()}
     elif probe is not None:
         raise PpdpError("the default histogram's rule spends no budget on a probe here, yet one is given")
+    e_rest = e - e_probe
     pred = predicted_errors(e_rest, shape, n_hat, biases)
     answer = max(float(n_hat), 1.0) * box_fraction(shape)
     signal = max(float(n_hat), 0.0) * e / math.prod(int(n) for n in shape)

@@ -23,7 +23,8 @@ the default ``dp`` that picks one of them by a documented rule on public facts.
   with the rest of ε, the strategy with the smallest predicted mean absolute error on a
   uniformly random box (:mod:`ppdp.claims.dp_rule`): in ≥ 3 dimensions ``kron`` (closed form)
   or the 1- or 2-way ``marginals`` (noise plus the model's bias, estimated from a bias probe of 5%
-  of ε when a model is in contention); in 2 dimensions ``kron``
+  of ε when a model is in contention, and a second probe of 10%, the guard, when the 1-way model
+  is chosen but not safe); in 2 dimensions ``kron``
   when N̂ε/cells ≥ 10, else ``agrid`` (α = 0.3, profile 0.1). The choice and the predictions are
   in the certificate; verify re-derives them.
 
@@ -40,8 +41,8 @@ import warnings
 import numpy as np
 
 from ...claims.dp import (AGRID_ALPHA, AGRID_C, AGRID_PROFILE, POSTPROCESSING, TOTAL_FRACTION, BudgetPlan, agrid_first_grid,
-                          budget_plan, dp_cell_steps, dp_probe_step, dp_replay_choice, expected_error, marginal_sets)
-from ...claims.dp_rule import probe_table
+                          budget_plan, dp_cell_steps, dp_guard_step, dp_probe_step, dp_replay_choice, expected_error, marginal_sets)
+from ...claims.dp_rule import guard_table, probe_table
 from ...errors import PpdpError
 from ...kernels.noise import Budget, Step, discrete_laplace_variance
 from ...kernels.strategies import kron_strategy, mode_product
@@ -301,12 +302,19 @@ class DefaultHistogram(_PostProcessed):
         probe = None
         if pstep is not None:  # the bias probe: the coarse table's noisy counts, read by the rule
             probe = [int(v) for v in np.asarray(budget.measure(rng, probe_table(x), pstep)).ravel()]
+            # the guard (a second probe, when the first leaves the 1-way model's choice unsafe); a
+            # replay follows its ledger
+            gstep = dp_guard_step(rest, x.shape, int(n_hat), probe, force=ledger is not None)
+            if ledger is not None and gstep is not None and not any(s.what == gstep.what for s in ledger):
+                gstep = None
+            if gstep is not None:
+                probe += [int(v) for v in np.asarray(budget.measure(rng, guard_table(x), gstep)).ravel()]
         if ledger is None:
             plan = budget_plan(self.name, params, x.shape, n_hat, probe)
             choice = dict(plan.choice or {})
         else:
             alg, way = dp_replay_choice(params, x.shape, int(n_hat), ledger)
-            e_cells = rest - (0.0 if pstep is None else pstep.epsilon)
+            e_cells = rest - sum(s.epsilon for s in budget.ledger[1:])
             steps = dp_cell_steps(e_cells, x.shape, params["dims"], int(n_hat), alg, way)
             plan = BudgetPlan(self.epsilon, e_cells, 0.0, cells=steps, cells_postprocessed=True, noisy_total=n_hat)
             choice = {"algorithm": alg, **({"way": way} if way else {})}
