@@ -15,7 +15,8 @@ unordered columns, guard, full-report switch) — in one thing only:
   rank-1 / rank-2 model of that column's value × SA table (the inverted counts of every value,
   their departure from n_a·π⁰ scaled by 1/√n_a, truncated SVD);
 - ``siblings-ordered``: siblings offered on ordered columns too; ``no-siblings``: none;
-- ``guard<k>σ``: the guard only where the shrunk count is at most k inversion standard deviations.
+- ``guard<k>σ``: the guard only where the shrunk count is at most k inversion standard deviations;
+- ``2c>c``: per query, ``2c``'s count where Norm-Sub's is above c (30, 100), the default's elsewhere.
 
 Writes benchmarks/results/subset_variants_<data>_<rho1>_<rho2>.json."""
 
@@ -169,6 +170,10 @@ def run(data: str, rho: tuple[float, float], seeds: int) -> dict:
                "no-siblings": finish(S, L, lattice(*args), full)}
         for k in (1, 2, 3):
             res[f"guard{k}σ"] = finish(S, L, base, full, guard_sd=k)
+        # per query from a public quantity: 2c's count where Norm-Sub's is above c, the default's elsewhere
+        plain_q = S.per_query(norm_sub(S.inversion(), S.n))
+        for c in (30, 100):
+            res[f"2c>{c}"] = np.where(plain_q > c, res["2c"], res["base"])
         for name, est in res.items():
             re = relative_error(true, est)
             per.setdefault(name, []).append({b: float(np.abs(est[true == 0]).mean()) if b == "zero" else
