@@ -99,6 +99,9 @@ RULES = {
     "pull 1/2 (1 - w), w the shrinkage weight at the fitted strength": lambda h: guard(h, pull=GUARD_PULL * (1 - h["w"])),
     "pull 1/2 (x_EB - x_NS)/x_EB": lambda h: guard(h, pull=GUARD_PULL * np.divide(np.maximum(h["X"] - h["ns"], 0), h["X"],
                                                                                      out=np.zeros_like(h["X"]), where=h["X"] > 0)),
+    "pull only where x_EB < 2 se": lambda h: guard(h, pull=np.where(_z(h, h["X"]) < 2, GUARD_PULL, 0.0)),
+    "pull only where x_EB < 3 se": lambda h: guard(h, pull=np.where(_z(h, h["X"]) < 3, GUARD_PULL, 0.0)),
+    "pull only where x_EB < 5 se": lambda h: guard(h, pull=np.where(_z(h, h["X"]) < 5, GUARD_PULL, 0.0)),
     "pull only where x_NS = 0": lambda h: guard(h, pull=np.where(h["ns"] <= 0, GUARD_PULL, 0.0)),
     "no pull where x_NS < 1/2 se and x_EB > 1 se": lambda h: guard(h, pull=np.where(
         (_z(h, h["ns"]) < 0.5) & (_z(h, h["X"]) > 1), 0.0, GUARD_PULL)),
