@@ -227,13 +227,15 @@ def test_dp_range_queries_on_unit_bins(custodian, tmp_path):
 def test_low_epsilon_refused_then_allowed(custodian, tmp_path):
     csv, sch_path, _ = custodian
     out = tmp_path / "low"
+    # seeded: the verdict reads the noisy total, which at this ε is "warn" in ~3 % of draws (10 of 300 seeds on a
+    # 3,000-row Adult sample), so an unseeded run of this test failed now and then
     r = CliRunner().invoke(cli, ["publish", "dpcube", str(csv), "--schema", str(sch_path), "-e", "0.0001",
-                                 "-o", str(out)])
+                                 "--seed", "0", "-o", str(out)])
     assert r.exit_code == 2 and not out.exists() and not (tmp_path / "low.custodian.json").exists()
     line = r.output.strip()
     assert "\n" not in line and "--epsilon" in line and "--allow-low-utility" in line and "mostly noise" in line
     ok = CliRunner().invoke(cli, ["publish", "dpcube", str(csv), "--schema", str(sch_path), "-e", "0.0001",
-                                  "--allow-low-utility", "-o", str(out)])
+                                  "--seed", "0", "--allow-low-utility", "-o", str(out)])
     assert ok.exit_code == 0, ok.output
     m = json.loads((out / "manifest.json").read_text())
     assert m["utility"]["verdict"] == "refuse" and m["utility"]["allowed_low_utility"] is True
