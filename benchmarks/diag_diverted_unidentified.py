@@ -54,19 +54,28 @@ TAU_GRID = (0.0, 0.25, 0.5, 1.0)
 SPIKE_GRID = (0.0, 0.01, 0.03, 0.1, 0.3)
 
 
-def fit_averaged(self, Xt, n, mu=None):
-    """``EBTransition.fit`` with the shrinkage factors averaged over the ρ grid, weights ∝ the
-    marginal likelihood (a flat prior on log ρ), and −2 log of the averaged likelihood returned."""
+def _grid_terms(self, Xt, n, mu=None):
+    """The terms every variant below shares with ``EBTransition.fit``: the prior mean μ, the
+    coordinates c of the departure from it, n floored at 1, log ρ and ρ on the strength grid, and
+    each coordinate's marginal variance v (rows, grid, coordinates)."""
     mu = n[:, None] * self.pi if mu is None else mu
     c = (Xt - mu) @ self.P
     nn = np.maximum(n, 1.0)
-    grid = np.exp(np.linspace(0.0, 1.0, diverted_eb.RHO_GRID)[None, :] * np.log(nn)[:, None])
+    lg = np.linspace(0.0, 1.0, diverted_eb.RHO_GRID)[None, :] * np.log(nn)[:, None]
+    grid = np.exp(lg)
     fpc = np.clip(1.0 - n / self.N, 0.0, 1.0) if self.N > 0 else np.ones(len(n))
     v = nn[:, None, None] * (grid[:, :, None] * (1.0 + self.q[None, None, :]) + fpc[:, None, None] * self.lam[None, None, :])
+    return mu, c, nn, lg, grid, v
+
+
+def fit_averaged(self, Xt, n, mu=None):
+    """``EBTransition.fit`` with the shrinkage factors averaged over the ρ grid, weights ∝ the
+    marginal likelihood (a flat prior on log ρ), and −2 log of the averaged likelihood returned."""
+    mu, c, nn, _, grid, v = _grid_terms(self, Xt, n, mu)
     nll = np.log(v).sum(axis=2) + (c[:, None, :] ** 2 / v).sum(axis=2)
     lo = nll.min(axis=1)
     w = np.exp(-(nll - lo[:, None]) / 2)
-    gg = grid[:, :, None] / (grid[:, :, None] * (1.0 + self.q[None, None, :]) + fpc[:, None, None] * self.lam[None, None, :])
+    gg = nn[:, None, None] * grid[:, :, None] / v
     g = np.einsum("rg,rgj->rj", w, gg) / w.sum(axis=1)[:, None]
     rho = np.exp((w * np.log(grid)).sum(axis=1) / w.sum(axis=1))
     best = lo - 2 * np.log(w.sum(axis=1) / w.shape[1])
@@ -79,13 +88,7 @@ def fit_per_coordinate(self, Xt, n, mu=None, tau=None):
     ``tau``, default ``TAU``) around the predicate's maximum-marginal-likelihood ρ̂ (a scale mixture: a
     direction in which the predicate deviates far from the prior is shrunk less)."""
     tau = TAU if tau is None else tau
-    mu = n[:, None] * self.pi if mu is None else mu
-    c = (Xt - mu) @ self.P
-    nn = np.maximum(n, 1.0)
-    lg = np.linspace(0.0, 1.0, diverted_eb.RHO_GRID)[None, :] * np.log(nn)[:, None]
-    grid = np.exp(lg)
-    fpc = np.clip(1.0 - n / self.N, 0.0, 1.0) if self.N > 0 else np.ones(len(n))
-    v = nn[:, None, None] * (grid[:, :, None] * (1.0 + self.q[None, None, :]) + fpc[:, None, None] * self.lam[None, None, :])
+    mu, c, nn, lg, grid, v = _grid_terms(self, Xt, n, mu)
     nll = np.log(v).sum(axis=2) + (c[:, None, :] ** 2 / v).sum(axis=2)
     j = np.argmin(nll, axis=1)
     rows = np.arange(len(n))
@@ -97,12 +100,7 @@ def fit_per_coordinate(self, Xt, n, mu=None, tau=None):
 
 
 def _spike_parts(self, Xt, n, mu):
-    mu = n[:, None] * self.pi if mu is None else mu
-    c = (Xt - mu) @ self.P
-    nn = np.maximum(n, 1.0)
-    grid = np.exp(np.linspace(0.0, 1.0, diverted_eb.RHO_GRID)[None, :] * np.log(nn)[:, None])
-    fpc = np.clip(1.0 - n / self.N, 0.0, 1.0) if self.N > 0 else np.ones(len(n))
-    v = nn[:, None, None] * (grid[:, :, None] * (1.0 + self.q[None, None, :]) + fpc[:, None, None] * self.lam[None, None, :])
+    mu, c, nn, _, grid, v = _grid_terms(self, Xt, n, mu)
     ell = -0.5 * (np.log(v) + c[:, None, :] ** 2 / v)  # (rows, grid, coordinates)
     return mu, c, nn, grid, v, ell
 

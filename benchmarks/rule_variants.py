@@ -107,18 +107,11 @@ seq25 = make_seq(0.05, 0.25, 0.2)
 
 # ---------------------------------------------------------------- two resolutions: a coarse lower bound
 def edges_at(shape, blocks):
-    out = []
-    for n in shape:
-        k = max(1, min(int(n), blocks))
-        out.append([int(v) for v in np.unique(np.round(np.linspace(0, int(n), k + 1)).astype(np.int64))])
-    return out
+    return R._block_edges(shape, blocks)
 
 
 def table_at(x, blocks):
-    y = np.asarray(x)
-    for ax, e in enumerate(edges_at(x.shape, blocks)):
-        y = np.add.reduceat(y, np.asarray(e[:-1], dtype=np.int64), axis=ax)
-    return y
+    return R._block_table(x, R._block_edges(x.shape, blocks))
 
 
 def excess_at(y, shape, eb, way, blocks, replicates=R.PROBE_REPLICATES):
