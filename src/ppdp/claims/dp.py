@@ -775,7 +775,7 @@ class DPClaim(Claim):
         for k in ("n_input", "n_published"):
             report.check(_integer(m.get(k)) == n_hat, f"{k} is the sum of the released noisy counts (not the exact N)",
                          f"the manifest's {k} {m.get(k)!r} is not the noisy total of the released counts, {n_hat}")
-        report.facts["noisy total (n_published)"] = n_hat
+        report.facts["sum of the released counts (n_published)"] = n_hat
         if source is not None and finite and integral:
             self._fit(release, report, source, params, dims, plan, storage)
 

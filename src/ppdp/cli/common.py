@@ -317,7 +317,8 @@ def report_release(release, path, cpath):
     m = release.manifest
     click.echo(f"published {m['mechanism']} release to {path}")
     if getattr(release, "n_is_estimate", False):  # ε-DP: the exact row count is never published
-        click.echo(f"  rows: noisy total {m['n_published']} (an ε-DP estimate, not the input's row count)")
+        click.echo(f"  rows: the released counts sum to {m['n_published']} (an ε-DP estimate, not the input's row count; "
+                   "the certificate's noisy_total, when there is one, is the rule's own noisy count, drawn apart)")
     else:
         click.echo(f"  rows: input {m['n_input']}, published {m['n_published']}, dropped {m['dropped']}")
     mv = m.get("missing_values")
