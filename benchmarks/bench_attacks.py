@@ -237,10 +237,11 @@ def main(argv=None) -> dict:
                 if isinstance(domains, str):
                     p.update(dims=dims, domains=domains)
                 else:  # binned columns: their public edges; the others: their declared domains
-                    from ppdp.schema import bin_edges
+                    from ppdp.schema import MISSING_LABEL, bin_edges
 
                     edges = {d: list(e) for d in dims if (e := bin_edges(table.domain(d))) is not None}
-                    p.update(dims=dims, bins=edges, domains={d: domains[d] for d in dims if d not in edges})
+                    p.update(dims=dims, bins=edges, domains={d: domains[d] for d in dims  # a binned column's missing cell: declared
+                                                             if d in domains and (d not in edges or MISSING_LABEL in domains[d])})
             t0, c0 = time.perf_counter(), time.process_time()
             rec = {"table": tname, "mechanism": name + (" (control)" if label else ""), "family": cls.family, "params": p,
                    "paramset": ps, "n_train": train.n_rows, "n_control": control.n_rows, "control_run": label}
