@@ -264,7 +264,8 @@ def main(argv=None) -> dict:
                     adv = adversary_disclosure(rel, train)
                     rec["adversary"] = adv
                     print(f"{tname:10s} {name:9s} adversary knowing the QIs: {adv['records_certain']} of {adv['n_records']} "
-                          f"certain, {adv['records_above_bound']} above the bound, max posterior {adv['max_posterior']:.3f} "
+                          f"certain, {adv['records_certain_in_set']} certain to hold one of the sensitive values, "
+                          f"{adv['records_above_bound']} above the bound, max posterior {adv['max_posterior']:.3f} "
                           f"({adv['max_posterior_value']}); manifest: {rec['disclosed']} certain", flush=True)
             except Exception as e:  # a table the mechanism refuses: a row with its reason
                 rec["error"] = f"{type(e).__name__}: {e}"
@@ -289,8 +290,10 @@ def main(argv=None) -> dict:
            "controls_flagged": [f"{r['table']}/{r['mechanism']}: {r['control_run']}: {', '.join(r.get('beats') or []) or 'not beaten'}"
                                 for r in rows if r.get("control_run")],
            "above_claim": [f"{r['table']}/{r['mechanism']} [{r['paramset']}]: {r['adversary']['records_above_bound']} above "
-                           f"the bound, {r['adversary']['records_certain']} certain" for r in rows
-                           if (r.get("adversary") or {}).get("records_above_bound") or (r.get("adversary") or {}).get("records_certain")],
+                           f"the bound, {r['adversary']['records_certain']} certain, {r['adversary']['records_certain_in_set']} certain in the "
+                           "sensitive set" for r in rows
+                           if any((r.get("adversary") or {}).get(k) for k in ("records_above_bound", "records_certain",
+                                                                              "records_certain_in_set"))],
            "published_disclosing": [f"{r['table']}/{r['mechanism']} [{r['paramset']}]: exit 0, {r['publish_default']['line']}"
                                     for r in rows if (r.get("publish_default") or {}).get("exit") == 0
                                     and ((r["publish_default"].get("disclosure") or {}).get("records_certain") or 0) > 0],

@@ -13,7 +13,10 @@ claim's own disclosure formula (the figure :func:`ppdp.claims.state_disclosure` 
 
 A record's value is **disclosed with certainty** when the adversary's posterior of its true
 value is 1, and is **above the bound** when it exceeds the claim's posterior bound for that value
-(``claim_of(manifest).bound()``; values the claim bounds nothing for have bound 1).
+(``claim_of(manifest).bound()``; values the claim bounds nothing for have bound 1). Where the
+declared sensitive values are several but not all, a record holding one of them is **certain in
+the set** when the adversary's posterior that it holds *some* declared value is 1 (the protected
+fact itself, e.g. "had an affair", though no single value is certain).
 """
 
 from __future__ import annotations
@@ -149,8 +152,13 @@ def adversary_disclosure(release, table, sensitive_values: Sequence[str] | None 
     per_certain = np.bincount(tv[certain], minlength=len(labels))
     per_above = np.bincount(tv[above], minlength=len(labels))
     mp = float(post[judged].max()) if judged.any() else float("nan")
+    # the declared values as one fact ("holds one of them"), when they are at least two and not every value
+    set_certain = 0
+    if 2 <= int(sens.sum()) < len(labels):
+        p_set = np.where(known, P[np.maximum(tk, 0)][:, sens].sum(axis=1), 0.0)
+        set_certain = int((judged & (p_set >= CERTAIN)).sum())
     return {"n_records": int(len(tv)), "linked": int(known.sum()), "records_certain": int(certain.sum()),
-            "records_above_bound": int(above.sum()), "max_posterior": mp,
+            "records_above_bound": int(above.sum()), "records_certain_in_set": set_certain, "max_posterior": mp,
             "max_posterior_value": labels[int(tv[judged][np.argmax(post[judged])])] if judged.any() else None,
             "per_value_certain": {labels[i]: int(k) for i, k in enumerate(per_certain) if k},
             "per_value_above_bound": {labels[i]: int(k) for i, k in enumerate(per_above) if k},
