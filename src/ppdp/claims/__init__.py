@@ -106,8 +106,8 @@ class Claim:
             return
         exposed = exposed_values(derived, declared)
         in_set = sensitive_set_disclosure(release, declared)
-        if in_set is not None:
-            st_set = stated.get("sensitive_set")
+        st_set = stated.get("sensitive_set")
+        if in_set is not None and (in_set["records_certain"] or st_set is not None):  # stated, or it should be
             said = int(st_set.get("records_certain") or 0) if isinstance(st_set, Mapping) else None
             report.check(said == in_set["records_certain"], "the disclosure of the sensitive values as a set re-derived "
                          "from the files", f"the release discloses that {in_set['records_certain']:,} record(s) hold one "
