@@ -167,6 +167,18 @@ def cli_verdict(tname: str, mech: str, params: dict, dims: list[str] | None) -> 
     return rec
 
 
+def _adv_hit(r: dict) -> bool:
+    a = r.get("adversary") or {}
+    return any(a.get(k) for k in ("records_above_bound", "records_certain", "records_certain_in_set"))
+
+
+def _adv_line(r: dict) -> str:
+    a, v = r["adversary"], r.get("publish_default") or {}
+    return (f"{r['table']}/{r['mechanism']} [{r['paramset']}]: of {a['n_records']} training records {a['records_certain']} "
+            f"certain, {a['records_certain_in_set']} certain to hold one of the sensitive values, {a['records_above_bound']} "
+            f"above the bound; ppdp publish on the whole file: exit {v.get('exit')}")
+
+
 def markdown(res: dict) -> str:
     """The attack table of docs/attacks.md: table × family × attack → success with its 95% interval,
     the control's success, the risk, the formal bound and whether the attack beats it."""
@@ -289,11 +301,11 @@ def main(argv=None) -> dict:
            "beaten": [f"{r['table']}/{r['mechanism']} [{r.get('paramset')}]: {', '.join(r['beats'])}" for r in rows if r.get("beats") and not r.get("control_run")],
            "controls_flagged": [f"{r['table']}/{r['mechanism']}: {r['control_run']}: {', '.join(r.get('beats') or []) or 'not beaten'}"
                                 for r in rows if r.get("control_run")],
-           "above_claim": [f"{r['table']}/{r['mechanism']} [{r['paramset']}]: {r['adversary']['records_above_bound']} above "
-                           f"the bound, {r['adversary']['records_certain']} certain, {r['adversary']['records_certain_in_set']} certain in the "
-                           "sensitive set" for r in rows
-                           if any((r.get("adversary") or {}).get(k) for k in ("records_above_bound", "records_certain",
-                                                                              "records_certain_in_set"))],
+           # the adversary who knows the QIs, on the training-half release (published with allow_disclosure to measure it),
+           # split by what `ppdp publish` does with the same parameters on the whole file (exit 0: a default user gets it)
+           "adversary_published": [_adv_line(r) for r in rows if _adv_hit(r) and (r.get("publish_default") or {}).get("exit") == 0],
+           "adversary_refused_by_publish": [_adv_line(r) for r in rows if _adv_hit(r)
+                                            and (r.get("publish_default") or {}).get("exit") not in (0, None)],
            "published_disclosing": [f"{r['table']}/{r['mechanism']} [{r['paramset']}]: exit 0, {r['publish_default']['line']}"
                                     for r in rows if (r.get("publish_default") or {}).get("exit") == 0
                                     and ((r["publish_default"].get("disclosure") or {}).get("records_certain") or 0) > 0],
