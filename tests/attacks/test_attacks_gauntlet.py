@@ -65,3 +65,22 @@ def test_linkability_power_control_flags_exact_counts_claiming_a_small_epsilon()
     r = _link(attack_release(rel, train, control, n_attacks=300, seed=0))
     assert bool(r["beats_bound"]) and r["success_lo"] > r["bound"], r.to_dict()
     assert np.isclose(r["success"], honest["success"])
+
+
+def test_qi_adversary_on_a_binary_randomized_release_stays_within_rho2():
+    """Titanic (binary survived, 38% yes) under uniform perturbation at the custodian's ρ1 = 0.4,
+    ρ2 = 0.7: the adversary who links each passenger to the published rows with the same
+    quasi-identifiers never passes ρ2 on the SA' value; power control: the same release whose
+    certificate claims ρ2 = 0.4 is caught."""
+    from ppdp.audit.certain import adversary_disclosure
+
+    sch = load_schema(GAUNTLET / "schemas" / "titanic.toml")
+    t = read_table(GAUNTLET / "data" / "titanic.csv", sch)
+    rel = ppdp.publish(t, ppdp.registry.mechanism("uniform")(rho1=0.4, rho2=0.7), seed=0)
+    adv = adversary_disclosure(rel, t)
+    assert adv["linked"] == t.n_rows and adv["bound"]["yes"] == pytest.approx(0.7) and adv["bound"]["no"] == 1.0
+    assert adv["records_certain"] == 0 and adv["records_above_bound"] == 0, adv
+    yes = int(np.sum(t.codes("survived") == list(t.domain("survived")).index("yes")))
+    rel.manifest["certificate"]["rho2"] = 0.4
+    tampered = adversary_disclosure(rel, t)
+    assert tampered["per_value_above_bound"].get("yes", 0) > 0.2 * yes, tampered
