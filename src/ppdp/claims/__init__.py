@@ -220,6 +220,20 @@ def sensitive_set_disclosure(release, declared) -> dict[str, Any] | None:
     in_set = np.isin(dom, [str(v) for v in declared])
     if in_set.sum() < 2 or in_set.all():
         return None
+    values = [v for v, m in zip(dom, in_set) if m]
+    layout: Any = getattr(release, "layout", None)
+    if "st" not in release.tables and layout is not None and getattr(layout, "types", None) is not None:
+        if getattr(release, "fake_values", 0):  # a streamed plan with fakes: its buckets are not at hand here
+            return None
+        types = np.asarray(layout.types, dtype=np.float64)  # the block engine's bucket types (real counts) …
+        mult = np.asarray(layout.mult, dtype=np.float64)  # … and how many buckets have each
+        total, inside = types.sum(axis=1), types[:, in_set].sum(axis=1)
+        certain = (total > 0) & (inside >= total - 0.5)
+        share = np.divide(inside, total, out=np.zeros(len(total)), where=total > 0)
+        return {"records_certain": int((total * mult)[certain].sum()), "values": values,
+                "max_posterior": float(share.max()) if len(share) else 0.0}
+    if "st" not in release.tables:
+        return None
     b = release.buckets()
     sb, sc = np.asarray(b["sb"], dtype=np.int64), np.asarray(b["sc"], dtype=np.int64)
     cnt = np.asarray(b["count"], dtype=np.float64)
@@ -229,7 +243,7 @@ def sensitive_set_disclosure(release, declared) -> dict[str, Any] | None:
     inside = np.bincount(sb, weights=cnt * in_set[sc], minlength=nb)
     certain = (total > 0) & (inside >= total - 0.5)
     share = np.divide(inside, total, out=np.zeros(nb), where=total > 0)
-    return {"records_certain": int(sizes[certain].sum()), "values": [v for v, m in zip(dom, in_set) if m],
+    return {"records_certain": int(sizes[certain].sum()), "values": values,
             "max_posterior": float(share.max()) if nb else 0.0}
 
 
