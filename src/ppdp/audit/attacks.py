@@ -22,7 +22,10 @@ release family):
   n·p·(1−p)^(n−1) (smaller).
 - **linkability**: the quasi-identifiers split into two halves (alternately); for a target the
   nearest attacker record (Gower distance) on each half; success = both halves point at the
-  same record (identical copies count as one record).
+  same record (identical copies count as one record). Where several records tie as nearest the
+  attacker picks one at random and the success counted is its probability, |A ∩ B| / (|A|·|B|)
+  for the two tied sets (one shared tie-break would decide every target with the same labels
+  together, and a coarse table would swing between 0 and a whole group's share).
 - **attribute inference**: the nearest attacker record on every column but the secret (the
   sensitive attribute) gives the guess; success = the guess is the target's value.
 - **reconstruction** (histograms): the reconstructed cell counts x̂ (least squares, rounded)
@@ -179,12 +182,8 @@ class AttackReport:
 
 
 # ----------------------------------------------------------------------------- distances
-def _gower_nn(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.ndarray, rng) -> np.ndarray:
-    """Index into ``pool`` of each target's nearest record on ``cols`` (Gower distance: a
-    mismatch on a categorical column, |Δ|/range on a numeric one); ties broken by a random
-    priority of the pool's records."""
-    if not len(pool):
-        raise ReleaseError("the release gives the attacker no record")
+def _gower_scales(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.ndarray) -> list[float | None]:
+    """Each column's Gower range over the pool and the targets (None: categorical, or one value)."""
     scale: list[float | None] = []
     for j in cols:
         nv = data.numeric[j]
@@ -194,8 +193,11 @@ def _gower_nn(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.n
         vals = np.concatenate([nv[pool[:, j]], nv[targets[:, j]]])
         rng_ = float(np.nanmax(vals) - np.nanmin(vals)) if np.isfinite(vals).any() else 0.0
         scale.append(rng_ if rng_ > 0 else None)
-    prio = rng.random(len(pool)) * 1e-6
-    out = np.empty(len(targets), np.int64)
+    return scale
+
+
+def _gower_chunks(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.ndarray, scale):
+    """(slice, Gower distances of those targets to every pool record), in chunks of ~4M entries."""
     step = max(1, 4_000_000 // max(len(pool), 1))
     for s in range(0, len(targets), step):
         t = targets[s:s + step]
@@ -208,8 +210,27 @@ def _gower_nn(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.n
                 assert nv is not None
                 diff = np.abs(nv[t[:, j]][:, None] - nv[pool[:, j]][None, :]) / sc
                 d += np.where(np.isnan(diff), 1.0, np.minimum(diff, 1.0))
-        out[s:s + step] = np.argmin(d + prio[None, :], axis=1)
+        yield slice(s, s + len(t)), d
+
+
+def _gower_nn(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.ndarray, rng) -> np.ndarray:
+    """Index into ``pool`` of each target's nearest record on ``cols`` (Gower distance: a
+    mismatch on a categorical column, |Δ|/range on a numeric one); ties broken by a random
+    priority of the pool's records."""
+    if not len(pool):
+        raise ReleaseError("the release gives the attacker no record")
+    scale = _gower_scales(data, targets, cols, pool)
+    prio = rng.random(len(pool)) * 1e-6
+    out = np.empty(len(targets), np.int64)
+    for sl, d in _gower_chunks(data, targets, cols, pool, scale):
+        out[sl] = np.argmin(d + prio[None, :], axis=1)
     return out
+
+
+def _nearest_sets(data: AttackData, targets: np.ndarray, cols: list[int], pool: np.ndarray, scale):
+    """(slice, boolean matrix: pool records at the least Gower distance from each target)."""
+    for sl, d in _gower_chunks(data, targets, cols, pool, scale):
+        yield sl, d <= d.min(axis=1, keepdims=True) + 1e-12
 
 
 def _targets(records: np.ndarray, n: int, rng) -> np.ndarray:
@@ -232,20 +253,31 @@ def inference(data: AttackData, n_attacks: int, rng) -> tuple[AttackOutcome, np.
 
 
 def linkability(data: AttackData, n_attacks: int, rng) -> AttackOutcome:
-    """Linkability (module doc): the non-secret columns split alternately into two halves."""
+    """Linkability (module doc): the non-secret columns split alternately into two halves. A
+    half's nearest records may tie (coarse columns: every record with the target's label); the
+    attacker picks one of them at random, so a target's success is the probability that the two
+    picks are the same record, |A ∩ B| / (|A|·|B|) for the tied sets A and B — its expectation
+    over the tie-breaks, not one shared draw (one draw decides every target with the same
+    labels at once, which makes the successes of those targets move together)."""
     aux = [j for j in range(len(data.columns)) if j != data.secret]
     if len(aux) < 2:
         return AttackOutcome("linkability", 0, 0, 0, 0, note="needs at least two non-secret columns")
     a, b = aux[0::2], aux[1::2]
     pool, _ = np.unique(data.synth, axis=0, return_inverse=True)  # identical copies are one record
+    if not len(pool):
+        raise ReleaseError("the release gives the attacker no record")
     res = []
     for recs in (data.train, data.control):
         tg = _targets(recs, n_attacks, rng)
-        ia = _gower_nn(data, tg, a, pool, rng)
-        ib = _gower_nn(data, tg, b, pool, rng)
-        res.append((len(tg), float(np.sum(ia == ib))))
+        k = 0.0
+        sets_b = dict((sl.start, m) for sl, m in _nearest_sets(data, tg, b, pool, _gower_scales(data, tg, b, pool)))
+        for sl, ma in _nearest_sets(data, tg, a, pool, _gower_scales(data, tg, a, pool)):
+            mb = sets_b[sl.start]
+            k += float(np.sum((ma & mb).sum(axis=1) / (ma.sum(axis=1) * mb.sum(axis=1))))
+        res.append((len(tg), k))
     halves = f"{'+'.join(data.columns[j] for j in a)} | {'+'.join(data.columns[j] for j in b)}"
-    return AttackOutcome("linkability", res[0][0], res[0][1], res[1][0], res[1][1], note=f"halves {halves}")
+    return AttackOutcome("linkability", res[0][0], res[0][1], res[1][0], res[1][1],
+                         note=f"halves {halves}; ties broken at random (expected success)")
 
 
 def _match_counts(records: np.ndarray, data: AttackData, cols: np.ndarray, vals: np.ndarray, ops: np.ndarray) -> np.ndarray:

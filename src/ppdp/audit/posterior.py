@@ -56,6 +56,9 @@ class AuditResult:
     exposed: dict[str, int] = field(default_factory=dict)
     #: the manifest records that its publisher allowed that disclosure (``--allow-disclosure``)
     disclosure_allowed: bool = False
+    #: records known with certainty to hold one of the declared sensitive values, though no single
+    #: value is certain (:func:`ppdp.claims.sensitive_set_disclosure`; stated, not a failure)
+    exposed_set: int = 0
 
     @property
     def n_violations(self) -> int:
@@ -97,7 +100,12 @@ class AuditResult:
         if self.n_violations:
             return f"VIOLATIONS: {self.n_violations} record class(es) exceed the bound"
         which = "" if self.sensitive_values is None else f" (sensitive values: {', '.join(self.sensitive_values) or 'none'})"
-        return f"OK: no violations, and no sensitive value disclosed with certainty{which}"
+        in_set = ""
+        if self.exposed_set:
+            n = int((self.disclosure or {}).get("n_records") or 0)
+            in_set = (f"; but {self.exposed_set:,} of {n:,} records are disclosed with certainty to hold one of the "
+                      "sensitive values (every value in their buckets is a sensitive one)")
+        return f"OK: no violations, and no sensitive value disclosed with certainty{which}{in_set}"
 
 
 def audit_release(release, table=None, sensitive_values=None) -> AuditResult:
@@ -127,7 +135,7 @@ def judge(res: AuditResult, release, sensitive_values=None) -> AuditResult:
     sensitive value the release discloses with certainty (its claim's disclosure, the figure
     ``publish`` refuses on) and whether the manifest records that this was allowed; mark each
     summary row ``sensitive``."""
-    from ..claims import declared_sensitive, exposed_values
+    from ..claims import declared_sensitive, exposed_values, sensitive_set_disclosure
 
     stated = release.manifest.get("disclosure")
     stated = stated if isinstance(stated, dict) else {}
@@ -141,6 +149,8 @@ def judge(res: AuditResult, release, sensitive_values=None) -> AuditResult:
             res.disclosure = None
     res.sensitive_values = declared
     res.exposed = exposed_values(res.disclosure, declared)
+    in_set = sensitive_set_disclosure(release, declared)
+    res.exposed_set = int(in_set["records_certain"]) if in_set else 0
     res.disclosure_allowed = bool(stated.get("disclosure_allowed") or stated.get("full_disclosure_allowed"))
     if len(res.summary) and "value" in res.summary:
         keep = None if declared is None else set(declared)

@@ -105,6 +105,14 @@ class Claim:
                          f"the manifest's disclosure declares sensitive_values = {declared!r}, not a list of labels")
             return
         exposed = exposed_values(derived, declared)
+        in_set = sensitive_set_disclosure(release, declared)
+        st_set = stated.get("sensitive_set")
+        # stated, or it should be (a streamed plan with fake values does not state it at publish)
+        if in_set is not None and (st_set is not None or (in_set["records_certain"] and not getattr(release, "fake_values", 0))):
+            said = int(st_set.get("records_certain") or 0) if isinstance(st_set, Mapping) else None
+            report.check(said == in_set["records_certain"], "the disclosure of the sensitive values as a set re-derived "
+                         "from the files", f"the release discloses that {in_set['records_certain']:,} record(s) hold one "
+                         f"of the sensitive values with certainty; the manifest says {said!r}")
         if exposed:
             k = sum(exposed.values())
             report.check(bool(stated.get("disclosure_allowed") is True
@@ -197,12 +205,58 @@ def _values_text(exposed: Mapping[str, int], most: int = 5) -> str:
     return ", ".join(f"{v}: {k:,}" for v, k in top[:most]) + (f", … ({len(top) - most} more)" if len(top) > most else "")
 
 
+def sensitive_set_disclosure(release, declared) -> dict[str, Any] | None:
+    """Records a receiver knows to hold *one of* the declared sensitive values, though no single
+    value is certain: in a bucketized release, the rows of every bucket whose published values
+    (fakes included) are all declared sensitive. None when the question does not arise (no
+    declaration, fewer than two declared values, every value declared, or not a bucketized
+    release). A bucket holding only sensitive values discloses the protected fact itself (on
+    Fair's affairs table, "had an affair" for 1,570 of 1,578 women at the default θ = 8) while each
+    value's share stays within its bound."""
+    import numpy as np
+
+    if declared is None or getattr(release, "family", None) != "bucketized" or not hasattr(release, "buckets"):
+        return None
+    dom = [str(x) for x in release.domains[release.sa]]
+    in_set = np.isin(dom, [str(v) for v in declared])
+    if in_set.sum() < 2 or in_set.all():
+        return None
+    values = [v for v, m in zip(dom, in_set) if m]
+    layout: Any = getattr(release, "layout", None)
+    if "st" not in release.tables and layout is not None and getattr(layout, "types", None) is not None:
+        if getattr(release, "fake_values", 0):  # a streamed plan with fakes: its buckets are not at hand here
+            return None
+        types = np.asarray(layout.types, dtype=np.float64)  # the block engine's bucket types (real counts) …
+        mult = np.asarray(layout.mult, dtype=np.float64)  # … and how many buckets have each
+        total, inside = types.sum(axis=1), types[:, in_set].sum(axis=1)
+        certain = (total > 0) & (inside >= total - 0.5)
+        share = np.divide(inside, total, out=np.zeros(len(total)), where=total > 0)
+        return {"records_certain": int((total * mult)[certain].sum()), "values": values,
+                "max_posterior": float(share.max()) if len(share) else 0.0}
+    if "st" not in release.tables:
+        return None
+    b = release.buckets()
+    sb, sc = np.asarray(b["sb"], dtype=np.int64), np.asarray(b["sc"], dtype=np.int64)
+    cnt = np.asarray(b["count"], dtype=np.float64)
+    sizes = np.asarray(b["sizes"], dtype=np.int64)
+    nb = len(sizes)
+    total = np.bincount(sb, weights=cnt, minlength=nb)
+    inside = np.bincount(sb, weights=cnt * in_set[sc], minlength=nb)
+    certain = (total > 0) & (inside >= total - 0.5)
+    share = np.divide(inside, total, out=np.zeros(nb), where=total > 0)
+    return {"records_certain": int(sizes[certain].sum()), "values": values,
+            "max_posterior": float(share.max()) if nb else 0.0}
+
+
 def state_disclosure(release, allow_disclosure: bool = False, sensitive_values=None) -> dict[str, Any] | None:
     """Write the release's disclosure into its manifest (``disclosure``, with the declared
     ``sensitive_values``: None means every value is sensitive) and refuse a release that
     discloses a sensitive value of any record with certainty (the claim's :meth:`Claim.disclosure`,
     computed from the files) unless ``allow_disclosure`` (recorded as ``disclosure_allowed``;
-    verify re-derives it). Raises :class:`~ppdp.errors.DisclosureError`."""
+    verify re-derives it). Raises :class:`~ppdp.errors.DisclosureError`. Records known with
+    certainty to hold *one of* several declared values (:func:`sensitive_set_disclosure`) are
+    stated (``sensitive_set``, in the disclosure line publish prints and in the README) and
+    re-derived by verify, not refused."""
     from ..errors import DisclosureError
 
     d = disclosure_of(release)
@@ -212,6 +266,9 @@ def state_disclosure(release, allow_disclosure: bool = False, sensitive_values=N
     declared = declared_sensitive(release, sensitive_values)
     d["sensitive_values"] = declared
     exposed = exposed_values(d, declared)
+    in_set = sensitive_set_disclosure(release, declared)
+    if in_set is not None:
+        d["sensitive_set"] = in_set
     if exposed:
         k, n = sum(exposed.values()), int(d.get("n_records") or 0)
         if not allow_disclosure:
@@ -235,8 +292,14 @@ def disclosure_statement(d: Mapping[str, Any] | None) -> str:
     mp = d.get("max_posterior")
     post = ("" if mp is None else f"; the largest posterior of any sensitive value for any record is {float(mp):.4g}"
             + (f" ({d['max_posterior_value']})" if d.get("max_posterior_value") is not None else ""))
+    in_set = d.get("sensitive_set") or {}
+    set_k = int(in_set.get("records_certain") or 0)
+    set_text = ("" if not set_k else
+                f"; {set_k:,} of {n:,} records ({set_k / max(n, 1):.1%}) are disclosed with certainty to hold one of the "
+                f"sensitive values ({', '.join(in_set.get('values') or [])})"
+                + (" (explicitly allowed)" if d.get("disclosure_allowed") else ""))
     if k == 0:
-        return f"disclosure: no record's sensitive value is disclosed with certainty{post}"
+        return f"disclosure: no record's sensitive value is disclosed with certainty{set_text}{post}"
     per = d.get("per_value") or {}
     top = sorted(per.items(), key=lambda kv: -kv[1])
     shown = ", ".join(f"{lab}: {c:,}" for lab, c in top[:5]) + (f", … ({len(top) - 5} more values)" if len(top) > 5 else "")
@@ -247,7 +310,7 @@ def disclosure_statement(d: Mapping[str, Any] | None) -> str:
               f"; of a declared sensitive value ({', '.join(declared) or 'none'}): {sum(exposed.values()):,}"
               if exposed else f"; none of them a declared sensitive value ({', '.join(declared) or 'none'})")
     return (f"disclosure: the release discloses the sensitive value of {k:,} of {n:,} records with certainty "
-            f"({k / n:.1%}){allowed} — by value: {shown}{judged}{post}")
+            f"({k / n:.1%}){allowed} — by value: {shown}{judged}{set_text}{post}")
 
 
 def claim_class(model: str) -> type[Claim]:
@@ -280,5 +343,6 @@ def _load() -> None:
 
 
 __all__ = ["Claim", "claim_class", "claim_of", "disclosure_of", "state_disclosure", "disclosure_statement",
+           "sensitive_set_disclosure",
            "is_full_disclosure", "exposed_values", "declared_sensitive", "FULL_DISCLOSURE_FLAG", "ALLOW_DISCLOSURE_FLAG",
            "SENSITIVE_VALUE_FLAG"]
