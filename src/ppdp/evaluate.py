@@ -320,7 +320,8 @@ def _privacy_of(rel, table, sensitive_values=None) -> dict[str, Any]:
 
     out: dict[str, Any] = {"claim": "", "bound": "", "max_posterior": math.nan, "max_posterior_protected": math.nan,
                            "max_posterior_sensitive": math.nan, "records_certain": math.nan,
-                           "records_certain_sensitive": math.nan, "disclosed_values": "", "epsilon": math.nan}
+                           "records_certain_sensitive": math.nan, "records_certain_in_set": math.nan,
+                           "disclosed_values": "", "epsilon": math.nan}
     try:
         out["claim"] = claim_of(rel.manifest).statement()
     except Exception as e:  # a claim that cannot state itself is shown as such
@@ -336,6 +337,8 @@ def _privacy_of(rel, table, sensitive_values=None) -> dict[str, Any]:
         exposed = exposed_values(d, d.get("sensitive_values"))
         out["records_certain_sensitive"] = float(sum(exposed.values()))
         out["disclosed_values"] = "+".join(sorted(exposed, key=lambda v: -exposed[v]))
+        in_set = d.get("sensitive_set")  # records known to hold *one of* the declared values (ppdp.claims)
+        out["records_certain_in_set"] = float(in_set.get("records_certain") or 0) if isinstance(in_set, dict) else 0.0
     try:
         a = audit_release(rel, table, sensitive_values)
         out["bound"] = a.bound_name
@@ -586,6 +589,7 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
             "records_certain": col("records_certain"),
             "max_posterior_sensitive": col("max_posterior_sensitive"),
             "records_certain_sensitive": col("records_certain_sensitive"),
+            "records_certain_in_set": col("records_certain_in_set"),
             "disclosed_values": "+".join(sorted({v for x in (ok["disclosed_values"] if "disclosed_values" in ok else [])
                                                  if isinstance(x, str) for v in x.split("+") if v})),
             "n_published": col("n_published"), "epsilon": col("epsilon"),
@@ -603,8 +607,8 @@ def model_table(results: pd.DataFrame, runs: pd.DataFrame, specs: Sequence[Model
 RULE = ("drop the models that failed on this table or failed verification; drop the models that "
         "disclose a sensitive value of any record with certainty (a release publish refuses){cap}; among the "
         "rest take the lowest {metric}; among the models whose mean error lies inside the best one's {level:.0%} "
-        "interval over trials, prefer the most private — fewest records disclosed with certainty, then the lowest "
-        "largest posterior on a sensitive value found by the audit, then the smallest ε.")
+        "interval over trials, prefer the most private — fewest records disclosed with certainty, then fewest known "
+        "with certainty to hold one of the sensitive values, then the lowest largest posterior on a sensitive value found by the audit, then the smallest ε.")
 
 
 def _num(v) -> float:
@@ -680,9 +684,10 @@ def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior:
     b_hi = best[f"{metric}_hi"] if best[f"{metric}_hi"] == best[f"{metric}_hi"] else best[metric]
     overlap = m[m[metric] <= b_hi]
     post_col = "max_posterior_sensitive" if "max_posterior_sensitive" in overlap else "max_posterior"
-    overlap = overlap.assign(_c=overlap["records_certain"].fillna(0), _p=overlap[post_col].fillna(1.0),
-                             _e=overlap["epsilon"].fillna(0.0))
-    pick = overlap.sort_values(["_c", "_p", "_e", metric]).iloc[0]
+    in_set = overlap["records_certain_in_set"] if "records_certain_in_set" in overlap else pd.Series(0.0, overlap.index)
+    overlap = overlap.assign(_c=overlap["records_certain"].fillna(0), _s=in_set.fillna(0.0),
+                             _p=overlap[post_col].fillna(1.0), _e=overlap["epsilon"].fillna(0.0))
+    pick = overlap.sort_values(["_c", "_s", "_p", "_e", metric]).iloc[0]
     out["candidates"] = list(m["model"])
     out["model"] = pick["model"]
     why = f"its {words} is {pick[metric]:.4g}"
@@ -694,6 +699,10 @@ def recommend(models: pd.DataFrame, metric: str = "mean_rel_err", max_posterior:
     if pick["records_certain"] == pick["records_certain"]:
         why += (f"; it discloses no sensitive value with certainty ({int(pick['records_certain']):,} records' value "
                 "disclosed in all)" if pick["records_certain"] else "; it discloses no record's value with certainty")
+    k_set = _num(pick.get("records_certain_in_set"))
+    if k_set == k_set and k_set > 0:
+        why += (f", but {int(k_set):,} records are disclosed with certainty to hold one of the sensitive values "
+                "(no single value)")
     if pick["family"] == "histogram":
         why += f"; ε = {pick['epsilon']:g} (ε-differential privacy bounds no posterior)"
     elif pick[post_col] == pick[post_col]:

@@ -108,3 +108,36 @@ def test_schema_file_gives_dp_models_their_domains_and_bins(tmp_path):
     # the missing cell, declared (as `ppdp publish --schema` builds them)
     assert m.loc["cells:epsilon=1.0", "filled"] == "dims=age+sex+race, domains=declared"
     assert m["error"].isna().all()
+
+
+def test_recommendation_prefers_models_that_do_not_disclose_the_sensitive_set():
+    """Among models inside the best one's interval, one whose buckets tell that records hold *one
+    of* the declared sensitive values (no single value certain) is less private than one that does
+    not; when it is the pick, the reason says what it discloses."""
+    m = _models([
+        {"model": "f", "mean_rel_err": 0.20, "mean_rel_err_lo": 0.15, "mean_rel_err_hi": 0.26, "max_posterior": 0.2,
+         "records_certain_in_set": 1570.0},
+        {"model": "g", "mean_rel_err": 0.24, "max_posterior": 0.4, "records_certain_in_set": 0.0},
+        {"model": "h", "mean_rel_err": 0.40, "max_posterior": 0.1},
+    ])
+    r = recommend(m)
+    assert r["model"] == "g" and "more private" in r["reason"] and "hold one of the sensitive values" in r["rule"]
+    r2 = recommend(m[m["model"] != "g"])
+    assert r2["model"] == "f" and "1,570 records are disclosed with certainty to hold one of the sensitive values" in r2["reason"]
+
+
+def test_evaluate_reports_the_sensitive_set_of_a_real_table(tmp_path):
+    """Fair's affairs (the gauntlet's fair.tsv, every affairs bin but 'none' declared sensitive):
+    F'-privacy at θ = 8 puts 1,570 women who had an affair in buckets holding only affair values;
+    evaluate's models.csv carries that count beside the per-value one (0), and Anatomy does not."""
+    from pathlib import Path
+
+    g = Path(__file__).resolve().parents[1] / "gauntlet"
+    r = CliRunner().invoke(cli, ["evaluate", str(g / "data" / "fair.tsv"), "--schema", str(g / "schemas" / "fair.toml"),
+                                 "--model", "fprivacy:theta=8", "--queries", "50", "--trials", "1", "--seed", "0",
+                                 "--out", str(tmp_path / "f")])
+    assert r.exit_code == 0, r.output
+    m = pd.read_csv(tmp_path / "f" / "models.csv").set_index("model")
+    row = m.loc["fprivacy:theta=8"]
+    assert row["records_certain_sensitive"] == 0 and row["records_certain_in_set"] == 1570
+    assert "1,570 records are disclosed with certainty to hold one of the sensitive values" in r.output

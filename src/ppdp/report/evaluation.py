@@ -99,6 +99,9 @@ def _certain_text(row) -> str:
     s = row.get("records_certain_sensitive", math.nan)
     if c and s == s:
         text += f"; of a sensitive value: {int(s):,}" if s else "; none of a sensitive value"
+    k = row.get("records_certain_in_set", math.nan)
+    if k == k and k > 0:
+        text += f"; {int(k):,} known to hold one of the sensitive values"
     return text
 
 
