@@ -36,7 +36,8 @@ the median width / true count (true count ≥ 1); CPU seconds.
         [--releases 50] [--estimators default|all] [--name coverage_gauntlet]
 
 Each invocation MERGES its cases into benchmarks/results/<name>.json (so tables and families can
-be run in separate invocations of ≤ ~5 minutes each).
+be run in separate invocations of ≤ ~5 minutes each); ``--merge other1,other2`` folds the cases of
+runs made in parallel under other names into <name>.
 """
 
 from __future__ import annotations
@@ -265,6 +266,42 @@ def run_case(table: str, mech: str, releases: int, which: str) -> dict:
     return out
 
 
+def summary(res: dict) -> str:
+    """Markdown: per mechanism, the default estimator's lowest coverage over the tables in each
+    bin (and which table), the median width / count range; then every flagged case."""
+    cols = ("overall", *BINS)
+    lines = ["| mechanism | default estimator (kind) | tables | " + " | ".join(f"lowest {c}" for c in cols)
+             + " | median width / count |", "|---" * (len(cols) + 4) + "|"]
+    flagged = []
+    for mech in MECHANISMS:
+        cases = {k.split("/")[0]: v for k, v in res["cases"].items() if k.split("/")[1] == mech and "estimators" in v}
+        if not cases:
+            continue
+        label = kind = ""
+        low: dict = {c: (2.0, "") for c in cols}
+        widths = []
+        for table, case in cases.items():
+            for name, r in case["estimators"].items():
+                if r.get("miss") or r.get("miss_clustered"):
+                    flagged.append(f"- {table}/{mech} `{name}` ({r['kind']}): binomial miss {r['miss'] or '—'}, "
+                                   f"clustered miss {r['miss_clustered'] or '—'}; "
+                                   + ", ".join(f"{c} {r[c]['coverage']:.3f} (tolerance {r[c]['tolerance']:.3f}, "
+                                               f"± {r[c]['se_between_releases']:.3f})" for c in r['miss'] + [
+                                                   x for x in r['miss_clustered'] if x not in r['miss']]))
+                if not name.startswith("default"):
+                    continue
+                label, kind = name, r["kind"]
+                for c in cols:
+                    if r.get(c) and r[c]["coverage"] < low[c][0]:
+                        low[c] = (r[c]["coverage"], table)
+                if r.get("median_width_over_true") is not None:
+                    widths.append(r["median_width_over_true"])
+        cells = [f"{v:.3f} ({t})" if t else "—" for v, t in (low[c] for c in cols)]
+        lines.append(f"| {mech} | {label} ({kind}) | {len(cases)} | " + " | ".join(cells)
+                     + f" | {min(widths):.2f}–{max(widths):.2f} |")
+    return "\n".join(lines + ["", "Flagged (any estimator):", *(flagged or ["- none"])])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tables", default=",".join(TABLES))
@@ -272,7 +309,23 @@ def main() -> None:
     ap.add_argument("--releases", type=int, default=50)
     ap.add_argument("--estimators", choices=("default", "all"), default="all")
     ap.add_argument("--name", default="coverage_gauntlet")
+    ap.add_argument("--summary", action="store_true", help="print the markdown summary of <name>.json and stop")
+    ap.add_argument("--merge", default="", help="comma-separated result names (run in parallel under other "
+                    "--name values) whose cases and runs to merge into --name, then stop")
     a = ap.parse_args()
+    if a.summary:
+        print(summary(json.loads((Path(__file__).parent / "results" / f"{a.name}.json").read_text())))
+        return
+    if a.merge:
+        path = Path(__file__).parent / "results" / f"{a.name}.json"
+        res = json.loads(path.read_text()) if path.exists() else {"cases": {}}
+        for other in [x for x in a.merge.split(",") if x]:
+            o = json.loads((Path(__file__).parent / "results" / f"{other}.json").read_text())
+            res["cases"].update(o["cases"])
+            res.setdefault("runs", []).extend(o.get("runs", []))
+            res.update({k: v for k, v in o.items() if k not in ("cases", "runs")})
+        print(write_result(a.name, res))
+        return
     tables = [x for x in a.tables.split(",") if x]
     mechs = [x for x in a.mechanisms.split(",") if x]
     bad = sorted(set(tables) - set(TABLES)) + sorted(set(mechs) - set(MECHANISMS))
