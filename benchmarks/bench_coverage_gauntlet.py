@@ -272,7 +272,7 @@ def summary(res: dict) -> str:
     cols = ("overall", *BINS)
     lines = ["| mechanism | default estimator (kind) | tables | " + " | ".join(f"lowest {c}" for c in cols)
              + " | median width / count |", "|---" * (len(cols) + 4) + "|"]
-    flagged = []
+    flagged, wide = [], []
     for mech in MECHANISMS:
         cases = {k.split("/")[0]: v for k, v in res["cases"].items() if k.split("/")[1] == mech and "estimators" in v}
         if not cases:
@@ -288,6 +288,10 @@ def summary(res: dict) -> str:
                                    + ", ".join(f"{c} {r[c]['coverage']:.3f} (tolerance {r[c]['tolerance']:.3f}, "
                                                f"± {r[c]['se_between_releases']:.3f})" for c in r['miss'] + [
                                                    x for x in r['miss_clustered'] if x not in r['miss']]))
+                w = r.get("median_width_over_true")
+                if r.get("overall") and r["overall"]["coverage"] > 0.995 and w is not None and w > 2:
+                    wide.append(f"{table}/{mech} `{name}` ({r['kind']}): coverage {r['overall']['coverage']:.3f}, "
+                                f"median width / count {w:.2f}")
                 if not name.startswith("default"):
                     continue
                 label, kind = name, r["kind"]
@@ -299,7 +303,10 @@ def summary(res: dict) -> str:
         cells = [f"{v:.3f} ({t})" if t else "—" for v, t in (low[c] for c in cols)]
         lines.append(f"| {mech} | {label} ({kind}) | {len(cases)} | " + " | ".join(cells)
                      + f" | {min(widths):.2f}–{max(widths):.2f} |")
-    return "\n".join(lines + ["", "Flagged (any estimator):", *(flagged or ["- none"])])
+    refused = sorted(k for k, v in res["cases"].items() if "refused" in v)
+    return "\n".join(lines + ["", "Flagged (any estimator):", *(flagged or ["- none"]), "",
+                              "Coverage > 0.995 with a median width above twice the count:",
+                              *(f"- {x}" for x in wide or ["none"]), "", "Refused (not eligible): " + ", ".join(refused)])
 
 
 def main() -> None:
