@@ -54,7 +54,8 @@ METHOD = ("profile likelihood ratio under the known channel: per sub-table, the 
           "the selected values among the predicate's n_j rows modelled as Bin(n_j, b_j + p_j·x_j/n_j) "
           "(conservative relative to the exact Poisson-binomial), the true count of each sub-table "
           "constrained to [0, n_j] and profiled out; interval = {X : deviance ≤ χ²₁(level)}, no "
-          "prior and no model of the data")
+          "prior and no model of the data; a true count of 0 (of n_P) kept by an exact Poisson-bounded test of "
+          "the published selected (not selected) count where the deviance's χ² calibration fails")
 
 AUTO_METHOD = (f"per query: where a sub-table holding the count has n_j·b_j < {AUTO_BELOW:g} (few published "
                "selected values from other rows: the normal approximation fails), " + METHOD + "; elsewhere the "
@@ -142,17 +143,64 @@ def profile_interval(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray,
     return x_hat, lower, upper
 
 
+def zero_accepted(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, level: float = 0.95) -> np.ndarray:
+    """Per query: whether an exact test at size 1 − ``level`` accepts a true count of 0.
+
+    At X = 0 every x_j is 0 and the published selected count Y = Σ_j y_j is a sum of independent
+    Bin(n_j, b_j) — known exactly, no approximation. The χ²₁ calibration of the deviance fails
+    there: X = 0 pins every sub-table to its boundary at once, and with a handful of rows per
+    sub-table the likelihood ratio is far from its limit (one row publishing the selected value
+    with b_j = 0.1 gives a deviance of 2·log(a_j/b_j) > 3.84 for a_j > 0.69, yet P(y_j ≥ 1 | x_j = 0)
+    = 0.1). The test: a Bernoulli(b) is stochastically smaller than a Poisson(−log(1 − b)) (equal
+    mass at 0, the rest pushed up), so Y is stochastically smaller than Poisson(μ), μ = −Σ_j n_j
+    log(1 − b_j), and P(Y ≥ y | X = 0) ≤ P(Poisson(μ) ≥ y): rejecting X = 0 only when the latter is
+    ≤ 1 − level keeps the coverage at X = 0 at least ``level`` (one-sided: only a large Y speaks
+    against X = 0)."""
+    y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    n = np.atleast_2d(np.asarray(n, dtype=np.float64))
+    b = np.broadcast_to(np.asarray(b, dtype=np.float64), y.shape)
+    a = np.broadcast_to(np.asarray(a, dtype=np.float64), y.shape)
+    live = (n > 0) & (a > b)
+    Y = np.where(live, np.clip(np.rint(y), 0.0, n), 0.0).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        mu = np.where(live, -n * np.log1p(-np.clip(b, 0.0, 1.0 - 1e-15)), 0.0).sum(axis=1)
+    p_value = np.where(Y > 0, stats.poisson.sf(Y - 1, mu), 1.0)
+    return p_value > 1.0 - level
+
+
+def full_accepted(y: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, level: float = 0.95) -> np.ndarray:
+    """Per query: whether an exact test at size 1 − ``level`` accepts the largest count, X = Σ n_j
+    (every row meeting the predicate holds a selected value). The mirror image of
+    :func:`zero_accepted`: there every x_j = n_j and the rows publishing a value NOT selected,
+    Σ_j (n_j − y_j), are a sum of independent Bin(n_j, 1 − a_j); the same Poisson bound applies
+    with the roles of the two probabilities swapped (1 − a_j for b_j, 1 − b_j for a_j). Without
+    it the deviance's χ² calibration fails at this edge as at 0: four one-row sub-tables with
+    a_j = 0.55, b_j = 0.05 hold the true count 4 with probability 0.76 only."""
+    y = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    n = np.atleast_2d(np.asarray(n, dtype=np.float64))
+    a = np.broadcast_to(np.asarray(a, dtype=np.float64), y.shape)
+    b = np.broadcast_to(np.asarray(b, dtype=np.float64), y.shape)
+    return zero_accepted(n - np.clip(y, 0.0, n), n, 1.0 - b, 1.0 - a, level)
+
+
 def setup_interval(setup, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(X̂, lower, upper, small) for every query of a uniform-channel workload setup (the per-query,
     per-sub-table published selected counts, rows and selected values of
-    ``ppdp.estimators.randomized.UniformSetup``): :func:`profile_interval`, and whether the
+    ``ppdp.estimators.randomized.UniformSetup``): :func:`profile_interval`, its lower end set to 0
+    where the exact test of :func:`zero_accepted` keeps a true count of 0 and its upper end to the
+    largest possible count where :func:`full_accepted` keeps that, and whether the
     query is in the small-sample regime of :data:`AUTO_BELOW`."""
     k = setup.k_per_query()
     n = setup.n_per_query()
     b = setup.q * k
     a = np.where(k > 0, setup.p + b, b)  # no selected value in a sub-table's domain: its count is 0, no parameter
     small = ((n > 0) & (k > 0) & (n * b < AUTO_BELOW)).any(axis=1)
-    return (*profile_interval(setup.per_query(setup.Y), n, a, b, level), small)
+    y = setup.per_query(setup.Y)
+    x_hat, lower, upper = profile_interval(y, n, a, b, level)
+    lower = np.where(zero_accepted(y, n, a, b, level), 0.0, lower)
+    top = np.where((n > 0) & (a > b), n, 0.0).sum(axis=1)  # the largest count the query can have
+    upper = np.where(full_accepted(y, n, a, b, level), np.maximum(top, upper), upper)
+    return x_hat, lower, upper, small
 
 
-__all__ = ["AUTO_BELOW", "AUTO_METHOD", "METHOD", "profile_interval", "setup_interval"]
+__all__ = ["AUTO_BELOW", "AUTO_METHOD", "METHOD", "full_accepted", "profile_interval", "setup_interval", "zero_accepted"]
