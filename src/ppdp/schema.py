@@ -66,7 +66,9 @@ MISSING_POLICIES = ("error", "category", "drop")
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
-_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing")
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands")
+#: thousands separators a number may be written with ("1,234.5", "1 234", "1'234", "1_234")
+THOUSANDS = (",", ".", " ", "'", "_")
 _COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
 _BIN_KEYS = ("width", "count", "min", "max", "quantiles")
 
@@ -137,6 +139,8 @@ class FileOptions:
     na: tuple[str, ...] = ("?",)
     strip: bool = False
     missing: str = "error"
+    #: the thousands separator of numbers written "1,234.56" (None: numbers have none)
+    thousands: str | None = None
 
 
 @dataclass(frozen=True)
@@ -293,6 +297,10 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
         if fdoc["missing"] not in MISSING_POLICIES:
             bad("file.missing", f"must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {fdoc['missing']!r}")
         fo["missing"] = fdoc["missing"]
+    if "thousands" in fdoc:
+        if fdoc["thousands"] not in THOUSANDS:
+            bad("file.thousands", f"must be one of {', '.join(map(repr, THOUSANDS))}, got {fdoc['thousands']!r}")
+        fo["thousands"] = fdoc["thousands"]
     if fo.get("header") is False and "names" not in fo:
         bad("file.names", "required when file.header = false (the file has no row of names)")
     cdoc = doc.get("columns", {})
@@ -504,11 +512,42 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     if dup:
         raise SchemaError(f"{p.name}: duplicate column name(s) {dup}; every column needs its own name")
     df.columns = names
+    if opts.thousands:
+        df = ungroup_thousands(df, opts.thousands, opts.na)
     if opts.header and df.shape[0] == 0:
         raise PpdpError(f"the input table {p.name} is empty")
     # a trailing empty line in a file without a header is one row of nothing
     if df.shape[0] and all(v in ("", None) for v in df.iloc[-1].tolist()):
         df = df.iloc[:-1]
+    return df
+
+
+def thousands_pattern(sep: str) -> re.Pattern:
+    """A number written with ``sep`` between groups of three digits ("1,234", "-12,345.6")."""
+    t = re.escape(sep)
+    return re.compile(rf"[+-]?\d{{1,3}}(?:{t}\d{{3}})+(?:\.\d+)?")
+
+
+def ungroup_thousands(df: pd.DataFrame, sep: str, na: Sequence[str] = ()) -> pd.DataFrame:
+    """Remove the thousands separator from the numbers of every text column whose present
+    values are all numbers, plain or grouped ("1,018.52" → "1018.52"); a column holding any
+    other text is left as written."""
+    grouped = thousands_pattern(sep)
+    plain = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
+            continue
+        vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
+        vals = vals[~vals.isin(["", *na])]
+        is_grouped = vals.map(lambda v: grouped.fullmatch(v) is not None)
+        if not is_grouped.any() or not (is_grouped | vals.map(lambda v: plain.fullmatch(v) is not None)).all():
+            continue
+        m = s.isin(set(vals[is_grouped]))
+        out[c] = s.where(~m, s[m].str.replace(sep, "", regex=False))
+    if out:
+        df = df.assign(**out)
     return df
 
 

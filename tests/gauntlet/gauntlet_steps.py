@@ -62,6 +62,25 @@ TABLES: dict[str, dict] = {
                     refused={"anatomy": r"needs every SA frequency ≤ 1/ℓ",
                              "global": r"retention 0.5 ≤ 1/m = 1/2",
                              "diverted": r"not eligible for ℓ' = 2"}),
+    # the second batch: wider tables, an identifier, dates, continuous and very skewed sensitive
+    # columns, missing sensitive values, BOM, CRLF, quoted thousands separators, label variants
+    "covid_testing": dict(file="covid_testing.csv.gz", dims="gender,age,result", group="demo_group",
+                          where="age >= 18 AND age < 45",
+                          refused={"anatomy": r"needs every SA frequency ≤ 1/ℓ",
+                                   "diverted": r"not eligible for ℓ' = 2"}),
+    "cps1988": dict(file="cps1988.csv.gz", dims="region,experience,wage", group="region",
+                    where="experience >= 10 AND experience < 30", params={"fprivacy": ["--theta", "2"]}),
+    "schooling": dict(file="schooling.csv", dims="age76,black,wage76", group="black",
+                      where="age76 >= 25 AND age76 < 30",
+                      params={"fprivacy": ["--theta", "2"], "sdr": ["--rho1", "0.2", "--rho2", "0.5"],
+                              "uniform": ["--rho1", "0.2", "--rho2", "0.5"]}),
+    "nmes1988": dict(file="nmes1988.tsv.gz", dims="gender,age,visits", group="gender", where="age >= 7 AND age < 8",
+                     params={"fprivacy": ["--theta", "2"]}),
+    "nhefs": dict(file="nhefs.csv.gz", dims="sex,age,wt82_71", group="sex", where="age >= 30 AND age < 50",
+                  params={"fprivacy": ["--theta", "2"]}),
+    "acs12": dict(file="acs12.psv", dims="gender,age,income", group="race", where="age >= 20 AND age < 40"),
+    "nlswork": dict(file="nlswork.csv.gz", dims="race,age,ln_wage", group="race", where="age >= 30 AND age < 40",
+                    params={"fprivacy": ["--theta", "2"]}),
 }
 
 #: ``params``: the parameters this table's custodian picks where PUBLISH's do not fit it (F'-privacy's θ
@@ -79,6 +98,7 @@ PUBLISH: dict[str, list[str]] = {
     "diverted": ["--l-prime", "2"],
     "dp": ["--epsilon", "1"],
     "dpcube": ["--epsilon", "1"],
+    "subset": ["--rho1", "0.1", "--rho2", "0.5"],
 }
 DP = ("dp", "dpcube")
 EVALUATED = ("fprivacy", "sdr", "dpcube")  # one model per family: bucketized, randomized, histogram

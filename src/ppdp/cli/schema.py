@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import math
@@ -61,14 +62,23 @@ def infer(input_path, out, encoding):
     if not lines:
         raise PpdpError(f"{p.name} is empty")
     sep, why_sep = _guess_sep(lines)
-    rows = [[f.strip() for f in ln.split(sep.strip() or sep)] for ln in lines]
+    raw_rows = [_split(ln, sep) for ln in lines]
+    rows = [[f.strip() for f in r] for r in raw_rows]
     header, why_header = _guess_header(rows)
     names = [r.strip() for r in rows[0]] if header else [f"col{i + 1}" for i in range(len(rows[0]))]
     na = [m for m in _NA_CANDIDATES if any(m in r for r in rows[1 if header else 0:])]
-    strip = sep != sep.strip() or any(f != f.strip() for ln in lines[:50] for f in ln.split(sep.strip() or sep))
     opts = FileOptions(sep=sep, header=header, names=None if header else tuple(names), encoding=enc,
-                       na=tuple(na), strip=strip, missing="category" if na else "error")
+                       na=tuple(na), strip=sep == ", ", missing="category" if na else "error")
     df = read_frame(p, opts)
+    # spaces around values anywhere in the file (not only in the sampled lines)
+    strip = sep == ", " or any(_padded(df[c]) for c in df.columns)
+    thousands, why_thousands = _guess_thousands(df, na, sep)
+    codes, why_codes = _guess_codes(df, na)
+    markers, na = na, na + codes
+    opts = dataclasses.replace(opts, na=tuple(na), strip=strip, thousands=thousands,
+                               missing="category" if na else "error")
+    if strip or thousands or codes:
+        df = read_frame(p, opts)
     n = len(df)
     cols = []
     for c in df.columns:
@@ -93,9 +103,15 @@ def infer(input_path, out, encoding):
         out_lines.append(f"names = {_toml(names)}   # the file has no names: rename these")
     out_lines += [
         f"encoding = {_toml(enc)}   # guessed: {why_enc}",
-        f"na = {_toml(na)}   # " + (f"guessed: these markers occur in the file ({', '.join(na)})" if na else
-                                    "no missing-value marker seen (an empty cell is always missing)"),
+        f"na = {_toml(na)}   # " + "; ".join(
+            ([f"guessed: these markers occur in the file ({', '.join(markers)})"] if markers else [])
+            + ([f"guessed: {why_codes}"] if codes else [])
+            or ["no missing-value marker seen (an empty cell is always missing)"]),
         f"strip = {'true' if strip else 'false'}   # " + ("spaces around values seen" if strip else "no spaces around values"),
+    ]
+    if thousands:
+        out_lines.append(f"thousands = {_toml(thousands)}   # guessed: {why_thousands}")
+    out_lines += [
         f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if opts.missing == "category" else
                                                    "a missing value is an error"),
         "",
@@ -163,15 +179,84 @@ def _key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name, ensure_ascii=False)
 
 
+def _split(line: str, sep: str) -> list[str]:
+    """The fields of one line, a separator inside double quotes kept in its field (as the
+    reader does: "1,018.52" is one field of a ','-separated line)."""
+    return next(csv.reader([line], delimiter=sep[0], skipinitialspace=sep == ", "), [])
+
+
 def _guess_sep(lines: list[str]) -> tuple[str, str]:
-    """The separator splitting every sampled line into the same number (> 1) of fields."""
+    """The separator splitting every sampled line into the same number (> 1) of fields
+    (fields in double quotes may hold it)."""
     for sep in _SEPS:
-        counts = {ln.count(sep) for ln in lines}
-        if len(counts) == 1 and counts.pop() > 0:
+        counts = {len(_split(ln, sep)) for ln in lines}
+        if len(counts) == 1 and counts.pop() > 1:
             if sep == ", " and any(ln.count(",") != ln.count(", ") for ln in lines):
                 continue
-            return sep, f"every sampled line has the same number of {sep!r}"
+            quoted = any('"' in ln for ln in lines)
+            return sep, f"every sampled line has the same number of {sep!r}" + (" outside quotes" if quoted else "")
     return ",", "no separator splits every line evenly; check it"
+
+
+def _padded(s) -> bool:
+    """Some value of a text column has spaces around it."""
+    v = s.dropna().astype(str)
+    return bool((v != v.str.strip()).any())
+
+
+def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
+    """A thousands separator when some column holds only numbers, some of them grouped
+    ("1,018.52" beside "354.94")."""
+    from ..schema import THOUSANDS, thousands_pattern, ungroup_thousands
+
+    for t in THOUSANDS:
+        if t == ".":  # "1.234" is more often a decimal than a grouped thousand
+            continue
+        pat = thousands_pattern(t)
+        cols = [c for c in df.columns if df[c].astype(str).map(
+            lambda v, pat=pat: pat.fullmatch(v) is not None).any()]
+        if not cols:
+            continue
+        fixed = ungroup_thousands(df[cols], t, na)
+        got = [c for c in cols if not fixed[c].equals(df[c])]
+        if got:
+            ex = next(v for v in df[got[0]] if pat.fullmatch(str(v)))
+            return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
+    return None, ""
+
+
+#: numbers that surveys use as missing-value codes
+_CODES = ("999", "9999", "99999", "-9", "-99", "-999", "-9999", "-1", "-8", "-88", "-888")
+
+
+def _guess_codes(df, na: list[str]) -> tuple[list[str], str]:
+    """Missing-value codes written as numbers (999, -9 …): a code that, in some numeric
+    column, lies far outside the column's other values (above twice their largest, or negative
+    below values that are never negative)."""
+    import numpy as np
+    import pandas as pd
+
+    found: dict[str, list[str]] = {}
+    for c in df.columns:
+        s = df[c].astype(str)
+        s = s[~s.isin(["", *na])]
+        nums = pd.to_numeric(s, errors="coerce")
+        if not len(s) or nums.isna().any():
+            continue
+        for code in _CODES:
+            hit = (s == code).to_numpy()
+            if not hit.any() or hit.all():
+                continue
+            rest = nums.to_numpy(float)[~hit]
+            v = float(code)
+            far = v > 2 * max(np.max(rest), 1.0) if v > 0 else (np.min(rest) >= 0 and np.unique(rest).size > 1)
+            if far:
+                found.setdefault(code, []).append(str(c))
+    # a negative code only when it also marks a second column: -1 alone is too often a value
+    codes = [k for k, cs in found.items() if float(k) > 0 or len(cs) > 1]
+    why = "; ".join(f"{k} looks like a missing-value code in {', '.join(found[k][:5])}"
+                    + (" …" if len(found[k]) > 5 else "") + " (far outside the other values)" for k in codes)
+    return codes, why
 
 
 def _is_num(x: str) -> bool:

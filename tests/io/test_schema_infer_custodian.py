@@ -1,0 +1,106 @@
+"""`ppdp schema infer` and the reader on what a custodian's own export holds: numbers with a
+thousands separator inside quotes, numeric missing-value codes (999), tab separators, values
+with spaces around them, and a DP histogram dimension whose domain is not declared."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+from click.testing import CliRunner
+
+from ppdp.cli import cli
+from ppdp.schema import load_schema, read_table
+
+rng = np.random.default_rng(0)
+
+
+def _infer(path, tmp_path):
+    out = tmp_path / "s.toml"
+    r = CliRunner().invoke(cli, ["schema", "infer", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return tomllib.loads(out.read_text(encoding="utf-8")), out.read_text(encoding="utf-8")
+
+
+def _wages(tmp_path):
+    w = np.round(rng.lognormal(6.2, 0.6, 300), 2)
+    lines = ["wage,region,age"] + [
+        (f'"{x:,.2f}"' if x >= 1000 else f"{x:.2f}") + f",{'north' if i % 2 else 'south'},{20 + i % 40}"
+        for i, x in enumerate(w)]
+    p = tmp_path / "w.csv"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert (w >= 1000).sum() > 10
+    return p, w
+
+
+def test_quoted_thousands_are_numbers(tmp_path):
+    p, w = _wages(tmp_path)
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["sep"] == "," and "no separator splits" not in text  # the quoted ',' is no separator
+    assert s["file"]["thousands"] == ","
+    assert s["columns"]["wage"]["type"] == "numeric"
+    sch = tmp_path / "r.toml"
+    sch.write_text('[file]\nthousands = ","\nna = []\n[columns.wage]\nrole = "sensitive"\ntype = "numeric"\n'
+                   'bins = [0, 500, 1000, 100000]\n[columns.region]\nrole = "quasi"\n', encoding="utf-8")
+    t = read_table(p, sch)
+    got = np.asarray(t.counts("wage"))
+    want = [(w < 500).sum(), ((w >= 500) & (w < 1000)).sum(), (w >= 1000).sum()]
+    assert got.tolist() == [int(x) for x in want]  # every "1,234.56" counted in its bin
+
+
+def test_thousands_leave_text_columns_alone(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text('a,b\n"1,234",x\n"5,6",y\n12,z\n', encoding="utf-8")
+    sch = tmp_path / "r.toml"
+    sch.write_text('[file]\nthousands = ","\nna = []\n[columns.a]\nrole = "quasi"\n[columns.b]\nrole = "sensitive"\n',
+                   encoding="utf-8")
+    assert sorted(read_table(p, sch).domain("a")) == ["1,234", "12", "5,6"]  # "5,6" is no grouped number
+    bad = tmp_path / "b.toml"
+    bad.write_text('[file]\nthousands = "x"\n', encoding="utf-8")
+    r = CliRunner().invoke(cli, ["publish", "anatomy", str(p), "--schema", str(bad), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "file.thousands" in r.output and "Traceback" not in r.output
+
+
+def test_numeric_missing_code_is_proposed(tmp_path):
+    ages = 20 + np.arange(400) % 40
+    lines = ["id,age,hours,union"] + [
+        f"{i},{999 if i % 29 == 0 else a},{999 if i % 13 == 0 else 35 + i % 10},{i % 2}" for i, a in enumerate(ages)]
+    p = tmp_path / "n.csv"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["na"] == ["999"] and s["file"]["missing"] == "category"
+    assert "999 looks like a missing-value code in age, hours" in text
+    assert s["columns"]["age"]["bins"]["max"] <= 100  # bins over the ages, not up to 1,000
+
+
+def test_no_code_where_the_value_is_ordinary(tmp_path):
+    p = tmp_path / "n.csv"
+    p.write_text("x,y\n" + "".join(f"{i * 7},{'-1' if i % 5 == 0 else i % 9 - 3}\n" for i in range(300)), encoding="utf-8")
+    s, _ = _infer(p, tmp_path)
+    assert s["file"]["na"] == []  # 999 is an ordinary multiple of 7 here, -1 an ordinary value of y
+
+
+def test_tab_separated_file_is_not_stripped(tmp_path):
+    p = tmp_path / "t.tsv"
+    p.write_text("a\tb\n" + "".join(f"{i % 4}\t{'x' if i % 2 else 'y'}\n" for i in range(60)), encoding="utf-8")
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["sep"] == "\t" and s["file"]["strip"] is False, text
+    padded = tmp_path / "p.psv"
+    padded.write_text("a|b\n" + "".join(f"{i % 4}|{'x ' if i == 150 else 'y'}\n" for i in range(200)), encoding="utf-8")
+    assert _infer(padded, tmp_path)[0]["file"]["strip"] is True  # a padded value beyond the first 50 lines
+
+
+def test_dp_dimension_without_a_domain_names_the_schema_key(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("age,sex,y\n" + "".join(f"{20 + i % 30},{'f' if i % 2 else 'm'},{'a' if i % 3 else 'b'}\n"
+                                          for i in range(300)), encoding="utf-8")
+    sch = tmp_path / "s.toml"
+    sch.write_text('[file]\nna = []\n[columns.age]\nrole = "quasi"\ntype = "numeric"\n[columns.sex]\nrole = "quasi"\n'
+                   'domain = ["f", "m"]\n[columns.y]\nrole = "sensitive"\ndomain = ["a", "b"]\n', encoding="utf-8")
+    load_schema(sch)
+    r = CliRunner().invoke(cli, ["publish", "dp", str(p), "--schema", str(sch), "--epsilon", "1", "--dims", "age,sex,y",
+                                 "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2, r.output
+    line = r.output.strip()
+    assert len(line.splitlines()) == 1 and "--dims age" in line and "[columns.age]" in line and "--domains age=" in line
+    assert "domains={" not in line and not (tmp_path / "o").exists()
