@@ -66,7 +66,7 @@ MISSING_POLICIES = ("error", "category", "drop")
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
-_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands")
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "lowercase")
 #: thousands separators a number may be written with ("1,234.5", "1 234", "1'234", "1_234")
 THOUSANDS = (",", ".", " ", "'", "_")
 _COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
@@ -141,6 +141,8 @@ class FileOptions:
     missing: str = "error"
     #: the thousands separator of numbers written "1,234.56" (None: numbers have none)
     thousands: str | None = None
+    #: read every text value in lower case ("WHITE", "White" and "white" are one label)
+    lowercase: bool = False
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,10 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
         if fdoc["thousands"] not in THOUSANDS:
             bad("file.thousands", f"must be one of {', '.join(map(repr, THOUSANDS))}, got {fdoc['thousands']!r}")
         fo["thousands"] = fdoc["thousands"]
+    if "lowercase" in fdoc:
+        if not isinstance(fdoc["lowercase"], bool):
+            bad("file.lowercase", f"must be true or false, got {fdoc['lowercase']!r}")
+        fo["lowercase"] = fdoc["lowercase"]
     if fo.get("header") is False and "names" not in fo:
         bad("file.names", "required when file.header = false (the file has no row of names)")
     cdoc = doc.get("columns", {})
@@ -512,6 +518,10 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     if dup:
         raise SchemaError(f"{p.name}: duplicate column name(s) {dup}; every column needs its own name")
     df.columns = names
+    if opts.lowercase:
+        # missing markers keep their spelling: a marker 'NA' stays missing, never the label 'na'
+        df = df.apply(lambda s: s.where(s.isin(list(opts.na)) | s.isna(), s.astype(str).str.lower())
+                      if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) else s)
     if opts.thousands:
         df = ungroup_thousands(df, opts.thousands, opts.na)
     if opts.header and df.shape[0] == 0:

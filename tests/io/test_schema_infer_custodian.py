@@ -104,3 +104,21 @@ def test_dp_dimension_without_a_domain_names_the_schema_key(tmp_path):
     line = r.output.strip()
     assert len(line.splitlines()) == 1 and "--dims age" in line and "[columns.age]" in line and "--domains age=" in line
     assert "domains={" not in line and not (tmp_path / "o").exists()
+
+
+def test_case_and_space_variants_are_one_label(tmp_path):
+    labels = ["white", "black", "asian"]
+    rows = []
+    for i in range(300):
+        v = labels[i % 3]
+        v = v.upper() if i % 17 == 0 else v + " " if i % 19 == 0 else v
+        rows.append(f"{v}|{'NA' if i % 23 == 0 else 20 + i % 50}|{'yes' if i % 2 else 'no'}")
+    p = tmp_path / "a.psv"
+    p.write_text("race|age|y\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["strip"] is True and s["file"]["lowercase"] is True, text
+    assert s["columns"]["race"]["domain"] == ["asian", "black", "white"]
+    t = read_table(p, tmp_path / "s.toml")
+    assert sorted(t.domain("race")) == ["asian", "black", "white"]
+    assert sum(t.counts("race")) == 300  # every row counted under its one label
+    assert "(missing)" in t.domain("age") or "NA" not in t.domain("age")  # the marker 'NA' stays missing

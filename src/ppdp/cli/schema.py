@@ -79,6 +79,10 @@ def infer(input_path, out, encoding):
                                missing="category" if na else "error")
     if strip or thousands or codes:
         df = read_frame(p, opts)
+    cased = _case_variants(df, na)
+    if cased:
+        opts = dataclasses.replace(opts, lowercase=True)
+        df = read_frame(p, opts)
     n = len(df)
     cols = []
     for c in df.columns:
@@ -111,6 +115,10 @@ def infer(input_path, out, encoding):
     ]
     if thousands:
         out_lines.append(f"thousands = {_toml(thousands)}   # guessed: {why_thousands}")
+    if cased:
+        ex = "; ".join(f"{c}: {' / '.join(map(repr, v))}" for c, v in list(cased.items())[:3])
+        out_lines.append(f"lowercase = true   # guessed: labels differing only in case ({ex}): one label each; "
+                         "set false if case matters")
     out_lines += [
         f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if opts.missing == "category" else
                                                    "a missing value is an error"),
@@ -223,6 +231,25 @@ def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
             ex = next(v for v in df[got[0]] if pat.fullmatch(str(v)))
             return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
     return None, ""
+
+
+def _case_variants(df, na: list[str]) -> dict[str, list[str]]:
+    """Text columns holding labels that differ only in case ('WHITE', 'white'): per column,
+    one such group of spellings."""
+    out = {}
+    for c in df.columns:
+        v = df[c].dropna().astype(str)
+        v = v[~v.isin(["", *na])]
+        u = v.unique()
+        if len(u) < 2 or len(u) > 1000 or all(_is_num(x) for x in u[:50]):
+            continue
+        groups: dict[str, list[str]] = {}
+        for x in u:
+            groups.setdefault(x.lower(), []).append(x)
+        multi = [sorted(g) for g in groups.values() if len(g) > 1]
+        if multi:
+            out[str(c)] = multi[0]
+    return out
 
 
 #: numbers that surveys use as missing-value codes
