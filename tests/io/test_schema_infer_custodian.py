@@ -122,3 +122,18 @@ def test_case_and_space_variants_are_one_label(tmp_path):
     assert sorted(t.domain("race")) == ["asian", "black", "white"]
     assert sum(t.counts("race")) == 300  # every row counted under its one label
     assert "(missing)" in t.domain("age") or "NA" not in t.domain("age")  # the marker 'NA' stays missing
+
+
+def test_names_and_dates_are_not_guessed_quasi_identifiers(tmp_path):
+    firsts = ["ann", "bob", "cy", "di", "ed", "flo", "gus", "hal", "ivy", "jo"]
+    rows = [f"{i},{firsts[i % 10]},{firsts[(i * 7) % 10]}son,2020-03-{1 + i % 28:02d},{'north' if i % 2 else 'south'},"
+            f"{20 + i % 50},{'pos' if i % 9 == 0 else 'neg'}" for i in range(400)]
+    p = tmp_path / "c.csv"
+    p.write_text("subject_id,first_name,last_name,test_date,clinic_name,age,result\n" + "\n".join(rows) + "\n",
+                 encoding="utf-8")
+    s, text = _infer(p, tmp_path)
+    cols = s["columns"]
+    assert cols["first_name"]["role"] == "drop" and cols["last_name"]["role"] == "drop"
+    assert cols["test_date"]["role"] == "drop" and "2020-03-01 … 2020-03-28" in text
+    assert cols["clinic_name"]["role"] == "quasi"  # a clinic's name is no person's
+    assert cols["result"]["role"] == "sensitive"  # never a name or a date column

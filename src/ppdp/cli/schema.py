@@ -92,7 +92,9 @@ def infer(input_path, out, encoding):
         numeric = looks_numeric(s, na)
         cols.append((str(c), numeric, k, present, int(len(s) - len(present))))
     text_cols = [c for c in cols if not c[1]]
-    sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX), None)
+    dates = {c[0]: _date_range(c[3]) for c in text_cols}
+    sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX and not _IDENTIFIER_NAME.search(c[0])
+               and not dates[c[0]]), None)
     if any(c[4] for c in cols) and opts.missing == "error":  # empty cells: missing without a marker
         opts = dataclasses.replace(opts, missing="category")
     out_lines = [
@@ -147,6 +149,12 @@ def infer(input_path, out, encoding):
         else:
             if name == sa:
                 role, why = "sensitive", f"the last text column with few values ({k})"
+            elif _IDENTIFIER_NAME.search(name):
+                role, why = "drop", (f"a direct identifier by its name ({k} distinct values): a name, address, "
+                                     "phone or e-mail is never published")
+            elif dates[name]:
+                role, why = "drop", (f"dates ({dates[name]}, {k} distinct): read as text, one label per day; publish "
+                                     "a coarser column derived from it (year, month, week) as a quasi-identifier")
             elif k > _DOMAIN_MAX and (k > 0.2 * n or k > 1000):
                 role, why = "drop", f"{k} distinct values: an identifier?"
             else:
@@ -231,6 +239,22 @@ def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
             ex = next(v for v in df[got[0]] if pat.fullmatch(str(v)))
             return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
     return None, ""
+
+
+#: column names of direct identifiers: a person's name, address, phone, e-mail, social security number
+_IDENTIFIER_NAME = re.compile(
+    r"(?i)(^((fake|patient|person|client|customer|member|first|last|given|family|full|middle|maiden|sur|fore|user)"
+    r"[ _-]?)+name$|^name$|e-?mail|phone|^ssn$|social.?security|street|^address)")
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{4})([ T]\d{1,2}:\d{2}(:\d{2})?)?")
+
+
+def _date_range(present) -> str:
+    """'first … last' when every present value of a text column is a date (2020-03-04,
+    4/3/2020, with or without a time), else ''."""
+    v = present.astype(str)
+    if not len(v) or not v.map(lambda x: _DATE.fullmatch(x) is not None).all():
+        return ""
+    return f"{min(v)} … {max(v)}"
 
 
 def _case_variants(df, na: list[str]) -> dict[str, list[str]]:
