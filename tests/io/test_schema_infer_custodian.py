@@ -137,3 +137,26 @@ def test_names_and_dates_are_not_guessed_quasi_identifiers(tmp_path):
     assert cols["test_date"]["role"] == "drop" and "2020-03-01 … 2020-03-28" in text
     assert cols["clinic_name"]["role"] == "quasi"  # a clinic's name is no person's
     assert cols["result"]["role"] == "sensitive"  # never a name or a date column
+
+
+def test_thousands_and_lowercase_flags_without_a_schema(tmp_path):
+    p, w = _wages(tmp_path)
+    args = ["publish", "anatomy", str(p), "--quasi", "region", "--sensitive", "wage",
+            "--bin", "wage=0,300,500,700,1000,100000", "--l", "2"]
+    r = CliRunner().invoke(cli, [*args, "-o", str(tmp_path / "a")])
+    assert r.exit_code == 2 and "--thousands ','" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    r = CliRunner().invoke(cli, [*args, "--thousands", ",", "-o", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["verify", str(tmp_path / "b"), "--input", str(p), "--thousands", ","])
+    assert r.exit_code == 0 and "verify: OK" in r.output, r.output
+    r = CliRunner().invoke(cli, [*args, "--thousands", "x", "-o", str(tmp_path / "c")])
+    assert r.exit_code == 2 and "--thousands" in r.output and not (tmp_path / "c").exists()
+
+
+def test_the_app_keeps_thousands_and_lowercase():
+    from ppdp.app.schema_edit import from_rows
+    from ppdp.schema import schema_from_dict
+
+    text = from_rows({"file": {"thousands": '","', "lowercase": "true"}, "columns": [{"name": "a", "role": "quasi"}]})
+    sch = schema_from_dict(tomllib.loads(text))
+    assert sch.file.thousands == "," and sch.file.lowercase is True
