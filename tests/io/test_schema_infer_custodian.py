@@ -160,3 +160,21 @@ def test_the_app_keeps_thousands_and_lowercase():
     text = from_rows({"file": {"thousands": '","', "lowercase": "true"}, "columns": [{"name": "a", "role": "quasi"}]})
     sch = schema_from_dict(tomllib.loads(text))
     assert sch.file.thousands == "," and sch.file.lowercase is True
+
+
+def test_parquet_is_not_sniffed_as_text(tmp_path):
+    import pandas as pd
+
+    n = 300
+    df = pd.DataFrame({"flag": np.arange(n) % 3 == 0, "day": pd.Timestamp("2020-03-01") + pd.to_timedelta(np.arange(n) % 40, "D"),
+                       "age": np.where(np.arange(n) % 31 == 0, np.nan, 20 + np.arange(n) % 50),
+                       "y": np.array(["a", "b", "c"])[np.arange(n) % 3]})
+    p = tmp_path / "t.parquet"
+    df.to_parquet(p)
+    s, text = _infer(p, tmp_path)
+    assert "a Parquet file" in text and "not UTF-8" not in text and "no separator splits" not in text
+    assert s["file"]["missing"] == "category" and s["file"]["encoding"] == "utf-8"
+    assert s["columns"]["flag"]["domain"] == ["False", "True"] and s["columns"]["y"]["role"] == "sensitive"
+    assert s["columns"]["day"]["role"] == "drop"  # dates
+    t = read_table(p, tmp_path / "s.toml")
+    assert t.n_rows == n

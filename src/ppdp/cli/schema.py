@@ -34,9 +34,11 @@ def infer(input_path, out, encoding):
     """Guess how to read FILE (separator, header, missing markers, encoding) and what each
     column is; write a TOML schema with every guess as a comment, to review and edit."""
     from ..errors import PpdpError
-    from ..schema import FileOptions, check_encoding, load_schema, looks_numeric, read_frame
+    from ..schema import FileOptions, check_encoding, read_frame
 
     p = Path(input_path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return _infer_parquet(p, out)
     raw = p.read_bytes()[: 1 << 16]
     if raw[:2] == b"\x1f\x8b":  # gzip: sniff the text, as the reader decompresses it
         import gzip
@@ -70,6 +72,7 @@ def infer(input_path, out, encoding):
     opts = FileOptions(sep=sep, header=header, names=None if header else tuple(names), encoding=enc,
                        na=tuple(na), strip=sep == ", ", missing="category" if na else "error")
     df = read_frame(p, opts)
+    reasons = {"sep": why_sep, "header": why_header, "encoding": why_enc}
     # spaces around values anywhere in the file (not only in the sampled lines)
     strip = sep == ", " or any(_padded(df[c]) for c in df.columns)
     thousands, why_thousands = _guess_thousands(df, na, sep)
@@ -83,6 +86,28 @@ def infer(input_path, out, encoding):
     if cased:
         opts = dataclasses.replace(opts, lowercase=True)
         df = read_frame(p, opts)
+    _write_schema(p, out, df, opts, reasons, markers, codes, why_codes, why_thousands, cased)
+
+
+def _infer_parquet(p: Path, out) -> None:
+    """A Parquet file: its columns and types are the file's own (nothing to sniff)."""
+    from ..schema import FileOptions, read_frame
+
+    df = read_frame(p, FileOptions(na=()))
+    missing = bool(df.isna().to_numpy().any())
+    opts = FileOptions(na=(), missing="category" if missing else "error")
+    reasons = {"sep": "a Parquet file: read with pyarrow, sep, header and encoding do not apply",
+               "header": "the file's own column names", "encoding": "not used for Parquet"}
+    _write_schema(p, out, df, opts, reasons, [], [], "", "", {})
+
+
+def _write_schema(p: Path, out, df, opts, reasons: dict, markers: list, codes: list, why_codes: str,
+                  why_thousands: str, cased: dict) -> None:
+    from ..schema import load_schema, looks_numeric
+
+    sep, header, enc, na, strip, thousands = opts.sep, opts.header, opts.encoding, list(opts.na), opts.strip, opts.thousands
+    why_sep, why_header, why_enc = reasons["sep"], reasons["header"], reasons["encoding"]
+    names = list(opts.names or [])
     n = len(df)
     cols = []
     for c in df.columns:
@@ -229,14 +254,14 @@ def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
         if t == ".":  # "1.234" is more often a decimal than a grouped thousand
             continue
         pat = thousands_pattern(t)
-        cols = [c for c in df.columns if df[c].astype(str).map(
+        cols = [c for c in df.columns if df[c].dropna().astype(str).map(
             lambda v, pat=pat: pat.fullmatch(v) is not None).any()]
         if not cols:
             continue
         fixed = ungroup_thousands(df[cols], t, na)
         got = [c for c in cols if not fixed[c].equals(df[c])]
         if got:
-            ex = next(v for v in df[got[0]] if pat.fullmatch(str(v)))
+            ex = next(v for v in df[got[0]].dropna() if pat.fullmatch(str(v)))
             return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
     return None, ""
 
@@ -289,7 +314,9 @@ def _guess_codes(df, na: list[str]) -> tuple[list[str], str]:
 
     found: dict[str, list[str]] = {}
     for c in df.columns:
-        s = df[c].astype(str)
+        if pd.api.types.is_bool_dtype(df[c].dtype):
+            continue
+        s = df[c].dropna().astype(str)
         s = s[~s.isin(["", *na])]
         nums = pd.to_numeric(s, errors="coerce")
         if not len(s) or nums.isna().any():
