@@ -159,7 +159,10 @@ def _write_schema(p: Path, out, df, opts, reasons: dict, markers: list, codes: l
             lo, hi = float(vals.min()), float(vals.max())
             role, why = "quasi", "numeric, binned below" if k > 20 else "numeric, few values: used value by value"
             if k > 0.5 * n and k > 100:
-                role, why = "drop", "nearly every value distinct: an identifier or a weight?"
+                whole = bool((vals % 1 == 0).all())
+                role, why = "drop", ("nearly every value distinct: an identifier or a weight?" if whole else
+                                     "nearly every value distinct, fractional: an exact amount or a weight (nothing an "
+                                     "adversary knows to the unit); to publish it, give it a role and bins")
             elif weight_like(name, k, n):
                 role, why = "drop", (f"weight-like ({k} distinct values"
                                      + (", a weight's name" if _WEIGHT_NAME.search(name) else "")
