@@ -66,7 +66,7 @@ MISSING_POLICIES = ("error", "category", "drop")
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
-_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "lowercase")
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "decimal", "lowercase")
 #: thousands separators a number may be written with ("1,234.5", "1 234", "1'234", "1_234")
 THOUSANDS = (",", ".", " ", "'", "_")
 _COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
@@ -141,6 +141,8 @@ class FileOptions:
     missing: str = "error"
     #: the thousands separator of numbers written "1,234.56" (None: numbers have none)
     thousands: str | None = None
+    #: the decimal mark of numbers ("." or ",": "12,5" is twelve and a half)
+    decimal: str = "."
     #: read every text value in lower case ("WHITE", "White" and "white" are one label)
     lowercase: bool = False
 
@@ -303,6 +305,12 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
         if fdoc["thousands"] not in THOUSANDS:
             bad("file.thousands", f"must be one of {', '.join(map(repr, THOUSANDS))}, got {fdoc['thousands']!r}")
         fo["thousands"] = fdoc["thousands"]
+    if "decimal" in fdoc:
+        if fdoc["decimal"] not in (".", ","):
+            bad("file.decimal", f"must be '.' or ',', got {fdoc['decimal']!r}")
+        if fdoc["decimal"] == fo.get("thousands"):
+            bad("file.decimal", f"{fdoc['decimal']!r} is also file.thousands")
+        fo["decimal"] = fdoc["decimal"]
     if "lowercase" in fdoc:
         if not isinstance(fdoc["lowercase"], bool):
             bad("file.lowercase", f"must be true or false, got {fdoc['lowercase']!r}")
@@ -522,8 +530,8 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
         # missing markers keep their spelling: a marker 'NA' stays missing, never the label 'na'
         df = df.apply(lambda s: s.where(s.isin(list(opts.na)) | s.isna(), s.astype(str).str.lower())
                       if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) else s)
-    if opts.thousands:
-        df = ungroup_thousands(df, opts.thousands, opts.na)
+    if opts.thousands or opts.decimal != ".":
+        df = normalize_numbers(df, opts.thousands, opts.decimal, opts.na)
     if opts.header and df.shape[0] == 0:
         raise PpdpError(f"the input table {p.name} is empty")
     # a trailing empty line in a file without a header is one row of nothing
@@ -532,18 +540,21 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     return df
 
 
-def thousands_pattern(sep: str) -> re.Pattern:
+def thousands_pattern(sep: str, decimal: str = ".") -> re.Pattern:
     """A number written with ``sep`` between groups of three digits ("1,234", "-12,345.6")."""
-    t = re.escape(sep)
-    return re.compile(rf"[+-]?\d{{1,3}}(?:{t}\d{{3}})+(?:\.\d+)?")
+    t, d = re.escape(sep), re.escape(decimal)
+    return re.compile(rf"[+-]?\d{{1,3}}(?:{t}\d{{3}})+(?:{d}\d+)?")
 
 
-def ungroup_thousands(df: pd.DataFrame, sep: str, na: Sequence[str] = ()) -> pd.DataFrame:
-    """Remove the thousands separator from the numbers of every text column whose present
-    values are all numbers, plain or grouped ("1,018.52" → "1018.52"); a column holding any
+def normalize_numbers(df: pd.DataFrame, thousands: str | None, decimal: str = ".",
+                      na: Sequence[str] = ()) -> pd.DataFrame:
+    """Numbers as Python reads them in every text column whose present values are all numbers
+    written with the file's thousands separator and decimal mark ("1,018.52" → "1018.52";
+    with ``decimal=","`` and ``thousands="."``: "1.018,52" → "1018.52"); a column holding any
     other text is left as written."""
-    grouped = thousands_pattern(sep)
-    plain = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+    d = re.escape(decimal)
+    grouped = thousands_pattern(thousands, decimal) if thousands else None
+    plain = re.compile(rf"[+-]?(?:\d+(?:{d}\d*)?|{d}\d+)(?:[eE][+-]?\d+)?")
     out = {}
     for c in df.columns:
         s = df[c]
@@ -551,14 +562,31 @@ def ungroup_thousands(df: pd.DataFrame, sep: str, na: Sequence[str] = ()) -> pd.
             continue
         vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
         vals = vals[~vals.isin(["", *na])]
-        is_grouped = vals.map(lambda v: grouped.fullmatch(v) is not None)
-        if not is_grouped.any() or not (is_grouped | vals.map(lambda v: plain.fullmatch(v) is not None)).all():
+        if not len(vals):
             continue
-        m = s.isin(set(vals[is_grouped]))
-        out[c] = s.where(~m, s[m].str.replace(sep, "", regex=False))
+        is_grouped = vals.map(lambda v: grouped.fullmatch(v) is not None) if grouped else vals.map(lambda v: False)
+        is_plain = vals.map(lambda v: plain.fullmatch(v) is not None)
+        changed = is_grouped | (vals.str.contains(decimal, regex=False) if decimal != "." else is_grouped)
+        if not changed.any() or not (is_grouped | is_plain).all():
+            continue
+        todo = set(vals[changed])
+        m = s.isin(todo)
+        new = s[m].astype(str)
+        if thousands:
+            new = new.where(~new.map(lambda v: grouped.fullmatch(v) is not None), new.str.replace(thousands, "", regex=False))
+        if decimal != ".":
+            new = new.str.replace(decimal, ".", regex=False)
+        out[c] = s.where(~m, new)
     if out:
         df = df.assign(**out)
     return df
+
+
+def ungroup_thousands(df: pd.DataFrame, sep: str, na: Sequence[str] = ()) -> pd.DataFrame:
+    """Remove the thousands separator from the numbers of every text column whose present
+    values are all numbers, plain or grouped ("1,018.52" → "1018.52"); a column holding any
+    other text is left as written."""
+    return normalize_numbers(df, sep, ".", na)
 
 
 def _first_line(e: BaseException) -> str:

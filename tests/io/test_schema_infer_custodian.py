@@ -178,3 +178,34 @@ def test_parquet_is_not_sniffed_as_text(tmp_path):
     assert s["columns"]["day"]["role"] == "drop"  # dates
     t = read_table(p, tmp_path / "s.toml")
     assert t.n_rows == n
+
+
+def test_decimal_comma_is_read_as_numbers(tmp_path):
+    x = np.round(rng.normal(8, 1, 300), 1)
+    inc = np.round(rng.lognormal(8, 1, 300), 2)
+    lines = ["age;income;y"] + [f"{a:.1f};{v:,.2f};{'a' if i % 3 else 'b'}".replace(",", "_").replace(".", ",")
+                                .replace("_", ".") for i, (a, v) in enumerate(zip(x, inc))]
+    p = tmp_path / "d.csv"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["decimal"] == "," and s["file"]["thousands"] == ".", text
+    assert s["columns"]["age"]["type"] == "numeric" and s["columns"]["income"]["type"] == "numeric"
+    sch = tmp_path / "r.toml"
+    sch.write_text('[file]\nsep = ";"\ndecimal = ","\nthousands = "."\nna = []\n[columns.age]\nrole = "quasi"\n'
+                   'type = "numeric"\nbins = [0, 8, 20]\n[columns.income]\nrole = "quasi"\ntype = "numeric"\n'
+                   'bins = [0, 1000, 1000000]\n[columns.y]\nrole = "sensitive"\n', encoding="utf-8")
+    t = read_table(p, sch)
+    assert np.asarray(t.counts("age")).tolist() == [int((x < 8).sum()), int((x >= 8).sum())]
+    assert np.asarray(t.counts("income")).tolist() == [int((inc < 1000).sum()), int((inc >= 1000).sum())]
+    bad = tmp_path / "b.toml"
+    bad.write_text('[file]\ndecimal = ","\nthousands = ","\n', encoding="utf-8")
+    r = CliRunner().invoke(cli, ["publish", "anatomy", str(p), "--schema", str(bad), "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "file.decimal" in r.output
+
+
+def test_a_thousand_alone_is_no_decimal(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("a;b\n" + "".join(f"{'1,234' if i % 2 else '17'};{'x' if i % 3 else 'y'}\n" for i in range(100)),
+                 encoding="utf-8")
+    s, _ = _infer(p, tmp_path)
+    assert s["file"].get("decimal") is None  # "1,234" alone: a thousand, not one and a fraction

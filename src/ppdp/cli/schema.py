@@ -76,17 +76,20 @@ def infer(input_path, out, encoding):
     # spaces around values anywhere in the file (not only in the sampled lines)
     strip = sep == ", " or any(_padded(df[c]) for c in df.columns)
     thousands, why_thousands = _guess_thousands(df, na, sep)
+    decimal, why_decimal = None, ""
+    if thousands is None:
+        decimal, thousands, why_decimal = _guess_decimal(df, na)
     codes, why_codes = _guess_codes(df, na)
     markers, na = na, na + codes
-    opts = dataclasses.replace(opts, na=tuple(na), strip=strip, thousands=thousands,
+    opts = dataclasses.replace(opts, na=tuple(na), strip=strip, thousands=thousands, decimal=decimal or ".",
                                missing="category" if na else "error")
-    if strip or thousands or codes:
+    if strip or thousands or codes or opts.decimal != ".":
         df = read_frame(p, opts)
     cased = _case_variants(df, na)
     if cased:
         opts = dataclasses.replace(opts, lowercase=True)
         df = read_frame(p, opts)
-    _write_schema(p, out, df, opts, reasons, markers, codes, why_codes, why_thousands, cased)
+    _write_schema(p, out, df, opts, reasons, markers, codes, why_codes, why_thousands or why_decimal, cased)
 
 
 def _infer_parquet(p: Path, out) -> None:
@@ -140,8 +143,11 @@ def _write_schema(p: Path, out, df, opts, reasons: dict, markers: list, codes: l
             or ["no missing-value marker seen (an empty cell is always missing)"]),
         f"strip = {'true' if strip else 'false'}   # " + ("spaces around values seen" if strip else "no spaces around values"),
     ]
+    if opts.decimal != ".":
+        out_lines.append(f"decimal = {_toml(opts.decimal)}   # guessed: {why_thousands}")
     if thousands:
-        out_lines.append(f"thousands = {_toml(thousands)}   # guessed: {why_thousands}")
+        out_lines.append(f"thousands = {_toml(thousands)}   # guessed: "
+                         + ("the decimal mark's companion" if opts.decimal != "." else why_thousands))
     if cased:
         ex = "; ".join(f"{c}: {' / '.join(map(repr, v))}" for c, v in list(cased.items())[:3])
         out_lines.append(f"lowercase = true   # guessed: labels differing only in case ({ex}): one label each; "
@@ -302,6 +308,28 @@ def _case_variants(df, na: list[str]) -> dict[str, list[str]]:
         if multi:
             out[str(c)] = multi[0]
     return out
+
+
+def _guess_decimal(df, na: list[str]) -> tuple[str | None, str | None, str]:
+    """A decimal comma ("12,5"; with "." between thousands, "1.234,5") when some text column
+    holds only such numbers and one of them at least has a fraction that is no group of three
+    digits (so that "1,234" alone stays a thousand)."""
+    from ..schema import normalize_numbers
+
+    frac = re.compile(r"[+-]?\d+(?:[. ]\d{3})*,(\d+)")
+    best: tuple[str | None, list] = (None, [])
+    for t in (None, ".", " "):  # the thousands separator that makes the most columns numbers
+        fixed = normalize_numbers(df, t, ",", na)
+        got = [c for c in df.columns if not fixed[c].equals(df[c])]
+        if len(got) > len(best[1]):
+            best = (t, got)
+    t, got = best
+    decided = any(m is not None and len(m.group(1)) != 3 for c in got for m in map(frac.fullmatch, df[c].dropna().astype(str)))
+    if not got or not decided:
+        return None, None, ""
+    ex = next(v for v in df[got[0]].dropna().astype(str) if "," in v)
+    return ",", t, (f"numbers written with a decimal comma in {', '.join(got[:5])}" + (" …" if len(got) > 5 else "")
+                    + f" (e.g. {ex!r})" + (f", {t!r} between thousands" if t else ""))
 
 
 #: numbers that surveys use as missing-value codes
