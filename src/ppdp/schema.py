@@ -572,8 +572,9 @@ def normalize_numbers(df: pd.DataFrame, thousands: str | None, decimal: str = ".
         todo = set(vals[changed])
         m = s.isin(todo)
         new = s[m].astype(str)
-        if thousands:
-            new = new.where(~new.map(lambda v: grouped.fullmatch(v) is not None), new.str.replace(thousands, "", regex=False))
+        if thousands and grouped is not None:
+            g = grouped
+            new = new.where(~new.map(lambda v: g.fullmatch(v) is not None), new.str.replace(thousands, "", regex=False))
         if decimal != ".":
             new = new.str.replace(decimal, ".", regex=False)
         out[c] = s.where(~m, new)
