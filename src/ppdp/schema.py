@@ -519,6 +519,12 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     if opts.names and len(opts.names) != df.shape[1]:
         raise SchemaError(f"{p.name} has {df.shape[1]} columns but {len(opts.names)} names are given "
                           f"(--names / file.names)")
+    # a separator at the end of every line (a spreadsheet's export): an unnamed column of nothing
+    blank = [i for i, c in enumerate(names) if c == "" and df.iloc[:, i].map(lambda v: v is None or v == "" or v != v).all()]
+    if blank and not opts.names:
+        keep = [i for i in range(df.shape[1]) if i not in blank]
+        df = df.iloc[:, keep]
+        names = [names[i] for i in keep]
     empty = [i + 1 for i, c in enumerate(names) if c == ""]
     if empty:
         raise SchemaError(f"{p.name}: column {empty[0]} has no name; give --names (or file.names in the schema)")

@@ -209,3 +209,32 @@ def test_a_thousand_alone_is_no_decimal(tmp_path):
                  encoding="utf-8")
     s, _ = _infer(p, tmp_path)
     assert s["file"].get("decimal") is None  # "1,234" alone: a thousand, not one and a fraction
+
+
+def _rows(sep, end=""):
+    return [f"age{sep}sex{sep}health{end}"] + [f"{20 + i % 50}{sep}{'f' if i % 2 else 'm'}{sep}{['good', 'fair', 'poor'][i % 3]}{end}"
+                                                for i in range(300)]
+
+
+def test_utf16_unicode_text_is_read(tmp_path):
+    p = tmp_path / "u.txt"
+    p.write_bytes("\r\n".join(_rows("\t")).encode("utf-16"))  # a spreadsheet's "Unicode text": BOM, tabs, CRLF
+    s, text = _infer(p, tmp_path)
+    assert s["file"]["encoding"] == "utf-16" and s["file"]["sep"] == "\t", text
+    assert set(s["columns"]) == {"age", "sex", "health"}
+    t = read_table(p, tmp_path / "s.toml")
+    assert t.n_rows == 300 and sorted(t.domain("sex")) == ["f", "m"]
+
+
+def test_a_separator_ending_every_line_adds_no_column(tmp_path):
+    for sep, name in ((";", "a.csv"), ("; ", "b.csv")):
+        p = tmp_path / name
+        p.write_text("\n".join(_rows(sep, end=sep.strip())) + "\n", encoding="utf-8")
+        s, text = _infer(p, tmp_path)
+        assert set(s["columns"]) == {"age", "sex", "health"}, text
+        assert read_table(p, tmp_path / "s.toml").n_rows == 300
+    p = tmp_path / "c.csv"  # an unnamed column holding values is still refused, naming the way out
+    p.write_text("a,,c\n1,2,3\n4,5,6\n", encoding="utf-8")
+    r = CliRunner().invoke(cli, ["publish", "anatomy", str(p), "--quasi", "a", "--sensitive", "c", "--l", "2",
+                                 "-o", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "column 2 has no name" in r.output

@@ -48,6 +48,9 @@ def infer(input_path, out, encoding):
     if encoding:
         enc = check_encoding(encoding)
         why_enc = "given"
+    elif raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a spreadsheet's "Unicode text"
+        enc, why_enc = "utf-16", "a UTF-16 byte-order mark"
+        raw = raw[: len(raw) // 2 * 2]
     else:
         try:
             raw.decode("utf-8")
