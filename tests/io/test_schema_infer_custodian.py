@@ -238,3 +238,13 @@ def test_a_separator_ending_every_line_adds_no_column(tmp_path):
     r = CliRunner().invoke(cli, ["publish", "anatomy", str(p), "--quasi", "a", "--sensitive", "c", "--l", "2",
                                  "-o", str(tmp_path / "o")])
     assert r.exit_code == 2 and "column 2 has no name" in r.output
+
+
+def test_spreadsheet_and_numpy_missing_markers(tmp_path):
+    p = tmp_path / "n.csv"
+    p.write_text("age,income,y\n" + "".join(
+        f"{'NaN' if i % 7 == 0 else 20 + i % 50},{'#N/A' if i % 11 == 0 else 1000 + i},{'a' if i % 3 else 'b'}\n"
+        for i in range(200)), encoding="utf-8")
+    s, _ = _infer(p, tmp_path)
+    assert s["file"]["na"] == ["#N/A", "NaN"] and s["file"]["missing"] == "category"
+    assert s["columns"]["age"]["type"] == "numeric" and s["columns"]["income"]["type"] == "numeric"

@@ -15,7 +15,7 @@ from . import cli
 
 #: separators tried, longest first (", " before ",")
 _SEPS = (", ", "\t", ";", "|", ",")
-_NA_CANDIDATES = ("?", "NA", "N/A", "n/a", "NULL", "null", "None", "-", ".")
+_NA_CANDIDATES = ("?", "NA", "N/A", "n/a", "#N/A", "NULL", "null", "None", "NaN", "nan", "-", ".")
 #: a text column with at most this many values gets its domain written out
 _DOMAIN_MAX = 40
 
