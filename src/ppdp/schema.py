@@ -561,11 +561,14 @@ def normalize_numbers(df: pd.DataFrame, thousands: str | None, decimal: str = ".
     d = re.escape(decimal)
     grouped = thousands_pattern(thousands, decimal) if thousands else None
     plain = re.compile(rf"[+-]?(?:\d+(?:{d}\d*)?|{d}\d+)(?:[eE][+-]?\d+)?")
+    marks = [m for m in (thousands, decimal if decimal != "." else None) if m]
     out = {}
     for c in df.columns:
         s = df[c]
         if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
             continue
+        if not any(s.str.contains(m, regex=False, na=False).any() for m in marks):
+            continue  # nothing written with the marks: nothing to read differently
         vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
         vals = vals[~vals.isin(["", *na])]
         if not len(vals):

@@ -266,14 +266,14 @@ def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
         if t == ".":  # "1.234" is more often a decimal than a grouped thousand
             continue
         pat = thousands_pattern(t)
-        cols = [c for c in df.columns if df[c].dropna().astype(str).map(
-            lambda v, pat=pat: pat.fullmatch(v) is not None).any()]
+        cols = [c for c in df.columns if df[c].astype(str).str.contains(t, regex=False).any()
+                and _uniques(df[c]).str.fullmatch(pat.pattern).any()]
         if not cols:
             continue
         fixed = ungroup_thousands(df[cols], t, na)
         got = [c for c in cols if not fixed[c].equals(df[c])]
         if got:
-            ex = next(v for v in df[got[0]].dropna() if pat.fullmatch(str(v)))
+            ex = next(v for v in _uniques(df[got[0]]) if pat.fullmatch(v))
             return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
     return None, ""
 
@@ -285,11 +285,18 @@ _IDENTIFIER_NAME = re.compile(
 _DATE = re.compile(r"(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{4})([ T]\d{1,2}:\d{2}(:\d{2})?)?")
 
 
+def _uniques(s):
+    """The distinct present values of a column, as text (a Series)."""
+    import pandas as pd
+
+    return pd.Series(pd.unique(s.dropna().astype(str)), dtype=object)
+
+
 def _date_range(present) -> str:
     """'first … last' when every present value of a text column is a date (2020-03-04,
     4/3/2020, with or without a time), else ''."""
-    v = present.astype(str)
-    if not len(v) or not v.map(lambda x: _DATE.fullmatch(x) is not None).all():
+    v = _uniques(present)
+    if not len(v) or not v.str.fullmatch(_DATE.pattern).all():
         return ""
     return f"{min(v)} … {max(v)}"
 
@@ -350,7 +357,7 @@ def _guess_codes(df, na: list[str]) -> tuple[list[str], str]:
     for c in df.columns:
         if pd.api.types.is_bool_dtype(df[c].dtype):
             continue
-        s = df[c].dropna().astype(str)
+        s = _uniques(df[c])  # the distinct values: a code is one of them
         s = s[~s.isin(["", *na])]
         nums = pd.to_numeric(s, errors="coerce")
         if not len(s) or nums.isna().any():
