@@ -66,7 +66,8 @@ MISSING_POLICIES = ("error", "category", "drop")
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
-_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "decimal", "lowercase")
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "decimal", "lowercase",
+              "skip")
 #: thousands separators a number may be written with ("1,234.5", "1 234", "1'234", "1_234")
 THOUSANDS = (",", ".", " ", "'", "_")
 _COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
@@ -145,6 +146,8 @@ class FileOptions:
     decimal: str = "."
     #: read every text value in lower case ("WHITE", "White" and "white" are one label)
     lowercase: bool = False
+    #: lines above the header (or the first row) to skip: a title, a date, a blank line
+    skip: int = 0
 
 
 @dataclass(frozen=True)
@@ -311,6 +314,10 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
         if fdoc["decimal"] == fo.get("thousands"):
             bad("file.decimal", f"{fdoc['decimal']!r} is also file.thousands")
         fo["decimal"] = fdoc["decimal"]
+    if "skip" in fdoc:
+        if isinstance(fdoc["skip"], bool) or not isinstance(fdoc["skip"], int) or fdoc["skip"] < 0:
+            bad("file.skip", f"must be a whole number of lines ≥ 0, got {fdoc['skip']!r}")
+        fo["skip"] = fdoc["skip"]
     if "lowercase" in fdoc:
         if not isinstance(fdoc["lowercase"], bool):
             bad("file.lowercase", f"must be true or false, got {fdoc['lowercase']!r}")
@@ -471,7 +478,8 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
     strip = opts.strip or one != sep
     names = list(opts.names) if opts.names else None
     if one is not None:
-        read = dict(encoding=opts.encoding, column_names=names, skip_rows=1 if opts.header and names else 0,
+        read = dict(encoding=opts.encoding, column_names=names,
+                    skip_rows=opts.skip + (1 if opts.header and names else 0),
                     autogenerate_column_names=not opts.header and names is None)
         parse = pcsv.ParseOptions(delimiter=one)
         try:
@@ -501,7 +509,7 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
         df = t.to_pandas()
     else:
         try:
-            df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None,
+            df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None, skiprows=opts.skip,
                              names=names, dtype=str, keep_default_na=False, na_values=[], encoding=opts.encoding)
         except UnicodeDecodeError as e:
             raise PpdpError(f"{p.name} is not {opts.encoding} text ({e.reason}); give --encoding") from None

@@ -248,3 +248,20 @@ def test_spreadsheet_and_numpy_missing_markers(tmp_path):
     s, _ = _infer(p, tmp_path)
     assert s["file"]["na"] == ["#N/A", "NaN"] and s["file"]["missing"] == "category"
     assert s["columns"]["age"]["type"] == "numeric" and s["columns"]["income"]["type"] == "numeric"
+
+
+def test_title_lines_above_the_header_are_skipped(tmp_path):
+    for sep, name in ((";", "a.csv"), ("; ", "b.csv")):
+        p = tmp_path / name
+        p.write_text("Health survey export; region North\nGenerated 2024-01-02\n\n" + "\n".join(_rows(sep)) + "\n",
+                     encoding="utf-8")
+        s, text = _infer(p, tmp_path)
+        assert s["file"]["skip"] == 3 and s["file"]["sep"] == ";", text  # "; " is read as ";", stripped
+        assert set(s["columns"]) == {"age", "sex", "health"}
+        assert read_table(p, tmp_path / "s.toml").n_rows == 300
+    r = CliRunner().invoke(cli, ["publish", "anatomy", str(p), "--sep", "; ", "--skip", "3", "--quasi", "age",
+                                 "--sensitive", "health", "--l", "2", "-o", str(tmp_path / "o")])
+    assert r.exit_code == 0, r.output
+    plain = tmp_path / "c.csv"
+    plain.write_text("\n".join(_rows(",")) + "\n", encoding="utf-8")
+    assert "skip" not in _infer(plain, tmp_path)[0]["file"]

@@ -43,6 +43,8 @@ def file_option_params() -> list[click.Option]:
         click.Option(["--thousands"], default=None, metavar="SEP",
                      help="Thousands separator of numbers written \"1,018.52\" (',', '.', ' ', \"'\", '_'): removed "
                           "from every column holding only numbers  [default: none]."),
+        click.Option(["--skip"], default=None, type=click.IntRange(0), metavar="N",
+                     help="Lines above the header to skip (a title, a date, a blank line)  [default: 0]."),
         click.Option(["--decimal"], default=None, type=click.Choice([".", ","]),
                      help="Decimal mark of numbers (',': \"12,5\" is twelve and a half)  [default: .]."),
         click.Option(["--lowercase/--no-lowercase", "lowercase"], default=None,
@@ -58,7 +60,7 @@ def file_option_params() -> list[click.Option]:
 
 
 #: the keyword names of :func:`file_option_params` (what :func:`input_spec` takes)
-FILE_OPTION_KEYS = ("schema_path", "sep", "header", "names", "na", "encoding", "strip", "thousands", "decimal", "lowercase",
+FILE_OPTION_KEYS = ("schema_path", "sep", "header", "names", "na", "encoding", "strip", "thousands", "decimal", "lowercase", "skip",
                     "bin_specs", "allow_continuous_sa")
 
 
@@ -159,14 +161,14 @@ def parse_missing_flags(values) -> tuple[str | None, dict[str, str]]:
 
 def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, names=None, na=(), encoding=None,
                  strip=None, bin_specs=(), quasi=(), sensitive=(), missing=None, numeric=(), thousands=None,
-                 decimal=None, lowercase=None, **_):
+                 decimal=None, lowercase=None, skip=None, **_):
     """The schema of an input file: the ``--schema`` file (if any) with the flags applied on
     top; None for a bundled ``--dataset`` (file flags are then an error)."""
     from ..schema import THOUSANDS, Schema, check_encoding, load_schema, parse_sep
 
     file_flags = {"--schema": schema_path, "--sep": sep, "--header/--no-header": header, "--names": names,
                   "--na": na or None, "--encoding": encoding, "--strip/--no-strip": strip, "--thousands": thousands,
-                  "--decimal": decimal, "--lowercase/--no-lowercase": lowercase}
+                  "--decimal": decimal, "--lowercase/--no-lowercase": lowercase, "--skip": skip}
     if dataset is not None:
         given = [k for k, v in file_flags.items() if v is not None]
         if given:
@@ -182,7 +184,7 @@ def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, n
     sch = sch.with_file(sep=parse_sep(sep) if sep is not None else None, header=header, names=names_t,
                         na=tuple(na) if na else None, encoding=check_encoding(encoding) if encoding else None,
                         strip=strip, thousands=thousands, decimal=decimal,
-                        lowercase=lowercase).with_missing(whole, per_column)
+                        lowercase=lowercase, skip=skip).with_missing(whole, per_column)
     if not sch.file.header and sch.file.names is None:
         raise PpdpError("--no-header needs --names A,B,… (or file.names in the schema): the file has no row of names")
     return sch.with_columns(split_names(quasi), split_names(sensitive), split_names(numeric),

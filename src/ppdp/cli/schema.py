@@ -61,21 +61,32 @@ def infer(input_path, out, encoding):
             else:
                 enc, why_enc = "latin-1", f"not UTF-8 (byte {raw[e.start:e.start + 1]!r} at offset {e.start})"
     text = raw.decode(enc, errors="ignore")
-    lines = [ln for ln in text.splitlines()[:200] if ln.strip()]
+    physical = text.splitlines()[:200]
+    at = [i for i, ln in enumerate(physical) if ln.strip()]  # the physical line of each non-blank one
+    lines = [physical[i] for i in at]
     if len(lines) > 1 and len(raw) == 1 << 16:
         lines = lines[:-1]  # the last line may be cut
     if not lines:
         raise PpdpError(f"{p.name} is empty")
     sep, why_sep = _guess_sep(lines)
+    skip, why_skip = 0, ""
+    if why_sep.startswith("no separator"):  # a title above the header? the lines below it agree
+        for k in range(1, min(10, len(lines) - 2)):
+            s2, w2 = _guess_sep(lines[k:])
+            if not w2.startswith("no separator"):
+                sep, why_sep, skip = s2, w2 + f" below line {at[k]}", at[k]
+                why_skip = f"the first {at[k]} line(s) are no table ({physical[0].strip()[:40]!r} …)"
+                lines = lines[k:]
+                break
     raw_rows = [_split(ln, sep) for ln in lines]
     rows = [[f.strip() for f in r] for r in raw_rows]
     header, why_header = _guess_header(rows)
     names = [r.strip() for r in rows[0]] if header else [f"col{i + 1}" for i in range(len(rows[0]))]
     na = [m for m in _NA_CANDIDATES if any(m in r for r in rows[1 if header else 0:])]
     opts = FileOptions(sep=sep, header=header, names=None if header else tuple(names), encoding=enc,
-                       na=tuple(na), strip=sep == ", ", missing="category" if na else "error")
+                       na=tuple(na), strip=sep == ", ", missing="category" if na else "error", skip=skip)
     df = read_frame(p, opts)
-    reasons = {"sep": why_sep, "header": why_header, "encoding": why_enc}
+    reasons = {"sep": why_sep, "header": why_header, "encoding": why_enc, "skip": why_skip}
     # spaces around values anywhere in the file (not only in the sampled lines)
     strip = sep == ", " or any(_padded(df[c]) for c in df.columns)
     thousands, why_thousands = _guess_thousands(df, na, sep)
@@ -133,6 +144,10 @@ def _write_schema(p: Path, out, df, opts, reasons: dict, markers: list, codes: l
         "# roles above all (quasi = what an adversary may know, sensitive = what to protect, drop = not published).",
         "",
         "[file]",
+    ]
+    if opts.skip:
+        out_lines.append(f"skip = {opts.skip}   # guessed: {reasons.get('skip', '')}")
+    out_lines += [
         f"sep = {_toml(sep)}" + f"   # guessed: {why_sep}",
         f"header = {'true' if header else 'false'}" + f"   # guessed: {why_header}",
     ]
