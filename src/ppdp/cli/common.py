@@ -43,7 +43,7 @@ def file_option_params() -> list[click.Option]:
         click.Option(["--thousands"], default=None, metavar="SEP",
                      help="Thousands separator of numbers written \"1,018.52\" (',', '.', ' ', \"'\", '_'): removed "
                           "from every column holding only numbers  [default: none]."),
-        click.Option(["--skip"], default=None, type=click.IntRange(0), metavar="N",
+        click.Option(["--skip"], default=None, type=int, metavar="N",
                      help="Lines above the header to skip (a title, a date, a blank line)  [default: 0]."),
         click.Option(["--decimal"], default=None, type=click.Choice([".", ","]),
                      help="Decimal mark of numbers (',': \"12,5\" is twelve and a half)  [default: .]."),
@@ -175,6 +175,8 @@ def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, n
             raise PpdpError(f"{given[0]} describes an input file; --dataset {dataset} is a bundled table")
         return None
     sch = load_schema(schema_path) if schema_path is not None else Schema()
+    if skip is not None and skip < 0:
+        raise PpdpError(f"--skip: a number of lines ≥ 0, got {skip}")
     if thousands is not None and thousands not in THOUSANDS:
         raise PpdpError(f"--thousands: must be one of {', '.join(map(repr, THOUSANDS))}, got {thousands!r}")
     names_t = tuple(x.strip() for x in names.split(",")) if names is not None else None
