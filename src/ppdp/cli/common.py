@@ -40,6 +40,16 @@ def file_option_params() -> list[click.Option]:
         click.Option(["--encoding"], default=None, help="Text encoding of INPUT  [default: utf-8]."),
         click.Option(["--strip/--no-strip", "strip"], default=None,
                      help="Strip spaces around values (always done with --sep ', ')  [default: no-strip]."),
+        click.Option(["--thousands"], default=None, metavar="SEP",
+                     help="Thousands separator of numbers written \"1,018.52\" (',', '.', ' ', \"'\", '_'): removed "
+                          "from every column holding only numbers  [default: none]."),
+        click.Option(["--skip"], default=None, type=int, metavar="N",
+                     help="Lines above the header to skip (a title, a date, a blank line)  [default: 0]."),
+        click.Option(["--decimal"], default=None, type=click.Choice([".", ","]),
+                     help="Decimal mark of numbers (',': \"12,5\" is twelve and a half)  [default: .]."),
+        click.Option(["--lowercase/--no-lowercase", "lowercase"], default=None,
+                     help="Read every text value in lower case ('WHITE', 'White' and 'white' are one label)  "
+                          "[default: no-lowercase]."),
         click.Option(["--bin", "bin_specs"], multiple=True, metavar="COL=E0,E1,…",
                      help="Bin a numeric column with these edges: [E0, E1), [E1, E2), …, the last closed "
                           "(repeatable; a schema file also takes equal-width bins)."),
@@ -50,8 +60,8 @@ def file_option_params() -> list[click.Option]:
 
 
 #: the keyword names of :func:`file_option_params` (what :func:`input_spec` takes)
-FILE_OPTION_KEYS = ("schema_path", "sep", "header", "names", "na", "encoding", "strip", "bin_specs",
-                    "allow_continuous_sa")
+FILE_OPTION_KEYS = ("schema_path", "sep", "header", "names", "na", "encoding", "strip", "thousands", "decimal", "lowercase", "skip",
+                    "bin_specs", "allow_continuous_sa")
 
 
 def file_options(f):
@@ -150,26 +160,33 @@ def parse_missing_flags(values) -> tuple[str | None, dict[str, str]]:
 
 
 def input_schema(input_path, dataset, schema_path=None, sep=None, header=None, names=None, na=(), encoding=None,
-                 strip=None, bin_specs=(), quasi=(), sensitive=(), missing=None, numeric=(), **_):
+                 strip=None, bin_specs=(), quasi=(), sensitive=(), missing=None, numeric=(), thousands=None,
+                 decimal=None, lowercase=None, skip=None, **_):
     """The schema of an input file: the ``--schema`` file (if any) with the flags applied on
     top; None for a bundled ``--dataset`` (file flags are then an error)."""
-    from ..schema import Schema, check_encoding, load_schema, parse_sep
+    from ..schema import THOUSANDS, Schema, check_encoding, load_schema, parse_sep
 
     file_flags = {"--schema": schema_path, "--sep": sep, "--header/--no-header": header, "--names": names,
-                  "--na": na or None, "--encoding": encoding, "--strip/--no-strip": strip}
+                  "--na": na or None, "--encoding": encoding, "--strip/--no-strip": strip, "--thousands": thousands,
+                  "--decimal": decimal, "--lowercase/--no-lowercase": lowercase, "--skip": skip}
     if dataset is not None:
         given = [k for k, v in file_flags.items() if v is not None]
         if given:
             raise PpdpError(f"{given[0]} describes an input file; --dataset {dataset} is a bundled table")
         return None
     sch = load_schema(schema_path) if schema_path is not None else Schema()
+    if skip is not None and skip < 0:
+        raise PpdpError(f"--skip: a number of lines ≥ 0, got {skip}")
+    if thousands is not None and thousands not in THOUSANDS:
+        raise PpdpError(f"--thousands: must be one of {', '.join(map(repr, THOUSANDS))}, got {thousands!r}")
     names_t = tuple(x.strip() for x in names.split(",")) if names is not None else None
     if names_t is not None and (not all(names_t) or len(set(names_t)) != len(names_t)):
         raise PpdpError(f"--names {names!r}: give distinct, non-empty names separated by commas")
     whole, per_column = parse_missing_flags(missing)
     sch = sch.with_file(sep=parse_sep(sep) if sep is not None else None, header=header, names=names_t,
                         na=tuple(na) if na else None, encoding=check_encoding(encoding) if encoding else None,
-                        strip=strip).with_missing(whole, per_column)
+                        strip=strip, thousands=thousands, decimal=decimal,
+                        lowercase=lowercase, skip=skip).with_missing(whole, per_column)
     if not sch.file.header and sch.file.names is None:
         raise PpdpError("--no-header needs --names A,B,… (or file.names in the schema): the file has no row of names")
     return sch.with_columns(split_names(quasi), split_names(sensitive), split_names(numeric),

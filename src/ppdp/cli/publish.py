@@ -309,6 +309,15 @@ def _schema_params(cls, mech, sch, table, values) -> dict[str, Any]:
             out["domains"] = doms
     if "sensitive_values" in cons and not _given(values, "sensitive_values") and sch.sensitive_values is not None:
         out["sensitive_values"] = list(sch.sensitive_values)
+    if "domains" in cons and dims and not _given(values, "domains") and not _given(values, "bins"):
+        undeclared = [d for d in dims if d not in binned and d not in out.get("domains", {})]
+        if undeclared:
+            d = undeclared[0]
+            raise PpdpError(
+                f"--dims {d}: its domain is not declared, and an ε-DP histogram must not read its cells off the rows "
+                "(a value present only because of one person would reveal that person); declare every possible value "
+                f"(domain = [\"…\", …] under [columns.{d}] in the schema, or --domains {d}=V1,V2,…) or bin it "
+                f"(bins = … in the schema, or --bin {d}=E0,E1,…)")
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import math
@@ -14,7 +15,7 @@ from . import cli
 
 #: separators tried, longest first (", " before ",")
 _SEPS = (", ", "\t", ";", "|", ",")
-_NA_CANDIDATES = ("?", "NA", "N/A", "n/a", "NULL", "null", "None", "-", ".")
+_NA_CANDIDATES = ("?", "NA", "N/A", "n/a", "#N/A", "NULL", "null", "None", "NaN", "nan", "-", ".")
 #: a text column with at most this many values gets its domain written out
 _DOMAIN_MAX = 40
 
@@ -33,9 +34,11 @@ def infer(input_path, out, encoding):
     """Guess how to read FILE (separator, header, missing markers, encoding) and what each
     column is; write a TOML schema with every guess as a comment, to review and edit."""
     from ..errors import PpdpError
-    from ..schema import FileOptions, check_encoding, load_schema, looks_numeric, read_frame
+    from ..schema import FileOptions, check_encoding, read_frame
 
     p = Path(input_path)
+    if p.suffix.lower() in (".parquet", ".pq"):
+        return _infer_parquet(p, out)
     raw = p.read_bytes()[: 1 << 16]
     if raw[:2] == b"\x1f\x8b":  # gzip: sniff the text, as the reader decompresses it
         import gzip
@@ -45,6 +48,9 @@ def infer(input_path, out, encoding):
     if encoding:
         enc = check_encoding(encoding)
         why_enc = "given"
+    elif raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a spreadsheet's "Unicode text"
+        enc, why_enc = "utf-16", "a UTF-16 byte-order mark"
+        raw = raw[: len(raw) // 2 * 2]
     else:
         try:
             raw.decode("utf-8")
@@ -55,20 +61,70 @@ def infer(input_path, out, encoding):
             else:
                 enc, why_enc = "latin-1", f"not UTF-8 (byte {raw[e.start:e.start + 1]!r} at offset {e.start})"
     text = raw.decode(enc, errors="ignore")
-    lines = [ln for ln in text.splitlines()[:200] if ln.strip()]
+    physical = text.splitlines()[:200]
+    at = [i for i, ln in enumerate(physical) if ln.strip()]  # the physical line of each non-blank one
+    lines = [physical[i] for i in at]
     if len(lines) > 1 and len(raw) == 1 << 16:
         lines = lines[:-1]  # the last line may be cut
     if not lines:
         raise PpdpError(f"{p.name} is empty")
     sep, why_sep = _guess_sep(lines)
-    rows = [[f.strip() for f in ln.split(sep.strip() or sep)] for ln in lines]
+    skip, why_skip = 0, ""
+    if why_sep.startswith("no separator"):  # a title above the header? the lines below it agree
+        for k in range(1, min(10, len(lines) - 2)):
+            s2, w2 = _guess_sep(lines[k:])
+            if not w2.startswith("no separator"):
+                sep, why_sep, skip = s2, w2 + f" below line {at[k]}", at[k]
+                why_skip = f"the first {at[k]} line(s) are no table ({physical[0].strip()[:40]!r} …)"
+                lines = lines[k:]
+                break
+    raw_rows = [_split(ln, sep) for ln in lines]
+    rows = [[f.strip() for f in r] for r in raw_rows]
     header, why_header = _guess_header(rows)
     names = [r.strip() for r in rows[0]] if header else [f"col{i + 1}" for i in range(len(rows[0]))]
     na = [m for m in _NA_CANDIDATES if any(m in r for r in rows[1 if header else 0:])]
-    strip = sep != sep.strip() or any(f != f.strip() for ln in lines[:50] for f in ln.split(sep.strip() or sep))
     opts = FileOptions(sep=sep, header=header, names=None if header else tuple(names), encoding=enc,
-                       na=tuple(na), strip=strip, missing="category" if na else "error")
+                       na=tuple(na), strip=sep == ", ", missing="category" if na else "error", skip=skip)
     df = read_frame(p, opts)
+    reasons = {"sep": why_sep, "header": why_header, "encoding": why_enc, "skip": why_skip}
+    # spaces around values anywhere in the file (not only in the sampled lines)
+    strip = sep == ", " or any(_padded(df[c]) for c in df.columns)
+    thousands, why_thousands = _guess_thousands(df, na, sep)
+    decimal, why_decimal = None, ""
+    if thousands is None:
+        decimal, thousands, why_decimal = _guess_decimal(df, na)
+    codes, why_codes = _guess_codes(df, na)
+    markers, na = na, na + codes
+    opts = dataclasses.replace(opts, na=tuple(na), strip=strip, thousands=thousands, decimal=decimal or ".",
+                               missing="category" if na else "error")
+    if strip or thousands or codes or opts.decimal != ".":
+        df = read_frame(p, opts)
+    cased = _case_variants(df, na)
+    if cased:
+        opts = dataclasses.replace(opts, lowercase=True)
+        df = read_frame(p, opts)
+    _write_schema(p, out, df, opts, reasons, markers, codes, why_codes, why_thousands or why_decimal, cased)
+
+
+def _infer_parquet(p: Path, out) -> None:
+    """A Parquet file: its columns and types are the file's own (nothing to sniff)."""
+    from ..schema import FileOptions, read_frame
+
+    df = read_frame(p, FileOptions(na=()))
+    missing = bool(df.isna().to_numpy().any())
+    opts = FileOptions(na=(), missing="category" if missing else "error")
+    reasons = {"sep": "a Parquet file: read with pyarrow, sep, header and encoding do not apply",
+               "header": "the file's own column names", "encoding": "not used for Parquet"}
+    _write_schema(p, out, df, opts, reasons, [], [], "", "", {})
+
+
+def _write_schema(p: Path, out, df, opts, reasons: dict, markers: list, codes: list, why_codes: str,
+                  why_thousands: str, cased: dict) -> None:
+    from ..schema import load_schema, looks_numeric
+
+    sep, header, enc, na, strip, thousands = opts.sep, opts.header, opts.encoding, list(opts.na), opts.strip, opts.thousands
+    why_sep, why_header, why_enc = reasons["sep"], reasons["header"], reasons["encoding"]
+    names = list(opts.names or [])
     n = len(df)
     cols = []
     for c in df.columns:
@@ -78,7 +134,9 @@ def infer(input_path, out, encoding):
         numeric = looks_numeric(s, na)
         cols.append((str(c), numeric, k, present, int(len(s) - len(present))))
     text_cols = [c for c in cols if not c[1]]
-    sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX), None)
+    dates = {c[0]: _date_range(c[3]) for c in text_cols}
+    sa = next((c[0] for c in reversed(text_cols) if 2 <= c[2] <= _DOMAIN_MAX and not _IDENTIFIER_NAME.search(c[0])
+               and not dates[c[0]]), None)
     if any(c[4] for c in cols) and opts.missing == "error":  # empty cells: missing without a marker
         opts = dataclasses.replace(opts, missing="category")
     out_lines = [
@@ -86,6 +144,10 @@ def infer(input_path, out, encoding):
         "# roles above all (quasi = what an adversary may know, sensitive = what to protect, drop = not published).",
         "",
         "[file]",
+    ]
+    if opts.skip:
+        out_lines.append(f"skip = {opts.skip}   # guessed: {reasons.get('skip', '')}")
+    out_lines += [
         f"sep = {_toml(sep)}" + f"   # guessed: {why_sep}",
         f"header = {'true' if header else 'false'}" + f"   # guessed: {why_header}",
     ]
@@ -93,9 +155,22 @@ def infer(input_path, out, encoding):
         out_lines.append(f"names = {_toml(names)}   # the file has no names: rename these")
     out_lines += [
         f"encoding = {_toml(enc)}   # guessed: {why_enc}",
-        f"na = {_toml(na)}   # " + (f"guessed: these markers occur in the file ({', '.join(na)})" if na else
-                                    "no missing-value marker seen (an empty cell is always missing)"),
+        f"na = {_toml(na)}   # " + "; ".join(
+            ([f"guessed: these markers occur in the file ({', '.join(markers)})"] if markers else [])
+            + ([f"guessed: {why_codes}"] if codes else [])
+            or ["no missing-value marker seen (an empty cell is always missing)"]),
         f"strip = {'true' if strip else 'false'}   # " + ("spaces around values seen" if strip else "no spaces around values"),
+    ]
+    if opts.decimal != ".":
+        out_lines.append(f"decimal = {_toml(opts.decimal)}   # guessed: {why_thousands}")
+    if thousands:
+        out_lines.append(f"thousands = {_toml(thousands)}   # guessed: "
+                         + ("the decimal mark's companion" if opts.decimal != "." else why_thousands))
+    if cased:
+        ex = "; ".join(f"{c}: {' / '.join(map(repr, v))}" for c, v in list(cased.items())[:3])
+        out_lines.append(f"lowercase = true   # guessed: labels differing only in case ({ex}): one label each; "
+                         "set false if case matters")
+    out_lines += [
         f"missing = {_toml(opts.missing)}   # " + ("missing values kept as the category \"(missing)\"" if opts.missing == "category" else
                                                    "a missing value is an error"),
         "",
@@ -108,7 +183,10 @@ def infer(input_path, out, encoding):
             lo, hi = float(vals.min()), float(vals.max())
             role, why = "quasi", "numeric, binned below" if k > 20 else "numeric, few values: used value by value"
             if k > 0.5 * n and k > 100:
-                role, why = "drop", "nearly every value distinct: an identifier or a weight?"
+                whole = bool((vals % 1 == 0).all())
+                role, why = "drop", ("nearly every value distinct: an identifier or a weight?" if whole else
+                                     "nearly every value distinct, fractional: an exact amount or a weight (nothing an "
+                                     "adversary knows to the unit); to publish it, give it a role and bins")
             elif weight_like(name, k, n):
                 role, why = "drop", (f"weight-like ({k} distinct values"
                                      + (", a weight's name" if _WEIGHT_NAME.search(name) else "")
@@ -123,6 +201,12 @@ def infer(input_path, out, encoding):
         else:
             if name == sa:
                 role, why = "sensitive", f"the last text column with few values ({k})"
+            elif _IDENTIFIER_NAME.search(name):
+                role, why = "drop", (f"a direct identifier by its name ({k} distinct values): a name, address, "
+                                     "phone or e-mail is never published")
+            elif dates[name]:
+                role, why = "drop", (f"dates ({dates[name]}, {k} distinct): read as text, one label per day; publish "
+                                     "a coarser column derived from it (year, month, week) as a quasi-identifier")
             elif k > _DOMAIN_MAX and (k > 0.2 * n or k > 1000):
                 role, why = "drop", f"{k} distinct values: an identifier?"
             else:
@@ -163,15 +247,150 @@ def _key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name, ensure_ascii=False)
 
 
+def _split(line: str, sep: str) -> list[str]:
+    """The fields of one line, a separator inside double quotes kept in its field (as the
+    reader does: "1,018.52" is one field of a ','-separated line)."""
+    return next(csv.reader([line], delimiter=sep[0], skipinitialspace=sep == ", "), [])
+
+
 def _guess_sep(lines: list[str]) -> tuple[str, str]:
-    """The separator splitting every sampled line into the same number (> 1) of fields."""
+    """The separator splitting every sampled line into the same number (> 1) of fields
+    (fields in double quotes may hold it)."""
     for sep in _SEPS:
-        counts = {ln.count(sep) for ln in lines}
-        if len(counts) == 1 and counts.pop() > 0:
+        counts = {len(_split(ln, sep)) for ln in lines}
+        if len(counts) == 1 and counts.pop() > 1:
             if sep == ", " and any(ln.count(",") != ln.count(", ") for ln in lines):
                 continue
-            return sep, f"every sampled line has the same number of {sep!r}"
+            quoted = any('"' in ln for ln in lines)
+            return sep, f"every sampled line has the same number of {sep!r}" + (" outside quotes" if quoted else "")
     return ",", "no separator splits every line evenly; check it"
+
+
+def _padded(s) -> bool:
+    """Some value of a text column has spaces around it."""
+    v = s.dropna().astype(str)
+    return bool((v != v.str.strip()).any())
+
+
+def _guess_thousands(df, na: list[str], sep: str) -> tuple[str | None, str]:
+    """A thousands separator when some column holds only numbers, some of them grouped
+    ("1,018.52" beside "354.94")."""
+    from ..schema import THOUSANDS, thousands_pattern, ungroup_thousands
+
+    for t in THOUSANDS:
+        if t == ".":  # "1.234" is more often a decimal than a grouped thousand
+            continue
+        pat = thousands_pattern(t)
+        cols = [c for c in df.columns if df[c].astype(str).str.contains(t, regex=False).any()
+                and _uniques(df[c]).str.fullmatch(pat.pattern).any()]
+        if not cols:
+            continue
+        fixed = ungroup_thousands(df[cols], t, na)
+        got = [c for c in cols if not fixed[c].equals(df[c])]
+        if got:
+            ex = next(v for v in _uniques(df[got[0]]) if pat.fullmatch(v))
+            return t, f"numbers written with {t!r} between thousands in {', '.join(got)} (e.g. {ex!r})"
+    return None, ""
+
+
+#: column names of direct identifiers: a person's name, address, phone, e-mail, social security number
+_IDENTIFIER_NAME = re.compile(
+    r"(?i)(^((fake|patient|person|client|customer|member|first|last|given|family|full|middle|maiden|sur|fore|user)"
+    r"[ _-]?)+name$|^name$|e-?mail|phone|^ssn$|social.?security|street|^address)")
+_DATE = re.compile(r"(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{4})([ T]\d{1,2}:\d{2}(:\d{2})?)?")
+
+
+def _uniques(s):
+    """The distinct present values of a column, as text (a Series)."""
+    import pandas as pd
+
+    return pd.Series(pd.unique(s.dropna().astype(str)), dtype=object)
+
+
+def _date_range(present) -> str:
+    """'first … last' when every present value of a text column is a date (2020-03-04,
+    4/3/2020, with or without a time), else ''."""
+    v = _uniques(present)
+    if not len(v) or not v.str.fullmatch(_DATE.pattern).all():
+        return ""
+    return f"{min(v)} … {max(v)}"
+
+
+def _case_variants(df, na: list[str]) -> dict[str, list[str]]:
+    """Text columns holding labels that differ only in case ('WHITE', 'white'): per column,
+    one such group of spellings."""
+    out = {}
+    for c in df.columns:
+        v = df[c].dropna().astype(str)
+        v = v[~v.isin(["", *na])]
+        u = v.unique()
+        if len(u) < 2 or len(u) > 1000 or all(_is_num(x) for x in u[:50]):
+            continue
+        groups: dict[str, list[str]] = {}
+        for x in u:
+            groups.setdefault(x.lower(), []).append(x)
+        multi = [sorted(g) for g in groups.values() if len(g) > 1]
+        if multi:
+            out[str(c)] = multi[0]
+    return out
+
+
+def _guess_decimal(df, na: list[str]) -> tuple[str | None, str | None, str]:
+    """A decimal comma ("12,5"; with "." between thousands, "1.234,5") when some text column
+    holds only such numbers and one of them at least has a fraction that is no group of three
+    digits (so that "1,234" alone stays a thousand)."""
+    from ..schema import normalize_numbers
+
+    frac = re.compile(r"[+-]?\d+(?:[. ]\d{3})*,(\d+)")
+    best: tuple[str | None, list] = (None, [])
+    for t in (None, ".", " "):  # the thousands separator that makes the most columns numbers
+        fixed = normalize_numbers(df, t, ",", na)
+        got = [c for c in df.columns if not fixed[c].equals(df[c])]
+        if len(got) > len(best[1]):
+            best = (t, got)
+    t, got = best
+    decided = any(m is not None and len(m.group(1)) != 3 for c in got for m in map(frac.fullmatch, df[c].dropna().astype(str)))
+    if not got or not decided:
+        return None, None, ""
+    ex = next(v for v in df[got[0]].dropna().astype(str) if "," in v)
+    return ",", t, (f"numbers written with a decimal comma in {', '.join(got[:5])}" + (" …" if len(got) > 5 else "")
+                    + f" (e.g. {ex!r})" + (f", {t!r} between thousands" if t else ""))
+
+
+#: numbers that surveys use as missing-value codes
+_CODES = ("999", "9999", "99999", "-9", "-99", "-999", "-9999", "-1", "-8", "-88", "-888")
+
+
+def _guess_codes(df, na: list[str]) -> tuple[list[str], str]:
+    """Missing-value codes written as numbers (999, -9 …): a code that, in some numeric
+    column, lies far outside the column's other values (above twice their largest, or negative
+    below values that are never negative)."""
+    import numpy as np
+    import pandas as pd
+
+    found: dict[str, list[str]] = {}
+    for c in df.columns:
+        if pd.api.types.is_bool_dtype(df[c].dtype):
+            continue
+        s = _uniques(df[c])  # the distinct values: a code is one of them
+        s = s[~s.isin(["", *na])]
+        nums = pd.to_numeric(s, errors="coerce")
+        if not len(s) or nums.isna().any():
+            continue
+        for code in _CODES:
+            hit = (s == code).to_numpy()
+            if not hit.any() or hit.all():
+                continue
+            rest = nums.to_numpy(float)[~hit]
+            v = float(code)
+            far = v > 2 * max(np.max(rest), 1.0) if v > 0 else (np.min(rest) >= 0 and np.unique(rest).size > 1)
+            if far:
+                found.setdefault(code, []).append(str(c))
+    # a negative code only when it also marks a second column: -1 alone is too often a value
+    codes = [k for k, cs in found.items() if float(k) > 0 or len(cs) > 1]
+    why = "; ".join(f"{k} looks like a missing-value code in {', '.join(found[k][:5])}"
+                    + (" …" if len(found[k]) > 5 else "") + " (far outside the other values)" for k in codes)
+    return codes, why
 
 
 def _is_num(x: str) -> bool:

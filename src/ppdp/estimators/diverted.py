@@ -652,6 +652,7 @@ class DivertedEstimator(RandomizedEstimator):
         _, masks = release.resolve(workload)
         if self.method in ("iterative", "closed"):  # the 4-state model's own interval under-covers (0.57 on OCC)
             est, full = diverted_estimates(release, masks, self.method, **self._options())[0], FullClosed().estimate(release, workload, level)
+            # full-closed's upper end already holds the dropped rows
             return Estimates(est, full.se, np.minimum(np.maximum(full.lower, 0.0), est), np.maximum(full.upper, est),
                              f"full-closed's interval widened to hold this estimate: {full.method}", level)
         unc: dict = {"variance": self.get_params().get("variance", "fixed"), "level": level}
@@ -680,7 +681,12 @@ class DivertedEstimator(RandomizedEstimator):
                       "independently with the receiver's transition, fitted counts plugged in; its normal "
                       "interval cut to [0, n_P] and widened to hold the estimate; conservative (the receiver's "
                       "transition is estimated, docs/diverted.md)")
-        return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est), method, level)
+        # rows dropped so that N is a multiple of ℓ' are in the input table but not in the release:
+        # each may meet the query, so they widen the upper end (the interval is of the input's count)
+        dropped = int(release.manifest.get("dropped", 0) or 0)
+        if dropped:
+            method += f"; plus the {dropped} dropped row(s) on the upper side"
+        return Estimates(est, se, np.minimum(lo, est), np.maximum(hi, est) + dropped, method, level)
 
 
 class FullIterative(DivertedEstimator):
