@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 _ids = itertools.count(1)
+#: the job whose ``on_done`` is running in this thread: commands it runs (verify, audit) are its children,
+#: ended with it when it is cancelled
+_current = threading.local()
 _BAR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -54,12 +57,18 @@ class Job:
         self.started = time.monotonic()
         self.seconds: float | None = None
         self._cancelled = False
+        self.children: list[Job] = []
         # the child imports the same ppdp as the app (a relative PYTHONPATH would not hold in ``cwd``)
         here = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
         env = dict(os.environ, PPDP_PROGRESS="1", PYTHONUNBUFFERED="1", COLUMNS="120", PYTHONPATH=path)
         self.proc = subprocess.Popen(ppdp_command(self.args), cwd=self.cwd, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        parent = getattr(_current, "job", None)
+        if parent is not None:
+            parent.children.append(self)
+            if parent.cancelled:
+                self.cancel()
         self._err_thread = threading.Thread(target=self._read_stderr, daemon=True)
         self._err_thread.start()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -92,10 +101,23 @@ class Job:
             return
         try:
             if self.on_done is not None:
-                self.result = self.on_done(self)
+                _current.job = self
+                try:
+                    self.result = self.on_done(self)
+                finally:
+                    _current.job = None
+            if self._cancelled:  # cancelled while its follow-up commands ran
+                self.result = None
+                self._remove_outputs()
+                self.state = "cancelled"
+                return
             self.state = "done"
         except Exception as e:  # reading what the command wrote failed: say so, keep nothing
             self._remove_outputs()
+            if self._cancelled:
+                self.result = None
+                self.state = "cancelled"
+                return
             self.error = str(e) or type(e).__name__
             self.state = "failed"
 
@@ -107,12 +129,21 @@ class Job:
                 p.unlink()
 
     def cancel(self) -> None:
-        if self.state == "running" and self.proc.poll() is None:
-            self._cancelled = True
+        if self.state != "running":
+            return
+        self._cancelled = True  # also while ``on_done`` runs its own commands (a release's verify and audit)
+        for child in list(self.children):
+            child.cancel()
+        if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the custodian cancelled it (its outputs are then removed)."""
+        return self._cancelled
 
     def wait(self, timeout: float | None = None) -> Job:
         self._thread.join(timeout)

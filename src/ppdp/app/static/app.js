@@ -179,9 +179,10 @@ $("publish-form").addEventListener("submit", async (ev) => {
   const {ok, body} = await postJSON("/api/publish", {model: $("model").value, seed: $("seed").value, allow_disclosure: $("allow_disclosure").checked});
   if (!ok) { showError(body, "model"); return; }
   $("publish-btn").disabled = true;
-  const job = await follow(body, $("publish-progress"), null);
+  const job = await follow(body, $("publish-progress"), $("publish-cancel-btn"));
   $("publish-btn").disabled = false;
   if (job.state === "failed") { showError(job, "model"); return; }
+  if (job.state !== "done") return;
   const r = job.result;
   $("publish-box").hidden = false;
   const v = r.verify;
