@@ -179,3 +179,12 @@ def test_cancel_reaches_the_commands_run_after_the_main_one(monkeypatch, tmp_pat
     assert time.monotonic() - t0 < 20
     assert children and children[0].state == "cancelled" and children[0].proc.poll() is not None
     assert not out.exists()  # nothing kept
+
+
+def test_a_crash_is_one_line_not_the_exit_code(monkeypatch, tmp_path):
+    """A command that stops on a traceback (a fault in ppdp) gives its exception's line, not "stopped (exit 1)"."""
+    script = "import sys; print('50%|##', file=sys.stderr); raise KeyError('wage')"
+    monkeypatch.setattr(jobs, "ppdp_command", lambda args: [sys.executable, "-c", script])
+    job = jobs.run("publish", ["x"], tmp_path, timeout=60)
+    assert job.state == "failed"
+    assert job.error == "ppdp publish failed unexpectedly: KeyError: 'wage' (a fault in ppdp: please report it)"

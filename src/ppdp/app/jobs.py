@@ -96,7 +96,7 @@ class Job:
             return
         if self.returncode not in self.ok_codes:
             self._remove_outputs()
-            self.error = error_line(self.stderr) or f"ppdp {self.kind} stopped (exit {self.returncode})"
+            self.error = error_line(self.stderr) or crash_line(self.kind, self.returncode, self.stderr)
             self.state = "failed"
             return
         try:
@@ -168,6 +168,17 @@ def error_line(stderr: str) -> str | None:
         if ln.startswith("error: "):
             return ln[len("error: "):].strip()
     return None
+
+
+def crash_line(kind: str, returncode: int | None, stderr: str) -> str:
+    """One line for a command that stopped without its own ``error:`` line: the exception a traceback ends
+    with (a fault of ppdp, to report), or the exit status."""
+    text = stderr.replace("\r", "\n")
+    if "Traceback (most recent call last)" in text:
+        last = [ln.strip() for ln in text.split("Traceback (most recent call last)")[-1].splitlines() if ln.strip()]
+        if last:
+            return f"ppdp {kind} failed unexpectedly: {last[-1]} (a fault in ppdp: please report it)"
+    return f"ppdp {kind} stopped (exit {returncode})"
 
 
 def run(kind: str, args: Sequence[str], cwd: Path, outputs: Sequence[Path] = (), ok_codes: Sequence[int] = (0,),
