@@ -188,3 +188,12 @@ def test_a_crash_is_one_line_not_the_exit_code(monkeypatch, tmp_path):
     job = jobs.run("publish", ["x"], tmp_path, timeout=60)
     assert job.state == "failed"
     assert job.error == "ppdp publish failed unexpectedly: KeyError: 'wage' (a fault in ppdp: please report it)"
+
+
+def test_a_models_refusal_without_the_class_name():
+    from ppdp.app.server import model_error
+
+    assert model_error("ParameterError: the domain of ['clinic'] is not declared") == "the domain of ['clinic'] is not declared"
+    assert model_error("InfeasibleError: no bucketization") == "no bucketization"
+    assert model_error("KeyError: 'x'") == "KeyError: 'x'"  # a fault, not a refusal: named
+    assert model_error(float("nan")) == "" and model_error("") == ""

@@ -75,6 +75,18 @@ def field_of(message: str, default: str) -> str:
     return default
 
 
+def model_error(text: Any) -> str:
+    """A model's error in ``evaluate``'s models.csv, without the exception class of a bad-input refusal
+    (``ParameterError: the domain of …`` → ``the domain of …``); other faults keep their name."""
+    from .. import errors
+
+    text = "" if text is None or (isinstance(text, float) and text != text) else str(text)
+    m = re.match(r"([A-Za-z]+): ", text)
+    if m and isinstance(getattr(errors, m.group(1), None), type) and issubclass(getattr(errors, m.group(1)), PpdpError):
+        return text[m.end():]
+    return text
+
+
 class Session:
     """What the custodian has loaded, compared and published (one local user)."""
 
@@ -356,6 +368,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         keep = ["model", "family", "claim", "max_posterior", "records_certain", "mean_rel_err", "mean_abs_err",
                 "publish_s", "verified", "error"]
         rows = models[[c for c in keep if c in models.columns]].to_dict("records")
+        for r in rows:  # a model's refusal as the CLI words it: without the library's class name before it
+            r["error"] = model_error(r.get("error"))
         rec = next((ln for ln in job.stdout.splitlines() if ln.startswith(("recommendation:", "no recommendation:"))), "")
         model = rec[len("recommendation: "):].split(" — ")[0] if rec.startswith("recommendation:") else None
         passed = [ln[len("passed over: "):] for ln in job.stdout.splitlines() if ln.startswith("passed over: ")]
