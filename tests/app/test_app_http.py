@@ -6,6 +6,7 @@ Found by driving every gauntlet table through the whole flow (tests/app/drive_ga
 from __future__ import annotations
 
 import bz2
+import gzip
 import io
 import os
 import sys
@@ -60,6 +61,16 @@ def test_upload_reads_what_the_cli_reads(client, tmp_path, name, data):
     saved = tomllib.loads(client.get("/schema.toml").text)
     assert saved["file"] == _cli_file_options(local, tmp_path)
     assert [c["name"] for c in r.json()["schema"]["columns"]] == ["age", "sex", "pay"]
+
+
+@pytest.mark.parametrize("name", ["SURVEY.CSV.GZ", "survey.csv"])
+def test_a_gzip_upload_is_read_whatever_its_name(client, name):
+    """A gzip file named in capitals, or sent without .gz, is decompressed (the reader goes by the suffix)."""
+    data = gzip.compress(b"age,sex,pay\n31,f,low\n45,m,high\n52,f,low\n28,m,mid\n")
+    r = client.post("/api/load", files={"file": (name, data)}, data={"path": ""})
+    assert r.status_code == 200, r.text
+    assert [c["name"] for c in r.json()["schema"]["columns"]] == ["age", "sex", "pay"]
+    assert r.json()["source"]["name"].endswith(".gz")
 
 
 def test_spreadsheet_refused_in_one_line_nothing_kept(client):

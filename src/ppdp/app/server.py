@@ -151,6 +151,21 @@ def _safe_name(name: str) -> str:
     return base[:120]
 
 
+#: a compressed file's first bytes → the suffix the reader needs to decompress it
+_MAGIC = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\x28\xb5\x2f\xfd", ".zst"))
+
+
+def _compressed_name(name: str, head: bytes) -> str:
+    """The name of an uploaded file's copy: a compressed file keeps or gains its compression suffix in lower
+    case (the reader decompresses by suffix: ``T.CSV.GZ`` or a gzip file sent as ``t.csv`` read as garbage)."""
+    for magic, suffix in _MAGIC:
+        if head.startswith(magic):
+            if name.lower().endswith(suffix):
+                return name[: -len(suffix)] + suffix
+            return name + suffix
+    return name
+
+
 # --------------------------------------------------------------------------------- the app
 def create_app(workdir: str | Path | None = None) -> Starlette:
     """The app, keeping its files in ``workdir`` (default: a new temporary directory)."""
@@ -178,7 +193,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             uploaded = isinstance(upload, UploadFile) and bool(upload.filename)
             if isinstance(upload, UploadFile) and upload.filename:
                 data = await upload.read()
-                name = _safe_name(upload.filename)
+                name = _compressed_name(_safe_name(upload.filename), data[:4])
                 _check_table_name(name)
                 target = session.new_path("input") / name
                 target.parent.mkdir()
