@@ -16,9 +16,12 @@ function showError(body, fallback) {
   box.scrollIntoView({block: "nearest"});
 }
 async function call(url, opts) {
-  const r = await fetch(url, opts);
-  const body = await r.json();
-  return {ok: r.ok, body};
+  // a reply that is not the app's JSON (the server stopped, a fault) is still one line by the field
+  let r;
+  try { r = await fetch(url, opts); } catch (e) { return {ok: false, body: {error: "the app is not running (start `ppdp app` again)"}}; }
+  try { return {ok: r.ok, body: await r.json()}; } catch (e) {
+    return {ok: false, body: {error: `the app failed (HTTP ${r.status}); its terminal shows why`}};
+  }
 }
 function postJSON(url, data) {
   return call(url, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(data)});
@@ -123,8 +126,9 @@ $("schema-file").addEventListener("change", async () => {
 async function follow(job, progressEl, cancelBtn) {
   if (cancelBtn) { cancelBtn.hidden = false; cancelBtn.onclick = () => fetch(`/api/job/${job.id}/cancel`, {method: "POST"}); }
   while (true) {
-    const r = await fetch(`/api/job/${job.id}`);
-    job = await r.json();
+    const {ok, body} = await call(`/api/job/${job.id}`);
+    if (!ok) { job = {state: "failed", error: body.error}; progressEl.textContent = ""; break; }
+    job = body;
     progressEl.textContent = job.state === "running" ? (job.progress || "starting …") + `  (${job.seconds} s)` : "";
     if (job.state !== "running") break;
     await new Promise((res) => setTimeout(res, 400));
