@@ -208,3 +208,17 @@ def test_a_models_refusal_without_the_class_name():
     assert model_error("InfeasibleError: no bucketization") == "no bucketization"
     assert model_error("KeyError: 'x'") == "KeyError: 'x'"  # a fault, not a refusal: named
     assert model_error(float("nan")) == "" and model_error("") == ""
+
+
+def test_compare_takes_the_range_columns(client):
+    """The range workload's columns (evaluate's --dims) from the page: a wide table's histogram model is compared on
+    the columns asked for; a column that is not the table's is the command's one line by the workload."""
+    client.post("/api/load", files={"file": (DIABETES.name, DIABETES.read_bytes())}, data={"path": ""})
+    client.post("/api/schema/upload", files={"schema_file": ("d.toml", DIABETES_SCHEMA.read_bytes())})
+    r = client.post("/api/compare", json_body={"models": "dpcube:epsilon=1", "workload": "range", "queries": "20",
+                                               "trials": "1", "dims": "age, nosuch"})
+    assert r.status_code == 200, r.text
+    job = client.follow(r.json(), limit=120)
+    assert job["state"] == "failed" and job["field"] == "workload", job
+    assert "nosuch" in job["error"] and "\n" not in job["error"]
+    assert "--dims" in client.app.state.jobs.get(job["id"]).args

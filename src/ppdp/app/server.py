@@ -59,7 +59,7 @@ class BadInput(PpdpError):
 
 #: words of an error message → the field of the page it concerns (first match wins)
 _FIELDS = (
-    (r"^--workload", "workload"),
+    (r"^--workload|^--dims|range dimension", "workload"),
     (r"--epsilon|epsilon|ε", "models"),
     (r"--model|model '|unknown model|--theta|--rho|--l-prime|--l\b|parameter", "models"),
     (r"quasi|sensitive column|--sensitive|role|--schema|columns\.|schema file|bins|domain|missing", "schema"),
@@ -366,6 +366,9 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 workload = str(data.get("workload") or "anatomy")
             args += ["--workload", workload, "--queries", str(data.get("queries") or 1000),
                      "--trials", str(data.get("trials") or 1)]
+            dims = ",".join(d.strip() for d in re.split(r"[,\n]", str(data.get("dims") or "")) if d.strip())
+            if dims:  # evaluate's --dims: the range workload's columns (and a histogram model's, when it gives none)
+                args += ["--dims", dims]
             if str(data.get("max_posterior") or "").strip():
                 args += ["--max-posterior", str(data["max_posterior"]).strip()]
             out = session.new_path("evaluate")

@@ -145,7 +145,7 @@ $("compare-form").addEventListener("submit", async (ev) => {
   if ($("schema-table").querySelector("tbody tr") && !(await saveSchema())) return;
   $("report-box").hidden = true;
   const {ok, body} = await postJSON("/api/compare", {models: $("models").value, workload: $("workload").value,
-    queries: $("queries").value, trials: $("trials").value, max_posterior: $("max_posterior").value,
+    queries: $("queries").value, trials: $("trials").value, dims: $("dims").value, max_posterior: $("max_posterior").value,
     sql_workload: $("sql-workload").value});
   if (!ok) { showError(body, "models"); return; }
   $("compare-btn").disabled = true;
