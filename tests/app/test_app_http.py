@@ -222,3 +222,10 @@ def test_compare_takes_the_range_columns(client):
     assert job["state"] == "failed" and job["field"] == "workload", job
     assert "nosuch" in job["error"] and "\n" not in job["error"]
     assert "--dims" in client.app.state.jobs.get(job["id"]).args
+
+
+def test_a_short_command_past_its_time_is_ended(monkeypatch, tmp_path):
+    monkeypatch.setattr(jobs, "ppdp_command", lambda args: [sys.executable, "-c", "import time; time.sleep(60)"])
+    job = jobs.run("verify", ["x"], tmp_path, timeout=1)
+    assert job.state == "failed" and job.error == "ppdp verify took more than 1 s and was stopped"
+    assert job.proc.poll() is not None  # no process left behind

@@ -183,8 +183,14 @@ def crash_line(kind: str, returncode: int | None, stderr: str) -> str:
 
 def run(kind: str, args: Sequence[str], cwd: Path, outputs: Sequence[Path] = (), ok_codes: Sequence[int] = (0,),
         timeout: float = 600) -> Job:
-    """Run a short command to its end (schema infer, query, verify)."""
-    return Job(kind, args, cwd, outputs, ok_codes=ok_codes).wait(timeout)
+    """Run a short command to its end (schema infer, query, verify); past ``timeout`` seconds it is ended
+    (nothing kept) and fails with a line saying so, rather than left running."""
+    job = Job(kind, args, cwd, outputs, ok_codes=ok_codes).wait(timeout)
+    if job.state == "running":
+        job.cancel()
+        job.wait(30)
+        job.state, job.error = "failed", f"ppdp {kind} took more than {timeout:g} s and was stopped"
+    return job
 
 
 class Jobs:
