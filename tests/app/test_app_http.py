@@ -229,3 +229,19 @@ def test_a_short_command_past_its_time_is_ended(monkeypatch, tmp_path):
     job = jobs.run("verify", ["x"], tmp_path, timeout=1)
     assert job.state == "failed" and job.error == "ppdp verify took more than 1 s and was stopped"
     assert job.proc.poll() is not None  # no process left behind
+
+
+@pytest.mark.slow  # a whole evaluate run (~5 s idle)
+def test_a_histogram_compared_on_range_columns_is_published_on_them(client):
+    """The recommendation of a histogram compared on the range columns goes to the publish field with those
+    columns (published without them it would be the histogram over every column: another model, or refused)."""
+    client.post("/api/load", files={"file": (DIABETES.name, DIABETES.read_bytes())}, data={"path": ""})
+    client.post("/api/schema/upload", files={"schema_file": ("d.toml", DIABETES_SCHEMA.read_bytes())})
+    r = client.post("/api/compare", json_body={"models": "dpcube:epsilon=1", "workload": "range", "queries": "30",
+                                               "trials": "1", "dims": "age, sex,target"})
+    job = client.follow(r.json(), limit=300)
+    assert job["state"] == "done", job
+    res = job["result"]
+    assert res["recommended"] == "dpcube:epsilon=1"
+    assert res["to_publish"] == 'dpcube:epsilon=1,dims=["age", "sex", "target"]'
+    assert res["models"][0]["error"] == "" and res["models"][0]["verified"] is True

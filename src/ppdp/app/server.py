@@ -373,12 +373,12 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 args += ["--max-posterior", str(data["max_posterior"]).strip()]
             out = session.new_path("evaluate")
             args += ["--out", str(out)]
-            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out)))
+            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out, dims)))
             return JSONResponse(job.as_dict())
         except PpdpError as e:
             return _error(e, "models")
 
-    def _evaluation(job: Job, out: Path) -> dict[str, Any]:
+    def _evaluation(job: Job, out: Path, dims: str = "") -> dict[str, Any]:
         import pandas as pd
 
         session.evaluations[job.id] = out
@@ -390,8 +390,13 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             r["error"] = model_error(r.get("error"))
         rec = next((ln for ln in job.stdout.splitlines() if ln.startswith(("recommendation:", "no recommendation:"))), "")
         model = rec[len("recommendation: "):].split(" — ")[0] if rec.startswith("recommendation:") else None
+        to_publish = model
+        if model and dims:  # a histogram compared on the range columns is published on them, as compared
+            filled = next((str(r.get("filled") or "") for r in models.to_dict("records") if r.get("model") == model), "")
+            if "dims=" in filled and "dims=" not in model:
+                to_publish = f"{model},dims={json.dumps(dims.split(','), ensure_ascii=False)}"
         passed = [ln[len("passed over: "):] for ln in job.stdout.splitlines() if ln.startswith("passed over: ")]
-        return {"models": rows, "recommendation": rec, "recommended": model, "passed_over": passed,
+        return {"models": rows, "recommendation": rec, "recommended": model, "to_publish": to_publish, "passed_over": passed,
                 "report": f"/work/{out.name}/report.html"}
 
     async def job_status(request: Request) -> JSONResponse:

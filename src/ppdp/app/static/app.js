@@ -167,7 +167,7 @@ $("compare-form").addEventListener("submit", async (ev) => {
   }
   $("report-link").href = res.report;
   $("report-frame").src = res.report;
-  if (res.recommended) $("model").value = res.recommended;
+  if (res.recommended) $("model").value = res.to_publish || res.recommended;
 });
 
 // --------------------------------------------------------------------------- 3 Publish
