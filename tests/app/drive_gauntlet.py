@@ -1,16 +1,19 @@
 """Drive the app's HTTP endpoints as the page's JavaScript does, through the whole flow, on the
 gauntlet's tables (a manual check, not collected by pytest):
 
-    python tests/app/drive_gauntlet.py DATA_DIR SCHEMA_DIR [TABLE ...]
+    python tests/app/drive_gauntlet.py DATA_DIR SCHEMA_DIR [TABLE ...] [--no-dims]
 
 Per table: upload the file (inferred schema) → edit a role through the editor → upload the reviewed
 schema → compare (one model per family) → publish every family → GROUP BY and range queries →
-download the zip, verify it with the CLI, upload it back as a receiver and query it. Prints one
+download the zip, verify it with the CLI, upload it back as a receiver and query it. The ε-DP
+histograms get the table's three columns (dims) as the CLI gauntlet gives them, and a wide table is
+compared on them (the page's "range columns"), unless --no-dims. Prints one
 line per step: ``table step status detail``."""
 
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 import tempfile
@@ -29,9 +32,14 @@ PUBLISH = {"fprivacy": "theta=8", "anatomy": "l=2", "sdr": "rho1=0.1,rho2=0.5", 
 
 def params_of(cfg: dict, fam: str) -> str:
     p = cfg.get("params", {}).get(fam)
-    if not p:
-        return PUBLISH[fam]
-    return ",".join(f"{p[i].lstrip('-').replace('-', '_')}={p[i + 1]}" for i in range(0, len(p), 2))
+    spec = PUBLISH[fam] if not p else ",".join(f"{p[i].lstrip('-').replace('-', '_')}={p[i + 1]}"
+                                                for i in range(0, len(p), 2))
+    if fam in ("dp", "dpcube") and DIMS:  # as the CLI gauntlet publishes them: on the table's three columns
+        spec += ",dims=" + json.dumps(cfg["dims"].split(","))
+    return spec
+
+
+DIMS = "--no-dims" not in sys.argv
 
 
 def poll(c: AppClient, job: dict, limit: float = 900) -> dict:
@@ -82,8 +90,10 @@ def drive(table: str, cfg: dict, data: Path, schemas: Path, workdir: Path) -> No
         # compare: one model per family
         models = f"fprivacy:{params_of(cfg, 'fprivacy')}\nsdr:{params_of(cfg, 'sdr')}\ndpcube:epsilon=1"
         t0 = time.time()
-        r = c.post("/api/compare", json_body={"models": models, "workload": "anatomy", "queries": "200", "trials": "1",
-                                         "max_posterior": "", "sql_workload": ""})
+        wide = cfg.get("eval_dims") and DIMS  # the page's "range columns", as the CLI gauntlet's --dims
+        r = c.post("/api/compare", json_body={"models": models, "workload": "range" if wide else "anatomy",
+                                              "queries": "200", "trials": "1", "max_posterior": "", "sql_workload": "",
+                                              "dims": cfg["dims"] if wide else ""})
         if r.status_code != 200:
             out(table, "compare", False, f"{r.status_code} {r.text}")
         else:
@@ -154,7 +164,7 @@ def main() -> None:
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)  # the table settings only
     ns = vars(mod)
-    tables = sys.argv[3:] or list(ns["TABLES"])
+    tables = [a for a in sys.argv[3:] if not a.startswith("--")] or list(ns["TABLES"])
     for t in tables:
         with tempfile.TemporaryDirectory() as wd:
             try:
