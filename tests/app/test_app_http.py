@@ -245,3 +245,21 @@ def test_a_histogram_compared_on_range_columns_is_published_on_them(client):
     assert res["recommended"] == "dpcube:epsilon=1"
     assert res["to_publish"] == 'dpcube:epsilon=1,dims=["age", "sex", "target"]'
     assert res["models"][0]["error"] == "" and res["models"][0]["verified"] is True
+
+
+def test_a_table_not_eligible_for_the_model_is_refused_by_the_publish_field(client, monkeypatch):
+    """The refusal of a model the table is not eligible for shows by the publish form's model field (it names
+    "sensitive column" and went to the schema table). The command's own line, as `ppdp publish diverted` words it."""
+    line = ("error: table not eligible for ℓ' = 2: dx = 'a' occurs 30 times, more than N/ℓ' = 20; protect another "
+            "sensitive column, or use `ppdp publish global`")
+    script = f"import sys; print({line!r}, file=sys.stderr); sys.exit(2)"
+    monkeypatch.setattr(jobs, "ppdp_command", lambda args: [sys.executable, "-c", script])
+    tmp = Path(client.app.state.session.workdir)
+    job = client.app.state.jobs.add(jobs.Job("publish", ["publish", "diverted"], tmp))
+    job.wait(60)
+    body = client.get(f"/api/job/{job.id}").json()
+    assert body["state"] == "failed" and body["field"] == "model", body
+    assert body["error"] == line[len("error: "):]
+    job = client.app.state.jobs.add(jobs.Job("evaluate", ["evaluate"], tmp))  # the comparison's: unchanged
+    job.wait(60)
+    assert client.get(f"/api/job/{job.id}").json()["field"] == "schema"

@@ -406,8 +406,10 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         d = job.as_dict()
         if job.state == "failed":
             field = field_of(job.error or "", {"evaluate": "models", "publish": "model"}.get(job.kind, "file"))
-            # publishing has one model field of its own: a model's refusal shows there, not by the comparison's list
-            d["field"] = "model" if job.kind == "publish" and field == "models" else field
+            # publishing has one model field of its own: a model's refusal (its parameters, the table not eligible
+            # for it) shows there, not by the comparison's list or the schema table
+            eligible = re.search(r"eligib", job.error or "")
+            d["field"] = "model" if job.kind == "publish" and (field == "models" or eligible) else field
         return JSONResponse(d)
 
     async def job_cancel(request: Request) -> JSONResponse:
