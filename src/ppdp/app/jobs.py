@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 _ids = itertools.count(1)
+#: the job whose ``on_done`` is running in this thread: commands it runs (verify, audit) are its children,
+#: ended with it when it is cancelled
+_current = threading.local()
 _BAR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -54,12 +57,18 @@ class Job:
         self.started = time.monotonic()
         self.seconds: float | None = None
         self._cancelled = False
+        self.children: list[Job] = []
         # the child imports the same ppdp as the app (a relative PYTHONPATH would not hold in ``cwd``)
         here = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
         env = dict(os.environ, PPDP_PROGRESS="1", PYTHONUNBUFFERED="1", COLUMNS="120", PYTHONPATH=path)
         self.proc = subprocess.Popen(ppdp_command(self.args), cwd=self.cwd, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, start_new_session=True)
+        parent = getattr(_current, "job", None)
+        if parent is not None:
+            parent.children.append(self)
+            if parent.cancelled:
+                self.cancel()
         self._err_thread = threading.Thread(target=self._read_stderr, daemon=True)
         self._err_thread.start()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -87,15 +96,28 @@ class Job:
             return
         if self.returncode not in self.ok_codes:
             self._remove_outputs()
-            self.error = error_line(self.stderr) or f"ppdp {self.kind} stopped (exit {self.returncode})"
+            self.error = error_line(self.stderr) or crash_line(self.kind, self.returncode, self.stderr)
             self.state = "failed"
             return
         try:
             if self.on_done is not None:
-                self.result = self.on_done(self)
+                _current.job = self
+                try:
+                    self.result = self.on_done(self)
+                finally:
+                    _current.job = None
+            if self._cancelled:  # cancelled while its follow-up commands ran
+                self.result = None
+                self._remove_outputs()
+                self.state = "cancelled"
+                return
             self.state = "done"
         except Exception as e:  # reading what the command wrote failed: say so, keep nothing
             self._remove_outputs()
+            if self._cancelled:
+                self.result = None
+                self.state = "cancelled"
+                return
             self.error = str(e) or type(e).__name__
             self.state = "failed"
 
@@ -107,12 +129,21 @@ class Job:
                 p.unlink()
 
     def cancel(self) -> None:
-        if self.state == "running" and self.proc.poll() is None:
-            self._cancelled = True
+        if self.state != "running":
+            return
+        self._cancelled = True  # also while ``on_done`` runs its own commands (a release's verify and audit)
+        for child in list(self.children):
+            child.cancel()
+        if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the custodian cancelled it (its outputs are then removed)."""
+        return self._cancelled
 
     def wait(self, timeout: float | None = None) -> Job:
         self._thread.join(timeout)
@@ -139,10 +170,27 @@ def error_line(stderr: str) -> str | None:
     return None
 
 
+def crash_line(kind: str, returncode: int | None, stderr: str) -> str:
+    """One line for a command that stopped without its own ``error:`` line: the exception a traceback ends
+    with (a fault of ppdp, to report), or the exit status."""
+    text = stderr.replace("\r", "\n")
+    if "Traceback (most recent call last)" in text:
+        last = [ln.strip() for ln in text.split("Traceback (most recent call last)")[-1].splitlines() if ln.strip()]
+        if last:
+            return f"ppdp {kind} failed unexpectedly: {last[-1]} (a fault in ppdp: please report it)"
+    return f"ppdp {kind} stopped (exit {returncode})"
+
+
 def run(kind: str, args: Sequence[str], cwd: Path, outputs: Sequence[Path] = (), ok_codes: Sequence[int] = (0,),
         timeout: float = 600) -> Job:
-    """Run a short command to its end (schema infer, query, verify)."""
-    return Job(kind, args, cwd, outputs, ok_codes=ok_codes).wait(timeout)
+    """Run a short command to its end (schema infer, query, verify); past ``timeout`` seconds it is ended
+    (nothing kept) and fails with a line saying so, rather than left running."""
+    job = Job(kind, args, cwd, outputs, ok_codes=ok_codes).wait(timeout)
+    if job.state == "running":
+        job.cancel()
+        job.wait(30)
+        job.state, job.error = "failed", f"ppdp {kind} took more than {timeout:g} s and was stopped"
+    return job
 
 
 class Jobs:

@@ -35,7 +35,16 @@ from .jobs import Job, Jobs, run
 HERE = Path(__file__).parent
 #: one model per family (bucketized, randomized, ε-DP histogram): the default comparison
 DEFAULT_MODELS = ("fprivacy:theta=8", "sdr:rho1=0.1,rho2=0.3", "cells:epsilon=1")
-TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".gz")
+#: files that are not delimited text (spreadsheets, archives, other packages' formats): refused by name,
+#: with what to do; any other file is read by ``ppdp schema infer`` as the CLI reads it (any suffix, a
+#: .gz/.bz2/.zst/.lz4 one decompressed), which says why when it cannot
+NOT_TABLES = {".xlsx": "a spreadsheet: save it as CSV", ".xls": "a spreadsheet: save it as CSV",
+              ".ods": "a spreadsheet: save it as CSV", ".zip": "a zip archive: unpack it and load the table inside",
+              ".sav": "an SPSS file: save it as CSV", ".dta": "a Stata file: save it as CSV",
+              ".sas7bdat": "a SAS file: save it as CSV", ".rds": "an R file: save it as CSV",
+              ".rdata": "an R file: save it as CSV", ".json": "a JSON file: give a CSV or Parquet table",
+              ".pdf": "a PDF document, not a table", ".docx": "a Word document, not a table",
+              ".toml": "a schema file: load the table first, then the schema below"}
 PARQUET_SUFFIXES = (".parquet", ".pq")
 MAX_UPLOAD = 512 << 20
 
@@ -50,7 +59,7 @@ class BadInput(PpdpError):
 
 #: words of an error message → the field of the page it concerns (first match wins)
 _FIELDS = (
-    (r"^--workload", "workload"),
+    (r"^--workload|^--dims|range dimension", "workload"),
     (r"--epsilon|epsilon|ε", "models"),
     (r"--model|model '|unknown model|--theta|--rho|--l-prime|--l\b|parameter", "models"),
     (r"quasi|sensitive column|--sensitive|role|--schema|columns\.|schema file|bins|domain|missing", "schema"),
@@ -64,6 +73,18 @@ def field_of(message: str, default: str) -> str:
         if re.search(pattern, message):
             return field
     return default
+
+
+def model_error(text: Any) -> str:
+    """A model's error in ``evaluate``'s models.csv, without the exception class of a bad-input refusal
+    (``ParameterError: the domain of …`` → ``the domain of …``); other faults keep their name."""
+    from .. import errors
+
+    text = "" if text is None or (isinstance(text, float) and text != text) else str(text)
+    m = re.match(r"([A-Za-z]+): ", text)
+    if m and isinstance(getattr(errors, m.group(1), None), type) and issubclass(getattr(errors, m.group(1)), PpdpError):
+        return text[m.end():]
+    return text
 
 
 class Session:
@@ -130,6 +151,21 @@ def _safe_name(name: str) -> str:
     return base[:120]
 
 
+#: a compressed file's first bytes → the suffix the reader needs to decompress it
+_MAGIC = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\x28\xb5\x2f\xfd", ".zst"))
+
+
+def _compressed_name(name: str, head: bytes) -> str:
+    """The name of an uploaded file's copy: a compressed file keeps or gains its compression suffix in lower
+    case (the reader decompresses by suffix: ``T.CSV.GZ`` or a gzip file sent as ``t.csv`` read as garbage)."""
+    for magic, suffix in _MAGIC:
+        if head.startswith(magic):
+            if name.lower().endswith(suffix):
+                return name[: -len(suffix)] + suffix
+            return name + suffix
+    return name
+
+
 # --------------------------------------------------------------------------------- the app
 def create_app(workdir: str | Path | None = None) -> Starlette:
     """The app, keeping its files in ``workdir`` (default: a new temporary directory)."""
@@ -157,7 +193,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             uploaded = isinstance(upload, UploadFile) and bool(upload.filename)
             if isinstance(upload, UploadFile) and upload.filename:
                 data = await upload.read()
-                name = _safe_name(upload.filename)
+                name = _compressed_name(_safe_name(upload.filename), data[:4])
                 _check_table_name(name)
                 target = session.new_path("input") / name
                 target.parent.mkdir()
@@ -165,7 +201,9 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 src = target
             elif path:
                 src = Path(path).expanduser()
-                if not src.is_file():
+                if src.is_dir() and not src.name.lower().endswith(PARQUET_SUFFIXES):
+                    raise BadInput(f"{path!r} is a directory: give the path of a table file", "file")
+                if not src.exists():
                     raise BadInput(f"{path!r}: no such file", "file")
                 _check_table_name(src.name)
             else:
@@ -194,9 +232,10 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             return _error(e, "file")
 
     def _check_table_name(name: str) -> None:
-        if not name.lower().endswith(TABLE_SUFFIXES + PARQUET_SUFFIXES):
-            raise BadInput(f"{name}: not a table file (give a .csv, .tsv, .txt or .parquet file, or a text one "
-                           "gzipped)", "file")
+        what = NOT_TABLES.get(Path(name).suffix.lower())
+        if what is not None:
+            raise BadInput(f"{name}: not a table file ({what}; give a delimited text file such as .csv or .tsv, "
+                           "gzipped or not, or a .parquet file)", "file")
 
     def _parquet_as_csv(src: Path, uploaded: bool) -> tuple[Path, str]:
         """A Parquet file read by the library (:func:`ppdp.schema.read_frame`) and written as a CSV file in the
@@ -228,7 +267,10 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             try:
                 n = int(rows)
             except ValueError:
-                raise BadInput(f"-n {rows!r}: a whole number of rows", "rows") from None
+                n = 0
+            if n < 1:
+                raise BadInput(f"-n {rows!r}: a whole number of rows ≥ 1 (or leave it empty for the whole table)",
+                               "rows")
         t = await _in_thread(load_dataset, name, n)
         session.source = {"kind": "dataset", "name": name, "rows": n}
         session.roles = {"quasi": list(t.quasi), "sensitive": list(t.sensitive)}
@@ -243,8 +285,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 "message": f"bundled table {name}: {t.n_rows:,} rows"}
 
     async def save_schema(request: Request) -> JSONResponse:
-        data = await request.json()
         try:
+            data = await _json_body(request)
             if session.source is None:
                 raise BadInput("load a table first", "file")
             if session.source["kind"] == "dataset":
@@ -260,13 +302,18 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         except PpdpError as e:
             return _error(e, "schema")
 
-    def _store_schema(text: str) -> dict[str, Any]:
+    def _store_schema(text: str, label: str = "", field: str = "schema") -> dict[str, Any]:
         from ..schema import load_schema
 
         tmp = session.workdir / ".schema-check.toml"
         tmp.write_text(text, encoding="utf-8")
         try:
             load_schema(tmp)  # the library's check; the saved schema is replaced only when it passes
+        except PpdpError as e:  # its message names the check's file: name what the custodian gave instead
+            tmp.unlink(missing_ok=True)
+            msg = str(e).replace(f"schema {tmp.name}: ", f"schema {label}: " if label else "schema: ")
+            raise BadInput(msg.replace(str(tmp), label or "the schema").replace(tmp.name, label or "the schema"),
+                           field) from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -282,8 +329,12 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             if session.source is None or session.source["kind"] != "file":
                 raise BadInput("load a CSV file first; a bundled table has its own roles", "schema_file")
             text = (await up.read()).decode("utf-8")  # type: ignore[union-attr]
-            schema_edit.to_rows(text)
-            return JSONResponse(await _in_thread(_store_schema, text))
+            label = _safe_name(str(up.filename))  # type: ignore[union-attr]
+            try:
+                schema_edit.to_rows(text)
+            except PpdpError as e:
+                raise BadInput(str(e).replace("--schema: ", f"{label}: "), "schema_file") from None
+            return JSONResponse(await _in_thread(_store_schema, text, label, "schema_file"))
         except UnicodeDecodeError:
             return _error(BadInput("the schema file is not UTF-8 text", "schema_file"), "schema_file")
         except PpdpError as e:
@@ -296,8 +347,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
 
     # --------------------------------------------------------------------------- compare
     async def compare(request: Request) -> JSONResponse:
-        data = await request.json()
         try:
+            data = await _json_body(request)
             models = [m.strip() for m in str(data.get("models") or "").splitlines() if m.strip()]
             if not models:
                 raise BadInput("give at least one model, e.g. fprivacy:theta=8", "models")
@@ -315,16 +366,19 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 workload = str(data.get("workload") or "anatomy")
             args += ["--workload", workload, "--queries", str(data.get("queries") or 1000),
                      "--trials", str(data.get("trials") or 1)]
+            dims = ",".join(d.strip() for d in re.split(r"[,\n]", str(data.get("dims") or "")) if d.strip())
+            if dims:  # evaluate's --dims: the range workload's columns (and a histogram model's, when it gives none)
+                args += ["--dims", dims]
             if str(data.get("max_posterior") or "").strip():
                 args += ["--max-posterior", str(data["max_posterior"]).strip()]
             out = session.new_path("evaluate")
             args += ["--out", str(out)]
-            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out)))
+            job = jobs.add(Job("evaluate", args, session.workdir, [out, *outputs], on_done=lambda j: _evaluation(j, out, dims)))
             return JSONResponse(job.as_dict())
         except PpdpError as e:
             return _error(e, "models")
 
-    def _evaluation(job: Job, out: Path) -> dict[str, Any]:
+    def _evaluation(job: Job, out: Path, dims: str = "") -> dict[str, Any]:
         import pandas as pd
 
         session.evaluations[job.id] = out
@@ -332,10 +386,17 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         keep = ["model", "family", "claim", "max_posterior", "records_certain", "mean_rel_err", "mean_abs_err",
                 "publish_s", "verified", "error"]
         rows = models[[c for c in keep if c in models.columns]].to_dict("records")
+        for r in rows:  # a model's refusal as the CLI words it: without the library's class name before it
+            r["error"] = model_error(r.get("error"))
         rec = next((ln for ln in job.stdout.splitlines() if ln.startswith(("recommendation:", "no recommendation:"))), "")
         model = rec[len("recommendation: "):].split(" — ")[0] if rec.startswith("recommendation:") else None
+        to_publish = model
+        if model and dims:  # a histogram compared on the range columns is published on them, as compared
+            filled = next((str(r.get("filled") or "") for r in models.to_dict("records") if r.get("model") == model), "")
+            if "dims=" in filled and "dims=" not in model:
+                to_publish = f"{model},dims={json.dumps(dims.split(','), ensure_ascii=False)}"
         passed = [ln[len("passed over: "):] for ln in job.stdout.splitlines() if ln.startswith("passed over: ")]
-        return {"models": rows, "recommendation": rec, "recommended": model, "passed_over": passed,
+        return {"models": rows, "recommendation": rec, "recommended": model, "to_publish": to_publish, "passed_over": passed,
                 "report": f"/work/{out.name}/report.html"}
 
     async def job_status(request: Request) -> JSONResponse:
@@ -344,7 +405,11 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
             return JSONResponse({"error": "no such job"}, status_code=404)
         d = job.as_dict()
         if job.state == "failed":
-            d["field"] = field_of(job.error or "", {"evaluate": "models", "publish": "models"}.get(job.kind, "file"))
+            field = field_of(job.error or "", {"evaluate": "models", "publish": "model"}.get(job.kind, "file"))
+            # publishing has one model field of its own: a model's refusal (its parameters, the table not eligible
+            # for it) shows there, not by the comparison's list or the schema table
+            eligible = re.search(r"eligib", job.error or "")
+            d["field"] = "model" if job.kind == "publish" and (field == "models" or eligible) else field
         return JSONResponse(d)
 
     async def job_cancel(request: Request) -> JSONResponse:
@@ -352,7 +417,7 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         if job is None:
             return JSONResponse({"error": "no such job"}, status_code=404)
         job.cancel()
-        job.wait(30)
+        await _in_thread(job.wait, 30)  # off the event loop: the page's polling goes on meanwhile
         return JSONResponse(job.as_dict())
 
     async def work_file(request: Request) -> Response:
@@ -364,8 +429,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
 
     # --------------------------------------------------------------------------- publish
     async def publish(request: Request) -> JSONResponse:
-        data = await request.json()
         try:
+            data = await _json_body(request)
             spec = str(data.get("model") or "").strip()
             if not spec:
                 raise BadInput("choose the model to publish", "model")
@@ -384,7 +449,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                                on_done=lambda j: _published(j, spec, out, custodian)))
             return JSONResponse(job.as_dict())
         except PpdpError as e:
-            return _error(e, "model")
+            field = getattr(e, "field", None) or field_of(str(e), "model")
+            return _error(BadInput(str(e), "model" if field == "models" else field), "model")
 
     def _published(job: Job, spec: str, out: Path, custodian: Path) -> dict[str, Any]:
         args = ["verify", str(out), *session.source_args(), "--json"]
@@ -396,6 +462,8 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         report = json.loads(ver.stdout)
         manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
         audit = _audit(out)
+        if job.cancelled:  # cancelled during its verify or audit: the release is removed, not listed
+            raise PpdpError("cancelled")
         rid = out.name
         session.releases[rid] = {"dir": out, "custodian": custodian if custodian.exists() else None, "model": spec}
         lines = [ln.strip() for ln in job.stdout.splitlines() if ln.strip()]
@@ -504,6 +572,10 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(z.read(info))
             load_release(out)  # the library reads it, or says why not
+        except PpdpError as e:  # its message names the app's copy: name the file uploaded instead
+            shutil.rmtree(out, ignore_errors=True)
+            raise BadInput(str(e).replace(str(out) + "/", f"{filename}: ").replace(str(out), filename),
+                           "release_zip") from None
         except Exception:
             shutil.rmtree(out, ignore_errors=True)
             raise
@@ -511,14 +583,18 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
         return {"release": out.name, "message": f"release {filename} loaded"}
 
     async def query(request: Request) -> JSONResponse:
-        data = await request.json()
         try:
+            data = await _json_body(request)
             rid, sql = str(data.get("release") or ""), str(data.get("sql") or "").strip()
             if rid not in session.releases:
                 raise BadInput("publish a release or upload one first", "release")
             if not sql:
                 raise BadInput("write a count query, e.g. SELECT sex, COUNT(*) FROM t GROUP BY sex", "sql")
-            level = float(data.get("level") or 0.95)
+            level_text = str(data.get("level") or "0.95").strip()
+            try:
+                level = float(level_text)
+            except ValueError:
+                raise BadInput(f"--level {level_text!r}: a number in (0, 1), e.g. 0.95", "level") from None
             return JSONResponse(await _in_thread(_answer, session.releases[rid]["dir"], sql, level))
         except ValueError as e:
             return _error(e, "sql")
@@ -566,6 +642,17 @@ def create_app(workdir: str | Path | None = None) -> Starlette:
     app.state.session = session
     app.state.jobs = jobs
     return app
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """The JSON object the page posts, or one line saying what came instead."""
+    try:
+        data = json.loads(await request.body() or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise BadInput("the request is not JSON (reload the page)", "file") from None
+    if not isinstance(data, dict):
+        raise BadInput("the request is not a JSON object (reload the page)", "file")
+    return data
 
 
 async def _in_thread(fn, *args):

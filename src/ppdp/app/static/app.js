@@ -16,9 +16,12 @@ function showError(body, fallback) {
   box.scrollIntoView({block: "nearest"});
 }
 async function call(url, opts) {
-  const r = await fetch(url, opts);
-  const body = await r.json();
-  return {ok: r.ok, body};
+  // a reply that is not the app's JSON (the server stopped, a fault) is still one line by the field
+  let r;
+  try { r = await fetch(url, opts); } catch (e) { return {ok: false, body: {error: "the app is not running (start `ppdp app` again)"}}; }
+  try { return {ok: r.ok, body: await r.json()}; } catch (e) {
+    return {ok: false, body: {error: `the app failed (HTTP ${r.status}); its terminal shows why`}};
+  }
 }
 function postJSON(url, data) {
   return call(url, {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(data)});
@@ -123,8 +126,9 @@ $("schema-file").addEventListener("change", async () => {
 async function follow(job, progressEl, cancelBtn) {
   if (cancelBtn) { cancelBtn.hidden = false; cancelBtn.onclick = () => fetch(`/api/job/${job.id}/cancel`, {method: "POST"}); }
   while (true) {
-    const r = await fetch(`/api/job/${job.id}`);
-    job = await r.json();
+    const {ok, body} = await call(`/api/job/${job.id}`);
+    if (!ok) { job = {state: "failed", error: body.error}; progressEl.textContent = ""; break; }
+    job = body;
     progressEl.textContent = job.state === "running" ? (job.progress || "starting …") + `  (${job.seconds} s)` : "";
     if (job.state !== "running") break;
     await new Promise((res) => setTimeout(res, 400));
@@ -141,7 +145,7 @@ $("compare-form").addEventListener("submit", async (ev) => {
   if ($("schema-table").querySelector("tbody tr") && !(await saveSchema())) return;
   $("report-box").hidden = true;
   const {ok, body} = await postJSON("/api/compare", {models: $("models").value, workload: $("workload").value,
-    queries: $("queries").value, trials: $("trials").value, max_posterior: $("max_posterior").value,
+    queries: $("queries").value, trials: $("trials").value, dims: $("dims").value, max_posterior: $("max_posterior").value,
     sql_workload: $("sql-workload").value});
   if (!ok) { showError(body, "models"); return; }
   $("compare-btn").disabled = true;
@@ -163,7 +167,7 @@ $("compare-form").addEventListener("submit", async (ev) => {
   }
   $("report-link").href = res.report;
   $("report-frame").src = res.report;
-  if (res.recommended) $("model").value = res.recommended;
+  if (res.recommended) $("model").value = res.to_publish || res.recommended;
 });
 
 // --------------------------------------------------------------------------- 3 Publish
@@ -179,9 +183,10 @@ $("publish-form").addEventListener("submit", async (ev) => {
   const {ok, body} = await postJSON("/api/publish", {model: $("model").value, seed: $("seed").value, allow_disclosure: $("allow_disclosure").checked});
   if (!ok) { showError(body, "model"); return; }
   $("publish-btn").disabled = true;
-  const job = await follow(body, $("publish-progress"), null);
+  const job = await follow(body, $("publish-progress"), $("publish-cancel-btn"));
   $("publish-btn").disabled = false;
   if (job.state === "failed") { showError(job, "model"); return; }
+  if (job.state !== "done") return;
   const r = job.result;
   $("publish-box").hidden = false;
   const v = r.verify;
