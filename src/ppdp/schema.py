@@ -452,6 +452,20 @@ def check_encoding(v, key: str = "--encoding") -> str:
 
 
 # ---------------------------------------------------------------------- reading
+#: a compressed file's first bytes → its compression (the name's suffix may be missing or upper-case)
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+def compression_of(path: str | os.PathLike) -> str | None:
+    """The file's compression by its first bytes (gzip, bz2, zstd), or None for a plain file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError:
+        return None
+    return next((kind for magic, kind in MAGIC if head.startswith(magic)), None)
+
+
 def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
     """The file as a DataFrame of text cells (missing markers still as written), read with
     ``pyarrow.csv`` (one-character separator) or ``pandas.read_csv`` (a longer separator);
@@ -482,11 +496,16 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
                     skip_rows=opts.skip + (1 if opts.header and names else 0),
                     autogenerate_column_names=not opts.header and names is None)
         parse = pcsv.ParseOptions(delimiter=one)
+        packed = compression_of(p)
+
+        def src():  # the file's own compression, whatever its name says (SURVEY.CSV.GZ, gzip saved as .csv)
+            return p if packed is None else pa.input_stream(p, compression=packed)
+
         try:
-            with pcsv.open_csv(p, read_options=pcsv.ReadOptions(**read), parse_options=parse) as r:
+            with pcsv.open_csv(src(), read_options=pcsv.ReadOptions(**read), parse_options=parse) as r:
                 found = r.schema.names  # the names only: every column is then read as text
             t = pcsv.read_csv(
-                p, read_options=pcsv.ReadOptions(**read), parse_options=parse,
+                src(), read_options=pcsv.ReadOptions(**read), parse_options=parse,
                 convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in found},
                                                     strings_can_be_null=False, quoted_strings_can_be_null=False),
             )
@@ -510,7 +529,8 @@ def read_frame(path: str | os.PathLike, opts: FileOptions) -> pd.DataFrame:
     else:
         try:
             df = pd.read_csv(p, sep=re.escape(sep), engine="python", header=0 if opts.header else None, skiprows=opts.skip,
-                             names=names, dtype=str, keep_default_na=False, na_values=[], encoding=opts.encoding)
+                             names=names, dtype=str, keep_default_na=False, na_values=[], encoding=opts.encoding,
+                             compression=compression_of(p) or "infer")
         except UnicodeDecodeError as e:
             raise PpdpError(f"{p.name} is not {opts.encoding} text ({e.reason}); give --encoding") from None
         except (pd.errors.ParserError, ValueError) as e:

@@ -265,3 +265,22 @@ def test_title_lines_above_the_header_are_skipped(tmp_path):
     plain = tmp_path / "c.csv"
     plain.write_text("\n".join(_rows(",")) + "\n", encoding="utf-8")
     assert "skip" not in _infer(plain, tmp_path)[0]["file"]
+
+
+def test_compressed_files_are_read_by_their_bytes_not_their_name(tmp_path):
+    """A gzip file named SURVEY.CSV.GZ, a bz2 file saved as .csv: the reader and `schema infer`
+    decompress by the file's first bytes (the name's suffix was the only clue, lower-case only)."""
+    import bz2
+    import gzip
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "gauntlet" / "data" / "chile.csv"
+    text = src.read_bytes()
+    (tmp_path / "SURVEY.CSV.GZ").write_bytes(gzip.compress(text))
+    (tmp_path / "survey_bz.csv").write_bytes(bz2.compress(text))
+    for name in ("SURVEY.CSV.GZ", "survey_bz.csv"):
+        s, _ = _infer(tmp_path / name, tmp_path)
+        assert s["file"]["sep"] == "," and s["file"]["na"] == ["."], name
+        schema = load_schema(tmp_path / "s.toml")
+        t = read_table(tmp_path / name, schema)
+        assert t.n_rows == 2700, name

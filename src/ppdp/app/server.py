@@ -151,13 +151,14 @@ def _safe_name(name: str) -> str:
     return base[:120]
 
 
-#: a compressed file's first bytes → the suffix the reader needs to decompress it
+#: a compressed file's first bytes → the suffix its copy is given
 _MAGIC = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\x28\xb5\x2f\xfd", ".zst"))
 
 
 def _compressed_name(name: str, head: bytes) -> str:
     """The name of an uploaded file's copy: a compressed file keeps or gains its compression suffix in lower
-    case (the reader decompresses by suffix: ``T.CSV.GZ`` or a gzip file sent as ``t.csv`` read as garbage)."""
+    case, so that the copy's name says what it is (the reader itself decompresses by the first bytes,
+    :func:`ppdp.schema.compression_of`)."""
     for magic, suffix in _MAGIC:
         if head.startswith(magic):
             if name.lower().endswith(suffix):

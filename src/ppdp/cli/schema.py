@@ -34,16 +34,17 @@ def infer(input_path, out, encoding):
     """Guess how to read FILE (separator, header, missing markers, encoding) and what each
     column is; write a TOML schema with every guess as a comment, to review and edit."""
     from ..errors import PpdpError
-    from ..schema import FileOptions, check_encoding, read_frame
+    from ..schema import FileOptions, check_encoding, compression_of, read_frame
 
     p = Path(input_path)
     if p.suffix.lower() in (".parquet", ".pq"):
         return _infer_parquet(p, out)
     raw = p.read_bytes()[: 1 << 16]
-    if raw[:2] == b"\x1f\x8b":  # gzip: sniff the text, as the reader decompresses it
-        import gzip
+    packed = compression_of(p)
+    if packed is not None:  # gzip, bz2, zstd: sniff the text, as the reader decompresses it
+        import pyarrow as pa
 
-        with gzip.open(p, "rb") as f:
+        with pa.input_stream(p, compression=packed) as f:
             raw = f.read(1 << 16)
     if encoding:
         enc = check_encoding(encoding)
