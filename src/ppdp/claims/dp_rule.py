@@ -85,6 +85,8 @@ PROBE_REPLICATES = 32
 PROBE_SEED = 20131
 #: :func:`_ipf` stops early at a fixed point: no cell moved by more than this share of the largest
 IPF_TOL = 1e-12
+#: the null's replicates are fitted in batches of at most this many cells (memory, not results)
+PROBE_BATCH_CELLS = 1 << 20
 #: the guard: a second probe, of the 2-block table, spent when the 1-way model is chosen but would
 #: lose to the runner-up with its squared bias at the first probe's upper bound (see :func:`guard_needed`)
 GUARD_FRACTION = 0.10
@@ -273,8 +275,12 @@ def _statistic(y: np.ndarray, shape: Sequence[int], edges: list[list[int]], epsi
     fit = _ipf(y[None], way)
     t = float(_qform(y[None] - fit, ms)[0])
     rng = np.random.default_rng(PROBE_SEED + way)
-    z = np.rint(np.maximum(fit, 0.0) + rng.laplace(0.0, 1.0 / float(epsilon_probe), (PROBE_REPLICATES,) + y.shape))
-    null = _qform(z - _ipf(z, way), ms)
+    base = np.maximum(fit, 0.0)
+    step = max(1, PROBE_BATCH_CELLS // max(y.size, 1))  # replicates per batch (the draws are the same in any batching)
+    null = np.concatenate([
+        _qform(z - _ipf(z, way), ms)
+        for z in (np.rint(base + rng.laplace(0.0, 1.0 / float(epsilon_probe), (min(step, PROBE_REPLICATES - s),) + y.shape))
+                  for s in range(0, PROBE_REPLICATES, step))])
     noise = float(np.mean(null))
     var = float(np.var(null, ddof=1)) * (1.0 + 1.0 / PROBE_REPLICATES) + 1e-12
     return t, noise, var
@@ -332,9 +338,20 @@ def guard_bound(counts: np.ndarray, shape: Sequence[int], epsilon_guard: float, 
     return {"statistic": t, "noise": noise, "noise_sd": sd, "lower": max(t - noise - GUARD_LOWER_Z * sd, 0.0)}
 
 
+_PROBE_MEMO: dict[tuple, dict[int, dict[str, float]]] = {}
+
+
 def _probe_estimates(epsilon: float, shape: Sequence[int], n_hat: float, counts: np.ndarray) -> dict[int, dict[str, float]]:
-    e_probe = epsilon * PROBE_FRACTION
-    return {w: probe_bias(counts, shape, e_probe, n_hat, w) for w in MARGINAL_WAYS if w < len(shape)}
+    """The probe's estimates per way; a deterministic function of its arguments, so remembered for
+    the last few probes (the guard's decision, the choice and verify's re-derivation read the same)."""
+    c = np.ascontiguousarray(counts, dtype=np.float64)
+    key = (float(epsilon), tuple(int(n) for n in shape), float(n_hat), c.shape, c.tobytes())
+    if key not in _PROBE_MEMO:
+        if len(_PROBE_MEMO) >= 8:
+            _PROBE_MEMO.pop(next(iter(_PROBE_MEMO)))
+        e_probe = epsilon * PROBE_FRACTION
+        _PROBE_MEMO[key] = {w: probe_bias(c, shape, e_probe, n_hat, w) for w in MARGINAL_WAYS if w < len(shape)}
+    return {w: dict(v) for w, v in _PROBE_MEMO[key].items()}
 
 
 def _guard_wanted(epsilon: float, shape: Sequence[int], n_hat: float, est: dict[int, dict[str, float]]) -> bool:
