@@ -506,7 +506,8 @@ def evaluate(table, models: Sequence[str | ModelSpec], workload: "str | Sequence
                 res_parts.append(pd.DataFrame({"model": spec.label, "params": rec["params"], "trial": trial,
                                                "query_id": np.arange(len(wl)), "true": true, "estimate": est}))
             except Exception as e:  # a model that fails on this table is a row, not a crash
-                rec["error"] = f"{type(e).__name__}: {e}"
+                # a refusal is its one line; anything else is a fault and keeps its exception's name
+                rec["error"] = str(e) if isinstance(e, PpdpError) else f"{type(e).__name__}: {e}"
             runs.append(rec)
             bar.update(1)
             if rec["error"] and not rec.get("family"):

@@ -141,3 +141,12 @@ def test_evaluate_reports_the_sensitive_set_of_a_real_table(tmp_path):
     row = m.loc["fprivacy:theta=8"]
     assert row["records_certain_sensitive"] == 0 and row["records_certain_in_set"] == 1570
     assert "1,570 records are disclosed with certainty to hold one of the sensitive values" in r.output
+
+
+def test_a_refused_model_row_is_its_one_line_a_fault_keeps_its_name():
+    """A model the table is not eligible for is a row whose error is the refusal's own line
+    (what `ppdp publish` prints), not prefixed with the library's exception class."""
+    t = ppdp.datasets.load("adult", n=2000, seed=0).select(["age", "sex", "race", "occupation"])
+    ev = evaluate(t, ["anatomy:l=40"], n_queries=20, trials=1, progress=False)
+    err = ev.models.set_index("model").loc["anatomy:l=40", "error"]
+    assert err and "Error:" not in err.split(" ")[0] and "ℓ = 40" in err, err
