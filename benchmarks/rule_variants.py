@@ -37,20 +37,33 @@ def current(rest, shape, n_hat, draw):
     return alg, rest - ch["epsilon_probe"]
 
 
+def fit1(y, way):
+    """The probe's maximum-entropy fit of one table (dp_rule fits a batch)."""
+    return R._ipf(np.asarray(y, dtype=np.float64)[None], way)[0]
+
+
+def q1(r, ms):
+    """The probe's statistic of one residual table (dp_rule takes a batch)."""
+    return float(R._qform(np.asarray(r, dtype=np.float64)[None], ms)[0])
+
+
+def null_of(y, way, ms, draw, replicates):
+    """(T of ``y``, the null's T over ``replicates`` tables ``draw(base, rng)`` around its fit), the
+    rule's seed."""
+    fit = fit1(y, way)
+    rng = np.random.default_rng(R.PROBE_SEED + way)
+    base = np.maximum(fit, 0.0)
+    return q1(y - fit, ms), [q1(z - fit1(z, way), ms) for z in (draw(base, rng) for _ in range(replicates))]
+
+
 def probe_multi(ys, ebs, shape, n_hat, way, replicates=R.PROBE_REPLICATES):
     """probe_bias on the precision-weighted mean of stage tables (weights ε_k²)."""
     w = np.array([e * e for e in ebs]) / sum(e * e for e in ebs)
     y = sum(wk * yk for wk, yk in zip(w, ys))
     edges = R.probe_edges(shape)
     ms = [R._coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
-    fit = R._ipf(y, way)
-    t = R._qform(y - fit, ms)
-    rng = np.random.default_rng(R.PROBE_SEED + way)
-    base = np.maximum(fit, 0.0)
-    null = []
-    for _ in range(replicates):
-        z = base + sum(wk * np.rint(rng.laplace(0.0, 1.0 / ek, y.shape)) for wk, ek in zip(w, ebs))
-        null.append(R._qform(z - R._ipf(z, way), ms))
+    t, null = null_of(y, way, ms, lambda base, rng: base + sum(wk * np.rint(rng.laplace(0.0, 1.0 / ek, y.shape))
+                                                               for wk, ek in zip(w, ebs)), replicates)
     noise = float(np.mean(null))
     var = float(np.var(null, ddof=1)) * (1.0 + 1.0 / replicates) + 1e-12
     excess = t - noise
@@ -117,14 +130,7 @@ def table_at(x, blocks):
 def excess_at(y, shape, eb, way, blocks, replicates=R.PROBE_REPLICATES):
     edges = edges_at(shape, blocks)
     ms = [R._coverage(int(n), tuple(e)) for n, e in zip(shape, edges)]
-    fit = R._ipf(y, way)
-    t = R._qform(y - fit, ms)
-    rng = np.random.default_rng(R.PROBE_SEED + way)
-    base = np.maximum(fit, 0.0)
-    null = []
-    for _ in range(replicates):
-        z = np.rint(base + rng.laplace(0.0, 1.0 / eb, y.shape))
-        null.append(R._qform(z - R._ipf(z, way), ms))
+    t, null = null_of(y, way, ms, lambda base, rng: np.rint(base + rng.laplace(0.0, 1.0 / eb, y.shape)), replicates)
     return t - float(np.mean(null)), float(np.std(null, ddof=1))
 
 

@@ -79,12 +79,12 @@ def snr(cubes: list[str], blocks_list=(2, 3, 4), ebs=(0.005, 0.01, 0.02, 0.05), 
         for blocks in blocks_list:
             y = V.table_at(x, blocks).astype(np.float64)
             ms = [R._coverage(int(n), tuple(e)) for n, e in zip(x.shape, V.edges_at(x.shape, blocks))]
-            stat = R._qform(y - R._ipf(y, 1), ms)
+            stat = V.q1(y - V.fit1(y, 1), ms)
             row = {"cube": cube, "blocks": blocks, "rms_bias_1way": b1, "seen": math.sqrt(stat) / b1}
             for eb in ebs:
                 rng = np.random.default_rng(1)
-                base = R._ipf(y, 1)
-                null = [R._qform(z - R._ipf(z, 1), ms)
+                base = V.fit1(y, 1)
+                null = [V.q1(z - V.fit1(z, 1), ms)
                         for z in (np.rint(base + rng.laplace(0, 1 / eb, y.shape)) for _ in range(replicates))]
                 row[f"snr_{eb}"] = stat / float(np.std(null))
             print(json.dumps(row), flush=True)
