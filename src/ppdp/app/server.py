@@ -151,19 +151,20 @@ def _safe_name(name: str) -> str:
     return base[:120]
 
 
-#: a compressed file's first bytes → the suffix its copy is given
-_MAGIC = ((b"\x1f\x8b", ".gz"), (b"BZh", ".bz2"), (b"\x28\xb5\x2f\xfd", ".zst"))
+#: a compression (:data:`ppdp.schema.MAGIC`) → the suffix its copy is given
+_SUFFIX = {"gzip": ".gz", "bz2": ".bz2", "zstd": ".zst"}
 
 
 def _compressed_name(name: str, head: bytes) -> str:
     """The name of an uploaded file's copy: a compressed file keeps or gains its compression suffix in lower
     case, so that the copy's name says what it is (the reader itself decompresses by the first bytes,
     :func:`ppdp.schema.compression_of`)."""
-    for magic, suffix in _MAGIC:
+    from ..schema import MAGIC
+
+    for magic, kind in MAGIC:
         if head.startswith(magic):
-            if name.lower().endswith(suffix):
-                return name[: -len(suffix)] + suffix
-            return name + suffix
+            suffix = _SUFFIX[kind]
+            return name[: -len(suffix)] + suffix if name.lower().endswith(suffix) else name + suffix
     return name
 
 
